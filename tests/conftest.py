@@ -1,0 +1,26 @@
+"""Test-wide settings: float64 for GP algebra, and the `slow` marker switch."""
+import os
+
+import jax
+import pytest
+
+jax.config.update("jax_enable_x64", True)
+
+SHARED_DATA = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"
+)
+
+
+def pytest_addoption(parser):
+  parser.addoption(
+      "--runslow", action="store_true", default=False, help="also run tests marked slow"
+  )
+
+
+def pytest_collection_modifyitems(config, items):
+  if config.getoption("--runslow"):
+    return
+  skip_slow = pytest.mark.skip(reason="slow: run with --runslow")
+  for item in items:
+    if "slow" in item.keywords:
+      item.add_marker(skip_slow)
