@@ -1,0 +1,267 @@
+"""The JSON interchange format of architectures, and every validity rule, checked in plain Python.
+
+Format: `{"kind": "cnn"|"mlp", "layers": [{"label": "conv3", "units": 64, "stride": 1}, ...],
+"edges": [[0, 1], ...]}`; `units` and `stride` are omitted where a layer has none. Any JSON value
+gives either a valid Architecture or a ValueError whose message names the field and what is
+allowed; nothing here is traced.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from nas_jax.arch import graph
+from nas_jax.arch import labels as labels_lib
+from nas_jax.arch.architecture import Architecture, pad
+
+__all__ = ["Limits", "from_json", "to_json", "host_masses"]
+
+Role = labels_lib.Role
+_POOL_STRIDE = 2
+_FLAT = 0  # image-size code of flattened data (after fc or a decision layer)
+
+
+class Limits(NamedTuple):
+  """Search-space limits of spec nasbot.md 1.4 (App. B.3)."""
+
+  max_layers: int = 60
+  max_edges: int = 200
+  max_degree: int = 5
+  max_mass: float = 1e8
+  min_units: int = 8
+  max_units: int = 1024
+
+
+def _is_int(x) -> bool:
+  return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _parse_layer(kind: str, i: int, layer: Any, limits: Limits) -> tuple[int, int, int]:
+  where = f"layers[{i}]"
+  if not isinstance(layer, dict):
+    raise ValueError(f"{where}: {layer!r} is not an object; expected {{'label': ..., ...}}")
+  extra = set(layer) - {"label", "units", "stride"}
+  if extra:
+    raise ValueError(f"{where}: unknown keys {sorted(extra)}; allowed: label, units, stride")
+  if "label" not in layer:
+    raise ValueError(f"{where}: missing 'label'")
+  name = layer["label"]
+  if not isinstance(name, str):
+    raise ValueError(f"{where}.label: {name!r} is not a string")
+  table = labels_lib.label_table(kind)
+  if name not in table.names:
+    raise ValueError(f"{where}.label: {name!r} is not a {kind} label; allowed: {', '.join(table.names)}")
+  lid = table.names.index(name)
+  role = Role(int(table.role[lid]))
+  units = 0
+  if table.has_units[lid]:
+    if "units" not in layer:
+      raise ValueError(f"{where}.units: missing; a {name} layer needs an integer unit count")
+    units = layer["units"]
+    if not _is_int(units) or not limits.min_units <= units <= limits.max_units:
+      raise ValueError(
+          f"{where}.units: {units!r} is not allowed; expected an integer in"
+          f" [{limits.min_units}, {limits.max_units}]"
+      )
+  elif "units" in layer:
+    raise ValueError(f"{where}.units: a {name} layer has no units; omit 'units'")
+  stride = 0
+  if table.has_stride[lid]:
+    stride = layer.get("stride", 1)
+    if not _is_int(stride) or stride not in (1, 2):
+      raise ValueError(f"{where}.stride: {stride!r} is not allowed; a {name} layer has stride 1 or 2")
+  elif role == Role.POOL:
+    stride = layer.get("stride", _POOL_STRIDE)
+    if not _is_int(stride) or stride != _POOL_STRIDE:
+      raise ValueError(f"{where}.stride: {stride!r} is not allowed; pooling layers have stride 2")
+  elif "stride" in layer:
+    raise ValueError(f"{where}.stride: a {name} layer has no stride; omit 'stride'")
+  return lid, units, stride
+
+
+def _parse_edges(edges: Any, n: int, limits: Limits) -> np.ndarray:
+  if not isinstance(edges, list):
+    raise ValueError(f"edges: {edges!r} is not a list; expected a list of [from, to] pairs")
+  if len(edges) > limits.max_edges:
+    raise ValueError(f"edges: {len(edges)} edges; at most {limits.max_edges} are allowed")
+  adj = np.zeros((n, n), bool)
+  for k, e in enumerate(edges):
+    if not (isinstance(e, list) and len(e) == 2 and all(_is_int(v) for v in e)):
+      raise ValueError(f"edges[{k}]: {e!r} is not a pair of layer indices [from, to]")
+    i, j = e
+    if not (0 <= i < n and 0 <= j < n):
+      raise ValueError(f"edges[{k}]: {e!r} is out of range; layer indices are 0..{n - 1}")
+    if i == j:
+      raise ValueError(f"edges[{k}]: {e!r} is a self-loop; an edge must join two different layers")
+    if adj[i, j]:
+      raise ValueError(f"edges[{k}]: {e!r} is a duplicate edge")
+    adj[i, j] = True
+  return adj
+
+
+def _reach(adj: np.ndarray, start: int) -> np.ndarray:
+  seen = np.zeros(adj.shape[0], bool)
+  stack = [start]
+  while stack:
+    u = stack.pop()
+    if not seen[u]:
+      seen[u] = True
+      stack.extend(int(v) for v in np.flatnonzero(adj[u]))
+  return seen
+
+
+def _check_graph(kind: str, lids: np.ndarray, adj: np.ndarray, limits: Limits) -> list[int]:
+  """Structure rules of spec nasbot.md 1.4; returns a topological order."""
+  table = labels_lib.label_table(kind)
+  role = table.role[lids]
+  names = [table.names[i] for i in lids]
+  for r, name in ((Role.IP, "ip"), (Role.OP, "op")):
+    where_r = np.flatnonzero(role == r)
+    if len(where_r) != 1:
+      raise ValueError(f"layers: found {len(where_r)} '{name}' layers {where_r.tolist()}; exactly one is required")
+  ip, op = int(np.flatnonzero(role == Role.IP)[0]), int(np.flatnonzero(role == Role.OP)[0])
+  if adj[:, ip].any():
+    raise ValueError(f"layers[{ip}]: the ip layer has parents {np.flatnonzero(adj[:, ip]).tolist()}; ip takes none")
+  if adj[op].any():
+    raise ValueError(f"layers[{op}]: the op layer has children {np.flatnonzero(adj[op]).tolist()}; op feeds none")
+  order = graph.host_topological_order(adj)
+  if order is None:
+    raise ValueError("edges: the graph has a cycle; an architecture must be a DAG")
+  on_path = _reach(adj, ip) & _reach(adj.T, op)
+  if not on_path.all():
+    bad = int(np.flatnonzero(~on_path)[0])
+    raise ValueError(f"layers[{bad}] ({names[bad]}): not on any path from ip to op")
+  for u in range(len(lids)):
+    for deg, what in ((adj[u].sum(), "out"), (adj[:, u].sum(), "in")):
+      if deg > limits.max_degree:
+        raise ValueError(f"layers[{u}] ({names[u]}): {what}-degree {deg}; at most {limits.max_degree} is allowed")
+  decision = np.flatnonzero(role == Role.DECISION)
+  if len(decision) == 0:
+    raise ValueError(f"layers: no decision layer; a {kind} needs at least one before op")
+  if len({names[d] for d in decision}) > 1:
+    raise ValueError(f"layers: decision layers mix labels {sorted({names[d] for d in decision})}; use one")
+  for d in decision:
+    kids = np.flatnonzero(adj[d]).tolist()
+    if kids != [op]:
+      raise ValueError(f"layers[{d}] ({names[d]}): a decision layer feeds op only; its children are {kids}")
+  for p in np.flatnonzero(adj[:, op]):
+    if role[p] != Role.DECISION:
+      raise ValueError(f"layers[{p}] ({names[p]}): feeds op, but only decision layers may")
+  return order
+
+
+def _check_image_sizes(kind: str, lids: np.ndarray, strides: np.ndarray, adj: np.ndarray, order: list[int]) -> None:
+  """CNN rule: images concatenated at a layer share one size; conv/res/pool need images."""
+  if kind != "cnn":
+    return
+  table = labels_lib.label_table(kind)
+  size = np.zeros(len(lids), np.int64)  # downsampling factor of each layer's output; _FLAT after fc
+  for u in order:
+    role, name = table.role[lids[u]], table.names[lids[u]]
+    parents = np.flatnonzero(adj[:, u])
+    if role == Role.IP:
+      size[u] = 1
+      continue
+    incoming = {int(size[p]) for p in parents}
+    if len(incoming) > 1:
+      desc = ", ".join(f"{int(p)}: {'flat' if size[p] == _FLAT else f'1/{size[p]}'}" for p in parents)
+      raise ValueError(f"layers[{u}] ({name}): parents give images of different sizes ({desc}); a concatenation needs one size")
+    (s,) = incoming
+    if role in (Role.CONV, Role.RES, Role.POOL):
+      if s == _FLAT:
+        raise ValueError(f"layers[{u}] ({name}): its input is already flattened by an fc or decision layer; {name} needs an image")
+      size[u] = s * strides[u]
+    else:
+      size[u] = _FLAT
+
+
+def host_masses(kind: str, lids: np.ndarray, units: np.ndarray, adj: np.ndarray, order: list[int], params: graph.MassParams) -> np.ndarray:
+  """Layer masses in plain numpy along a topological order (the reference for `graph.layer_masses`)."""
+  table = labels_lib.label_table(kind)
+  out, mass = np.zeros(len(lids)), np.zeros(len(lids))
+  proc = 0.0
+  for u in order:
+    role = table.role[lids[u]]
+    incoming = sum(out[p] for p in np.flatnonzero(adj[:, u]))
+    if role == Role.IP:
+      out[u] = 1.0
+    elif role == Role.POOL:
+      out[u] = mass[u] = incoming
+    elif table.has_units[lids[u]]:
+      coeff = {Role.RES: params.res_mass_factor, Role.FC: params.fc_mass_coeff}.get(role, 1.0)
+      out[u], mass[u] = units[u], coeff * units[u] * incoming
+    proc += mass[u]
+  m_np = max(params.zeta * proc, params.min_nonproc_mass)
+  role = table.role[lids]
+  mass[(role == Role.IP) | (role == Role.OP)] = m_np
+  mass[role == Role.DECISION] = m_np / max((role == Role.DECISION).sum(), 1)
+  return mass
+
+
+def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = None,
+              mass_params: graph.MassParams | str = "paper") -> Architecture:
+  """Validated Architecture from the interchange JSON (dict, or a JSON string).
+
+  Args:
+    obj: the JSON value.
+    pad_to: N; defaults to the number of layers.
+    limits: search-space limits; `Limits()` (the paper's) by default.
+    mass_params: the mass rules used for the `max_mass` limit.
+
+  Raises:
+    ValueError naming the field, the bad value and what is allowed.
+  """
+  limits = Limits() if limits is None else limits
+  if isinstance(obj, (str, bytes)):
+    try:
+      obj = json.loads(obj)
+    except json.JSONDecodeError as e:
+      raise ValueError(f"architecture: not valid JSON ({e})") from None
+  if not isinstance(obj, dict):
+    raise ValueError(f"architecture: {type(obj).__name__} given; expected an object with keys kind, layers, edges")
+  missing = {"kind", "layers", "edges"} - set(obj)
+  extra = set(obj) - {"kind", "layers", "edges"}
+  if missing or extra:
+    raise ValueError(f"architecture: keys {sorted(map(str, obj))}; expected exactly kind, layers, edges")
+  kind = obj["kind"]
+  if kind not in labels_lib.KINDS:
+    raise ValueError(f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.KINDS)}")
+  layers = obj["layers"]
+  if not isinstance(layers, list) or not layers:
+    raise ValueError(f"layers: {layers!r} is not a non-empty list of layer objects")
+  if len(layers) > limits.max_layers:
+    raise ValueError(f"layers: {len(layers)} layers; at most {limits.max_layers} are allowed")
+  n = len(layers)
+  if pad_to is not None and (not _is_int(pad_to) or pad_to < n):
+    raise ValueError(f"pad_to: {pad_to!r} is less than the number of layers ({n})")
+  parsed = np.array([_parse_layer(kind, i, l, limits) for i, l in enumerate(layers)], np.int32).reshape(n, 3)
+  lids, units, strides = parsed.T
+  adj = _parse_edges(obj["edges"], n, limits)
+  order = _check_graph(kind, lids, adj, limits)
+  _check_image_sizes(kind, lids, strides, adj, order)
+  tm = host_masses(kind, lids, units, adj, order, graph.mass_params(mass_params)).sum()
+  if tm > limits.max_mass:
+    raise ValueError(f"architecture: total mass {tm:.6g} exceeds the limit {limits.max_mass:.6g}")
+  arch = Architecture(labels=lids, units=units, strides=strides, adjacency=adj, mask=np.ones(n, bool), kind=kind)
+  return pad(arch, n if pad_to is None else pad_to)
+
+
+def to_json(arch: Architecture) -> dict[str, Any]:
+  """Interchange JSON of one architecture: layers in slot order, edges sorted."""
+  if np.ndim(arch.labels) != 1:
+    raise ValueError(f"to_json: expected one architecture (labels [N]), got shape {np.shape(arch.labels)}; use unstack()")
+  table = labels_lib.label_table(arch.kind)
+  n = int(np.asarray(arch.mask).sum())
+  lids, units, strides = (np.asarray(x)[:n] for x in (arch.labels, arch.units, arch.strides))
+  layers = []
+  for lid, u, s in zip(lids, units, strides):
+    layer = {"label": table.names[lid]}
+    if table.has_units[lid]:
+      layer["units"] = int(u)
+    if table.has_stride[lid]:
+      layer["stride"] = int(s)
+    layers.append(layer)
+  edges = [[int(i), int(j)] for i, j in zip(*np.nonzero(np.asarray(arch.adjacency)[:n, :n]))]
+  return {"kind": arch.kind, "layers": layers, "edges": edges}

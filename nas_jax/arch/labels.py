@@ -1,0 +1,150 @@
+"""Layer-label vocabularies per network kind, and the per-label attributes that graph code reads.
+
+A label id is an index into `vocabulary(kind)`. Attribute tables are numpy constants so that jitted
+code can gather from them with a traced label array.
+"""
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "Role",
+    "KINDS",
+    "LabelTable",
+    "vocabulary",
+    "label_table",
+    "label_id",
+    "group_names",
+]
+
+
+class Role(enum.IntEnum):
+  """What a label does in the network; decides masses, units and validity rules."""
+
+  IP = 0
+  OP = 1
+  CONV = 2  # conv3/5/7: units = filters, stride 1 or 2
+  RES = 3  # res3/5/7: two convs with a skip; units and stride as conv
+  POOL = 4  # max-pool / avg-pool: no units, stride 2, channels pass through
+  FC = 5  # CNN fully connected layer on flattened input
+  ACT = 6  # MLP dense layer followed by the named activation
+  DECISION = 7  # softmax (classification) or linear (regression); feeds op
+
+
+_CNN = (
+    ("ip", Role.IP, 0),
+    ("op", Role.OP, 0),
+    ("conv3", Role.CONV, 3),
+    ("conv5", Role.CONV, 5),
+    ("conv7", Role.CONV, 7),
+    ("res3", Role.RES, 3),
+    ("res5", Role.RES, 5),
+    ("res7", Role.RES, 7),
+    ("max-pool", Role.POOL, 3),
+    ("avg-pool", Role.POOL, 3),
+    ("fc", Role.FC, 0),
+    ("softmax", Role.DECISION, 0),
+)
+_MLP = (
+    ("ip", Role.IP, 0),
+    ("op", Role.OP, 0),
+    ("relu", Role.ACT, 0),
+    ("crelu", Role.ACT, 0),
+    ("leaky-relu", Role.ACT, 0),
+    ("softplus", Role.ACT, 0),
+    ("elu", Role.ACT, 0),
+    ("logistic", Role.ACT, 0),
+    ("tanh", Role.ACT, 0),
+    ("linear", Role.DECISION, 0),
+    ("softmax", Role.DECISION, 0),
+)
+
+# Layer groups of the grouped structural cost (spec nasbot.md 4.3); "all" is always first.
+_GROUPS = {
+    "cnn": (
+        ("all", None),
+        ("conv", ("conv3", "conv5", "conv7", "res3", "res5", "res7")),
+        ("pool", ("max-pool", "avg-pool")),
+        ("fc", ("fc",)),
+    ),
+    "mlp": (
+        ("all", None),
+        ("rec", ("relu", "crelu", "leaky-relu", "softplus", "elu")),
+        ("sig", ("logistic", "tanh")),
+    ),
+}
+_VOCAB = {"cnn": _CNN, "mlp": _MLP}
+KINDS = tuple(_VOCAB)
+
+
+class LabelTable(NamedTuple):
+  """Per-label attributes of one kind; every array is indexed by label id.
+
+  Attributes:
+    names: label names, in id order.
+    role: [L] int32, a `Role` per label.
+    kernel: [L] int32, spatial kernel size (0 where none).
+    has_units: [L] bool, whether layers with this label carry a unit count.
+    has_stride: [L] bool, whether the JSON stride field may be set (conv and res).
+    groups: [n_groups, L] bool, membership of each structural-cost group; row 0 is "all".
+  """
+
+  names: tuple[str, ...]
+  role: np.ndarray
+  kernel: np.ndarray
+  has_units: np.ndarray
+  has_stride: np.ndarray
+  groups: np.ndarray
+
+
+def _check_kind(kind: str) -> None:
+  if kind not in _VOCAB:
+    raise ValueError(f"kind: {kind!r} is unknown; allowed: {', '.join(KINDS)}")
+
+
+def vocabulary(kind: str) -> tuple[str, ...]:
+  """The label names of `kind` ("cnn" or "mlp"), in label-id order."""
+  _check_kind(kind)
+  return tuple(name for name, _, _ in _VOCAB[kind])
+
+
+def group_names(kind: str) -> tuple[str, ...]:
+  """Names of the structural-cost groups of `kind`, "all" first (spec nasbot.md 4.3)."""
+  _check_kind(kind)
+  return tuple(name for name, _ in _GROUPS[kind])
+
+
+def label_id(kind: str, name: str) -> int:
+  """The id of label `name` in `kind`; ValueError listing the allowed names otherwise."""
+  names = vocabulary(kind)
+  if name not in names:
+    raise ValueError(f"{name!r} is not a {kind} label; allowed: {', '.join(names)}")
+  return names.index(name)
+
+
+_TABLES: dict[str, LabelTable] = {}
+
+
+def label_table(kind: str) -> LabelTable:
+  """The attribute table of `kind`, built once."""
+  _check_kind(kind)
+  if kind not in _TABLES:
+    entries = _VOCAB[kind]
+    names = tuple(n for n, _, _ in entries)
+    role = np.array([r for _, r, _ in entries], np.int32)
+    groups = np.array(
+        [[members is None or n in members for n in names] for _, members in _GROUPS[kind]],
+        bool,
+    )
+    _TABLES[kind] = LabelTable(
+        names=names,
+        role=role,
+        kernel=np.array([k for _, _, k in entries], np.int32),
+        has_units=np.isin(role, (Role.CONV, Role.RES, Role.FC, Role.ACT)),
+        has_stride=np.isin(role, (Role.CONV, Role.RES)),
+        groups=groups,
+    )
+  return _TABLES[kind]
