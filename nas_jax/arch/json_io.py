@@ -35,7 +35,7 @@ class Limits(NamedTuple):
 
 
 def _is_int(x) -> bool:
-  return isinstance(x, int) and not isinstance(x, bool)
+  return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 def _parse_layer(kind: str, i: int, layer: Any, limits: Limits) -> tuple[int, int, int]:
