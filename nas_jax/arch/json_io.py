@@ -226,8 +226,9 @@ def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = No
   if missing or extra:
     raise ValueError(f"architecture: keys {sorted(map(str, obj))}; expected exactly kind, layers, edges")
   kind = obj["kind"]
-  if kind not in labels_lib.KINDS:
-    raise ValueError(f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.KINDS)}")
+  if kind not in labels_lib.LAYER_GRAPH_KINDS:
+    raise ValueError(f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.LAYER_GRAPH_KINDS)}"
+                     " (cell kinds are built by nas_jax.spaces.cells)")
   layers = obj["layers"]
   if not isinstance(layers, list) or not layers:
     raise ValueError(f"layers: {layers!r} is not a non-empty list of layer objects")

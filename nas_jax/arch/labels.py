@@ -13,6 +13,7 @@ import numpy as np
 __all__ = [
     "Role",
     "KINDS",
+    "LAYER_GRAPH_KINDS",
     "LabelTable",
     "vocabulary",
     "label_table",
@@ -32,6 +33,7 @@ class Role(enum.IntEnum):
   FC = 5  # CNN fully connected layer on flattened input
   ACT = 6  # MLP dense layer followed by the named activation
   DECISION = 7  # softmax (classification) or linear (regression); feeds op
+  CELL_OP = 8  # an operation node of a cell space (NAS-Bench-101/201); no units
 
 
 _CNN = (
@@ -61,6 +63,21 @@ _MLP = (
     ("linear", Role.DECISION, 0),
     ("softmax", Role.DECISION, 0),
 )
+_NB201 = (
+    ("input", Role.IP, 0),
+    ("output", Role.OP, 0),
+    ("skip_connect", Role.CELL_OP, 0),
+    ("nor_conv_1x1", Role.CELL_OP, 1),
+    ("nor_conv_3x3", Role.CELL_OP, 3),
+    ("avg_pool_3x3", Role.CELL_OP, 3),
+)
+_NB101 = (
+    ("input", Role.IP, 0),
+    ("output", Role.OP, 0),
+    ("conv3x3-bn-relu", Role.CELL_OP, 3),
+    ("conv1x1-bn-relu", Role.CELL_OP, 1),
+    ("maxpool3x3", Role.CELL_OP, 3),
+)
 
 # Layer groups of the grouped structural cost (spec nasbot.md 4.3); "all" is always first.
 _GROUPS = {
@@ -75,9 +92,14 @@ _GROUPS = {
         ("rec", ("relu", "crelu", "leaky-relu", "softplus", "elu")),
         ("sig", ("logistic", "tanh")),
     ),
+    "nb201": (("all", None),),
+    "nb101": (("all", None),),
 }
-_VOCAB = {"cnn": _CNN, "mlp": _MLP}
+_VOCAB = {"cnn": _CNN, "mlp": _MLP, "nb201": _NB201, "nb101": _NB101}
 KINDS = tuple(_VOCAB)
+# Kinds whose architectures use the layer-graph interchange JSON and NASBOT's validity rules;
+# cell kinds are built by `nas_jax.spaces.cells` (ops as nodes, input and output as ip/op).
+LAYER_GRAPH_KINDS = ("cnn", "mlp")
 
 
 class LabelTable(NamedTuple):
@@ -106,7 +128,7 @@ def _check_kind(kind: str) -> None:
 
 
 def vocabulary(kind: str) -> tuple[str, ...]:
-  """The label names of `kind` ("cnn" or "mlp"), in label-id order."""
+  """The label names of `kind` (one of `KINDS`), in label-id order."""
   _check_kind(kind)
   return tuple(name for name, _, _ in _VOCAB[kind])
 
