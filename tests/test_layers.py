@@ -1,0 +1,46 @@
+"""Imports flow one way down the pipeline: arch -> spaces -> features -> surrogates ->
+acquisition -> search -> tasks. A module never imports from a package listed after its own."""
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "nas_jax")
+ORDER = ["arch", "spaces", "features", "surrogates", "acquisition", "search", "tasks"]
+# tasks/ evaluates architectures; besides arch it may only see the Task/Observation types.
+TASKS_MAY_IMPORT = {"arch", "spaces", "search.task", "search.state"}
+
+
+def _modules():
+  for dirpath, _, files in os.walk(ROOT):
+    for f in files:
+      if f.endswith(".py"):
+        path = os.path.join(dirpath, f)
+        yield os.path.relpath(path, ROOT), path
+
+
+def _imports(path):
+  tree = ast.parse(open(path).read())
+  for node in ast.walk(tree):
+    if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("nas_jax"):
+      names = [node.module + "." + a.name for a in node.names]
+      yield from names
+    elif isinstance(node, ast.Import):
+      yield from (a.name for a in node.names if a.name.startswith("nas_jax"))
+
+
+@pytest.mark.parametrize("rel, path", sorted(_modules()))
+def test_imports_flow_down_the_pipeline(rel, path):
+  package = rel.split(os.sep)[0]
+  if package not in ORDER:
+    return  # nas_jax/__init__.py and plots.py sit on top and may import anything
+  level = ORDER.index(package)
+  for name in _imports(path):
+    parts = name.split(".")
+    if len(parts) < 2 or parts[1] not in ORDER:
+      continue
+    target = parts[1]
+    assert ORDER.index(target) <= level, f"{rel} imports {name}: {target} comes after {package}"
+    if package == "tasks" and target != "tasks":
+      allowed = any(".".join(parts[1:]).startswith(a) for a in TASKS_MAY_IMPORT)
+      assert allowed, f"{rel} imports {name}; tasks/ may import only {sorted(TASKS_MAY_IMPORT)}"
