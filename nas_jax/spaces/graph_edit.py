@@ -1,0 +1,204 @@
+"""Host-side editing of layer graphs: an unpadded numpy form, image sizes, validated write-back.
+
+Graph surgery (NASBOT's modifiers) is not a jit workload: it edits small numpy arrays, then
+returns to a padded `Architecture` through `from_json`, which checks every rule of spec 1.4.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import numpy as np
+
+from nas_jax.arch import labels as labels_lib
+from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.graph import host_topological_order
+from nas_jax.arch.json_io import Limits, from_json
+
+__all__ = [
+    "HostGraph",
+    "Edit",
+    "FLAT",
+    "from_arch",
+    "append_layers",
+    "to_json_obj",
+    "finish",
+    "image_sizes",
+    "reachability",
+    "next_power_of_two",
+    "host_rng",
+    "child_key",
+]
+
+Role = labels_lib.Role
+FLAT = 0  # image-size code of flattened data (after fc or a decision layer), as in json_io
+
+
+class HostGraph(NamedTuple):
+  """The real layers of one architecture as plain numpy arrays (n = number of real layers).
+
+  Attributes:
+    kind: "cnn" or "mlp".
+    labels: [n] int32 label ids.
+    units: [n] int32, 0 where a layer has none.
+    strides: [n] int32, 0 where a layer has none.
+    adj: [n, n] bool, `adj[i, j]` is the edge i -> j.
+  """
+
+  kind: str
+  labels: np.ndarray
+  units: np.ndarray
+  strides: np.ndarray
+  adj: np.ndarray
+
+  @property
+  def n(self) -> int:
+    return len(self.labels)
+
+  @property
+  def roles(self) -> np.ndarray:
+    """[n] int32 `Role` of each layer."""
+    return labels_lib.label_table(self.kind).role[self.labels]
+
+  @property
+  def has_units(self) -> np.ndarray:
+    """[n] bool, whether each layer carries a unit count."""
+    return labels_lib.label_table(self.kind).has_units[self.labels]
+
+
+class Edit(NamedTuple):
+  """One modifier's graph edit, split so it can be drawn at random or enumerated (neighbours).
+
+  Attributes:
+    sites: `(g, limits) -> list[tuple]`, every eligible choice; a random draw picks `site[0]`
+      uniformly among the distinct first entries, then a site with that entry.
+    apply: `(g, site, rng, limits) -> HostGraph`, the edited graph, not yet validated; `rng`
+      draws what is left random once the site is fixed.
+    none: why there is no site, formatted with the limits' fields, e.g. "{max_layers}".
+  """
+
+  sites: Callable[[HostGraph, Limits], list[tuple]]
+  apply: Callable[[HostGraph, tuple, np.random.Generator, Limits], HostGraph]
+  none: str
+
+
+def append_layers(g: HostGraph, labels, units, strides) -> HostGraph:
+  """`g` with new edgeless layers appended after its last slot (ids n, n + 1, ...)."""
+  k = len(labels)
+  return HostGraph(
+      kind=g.kind,
+      labels=np.concatenate([g.labels, np.asarray(labels, np.int32)]),
+      units=np.concatenate([g.units, np.asarray(units, np.int32)]),
+      strides=np.concatenate([g.strides, np.asarray(strides, np.int32)]),
+      adj=np.pad(g.adj, ((0, k), (0, k))),
+  )
+
+
+def from_arch(arch: Architecture) -> HostGraph:
+  """The real layers of one unbatched architecture (real layers come first, spec of `arch`)."""
+  if not isinstance(arch, Architecture):
+    raise TypeError(f"arch: got {type(arch).__name__}; expected an Architecture")
+  if np.ndim(arch.labels) != 1:
+    raise ValueError(f"arch: labels shape {np.shape(arch.labels)}; expected one architecture, [N]")
+  n = int(np.asarray(arch.mask).sum())
+  return HostGraph(
+      kind=arch.kind,
+      labels=np.asarray(arch.labels)[:n].astype(np.int32),
+      units=np.asarray(arch.units)[:n].astype(np.int32),
+      strides=np.asarray(arch.strides)[:n].astype(np.int32),
+      adj=np.asarray(arch.adjacency)[:n, :n].astype(bool),
+  )
+
+
+def to_json_obj(g: HostGraph) -> dict:
+  """The interchange JSON of `g` (layers in slot order, edges sorted), unvalidated."""
+  table = labels_lib.label_table(g.kind)
+  layers = []
+  for lid, u, s in zip(g.labels.tolist(), g.units.tolist(), g.strides.tolist()):
+    layer = {"label": table.names[lid]}
+    if table.has_units[lid]:
+      layer["units"] = u
+    if table.has_stride[lid]:
+      layer["stride"] = s
+    layers.append(layer)
+  edges = [[int(i), int(j)] for i, j in zip(*np.nonzero(g.adj))]
+  return {"kind": g.kind, "layers": layers, "edges": edges}
+
+
+def next_power_of_two(n: int) -> int:
+  """The smallest power of two >= n (n >= 1)."""
+  return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def finish(g: HostGraph, num_slots: int, limits: Limits,
+           pad_to: int | None = None) -> tuple[Architecture | None, str]:
+  """Validates an edited graph through `from_json` and pads it.
+
+  Args:
+    g: the edited graph.
+    num_slots: N of the architecture it came from; kept when the result fits in it.
+    limits: search-space limits the result must satisfy.
+    pad_to: a declared capacity; when given, the result has exactly this N.
+
+  Returns:
+    `(arch, "")` on success. Otherwise `(None, reason)` with `from_json`'s message. Without
+    `pad_to`, a result with more than `num_slots` layers is padded to the next power of two.
+  """
+  if pad_to is not None and g.n > pad_to:
+    return None, f"result has {g.n} layers; the capacity pad_to is {pad_to}"
+  n_out = pad_to if pad_to is not None else (
+      num_slots if g.n <= num_slots else next_power_of_two(g.n))
+  try:
+    return from_json(to_json_obj(g), pad_to=n_out, limits=limits), ""
+  except ValueError as e:
+    return None, f"result invalid: {e}"
+
+
+def image_sizes(g: HostGraph) -> np.ndarray:
+  """Downsampling factor of each layer's output (1 = input resolution, `FLAT` once flattened).
+
+  Valid CNNs only (parents of a layer agree on their size); MLPs give `FLAT` everywhere.
+
+  Returns:
+    [n] int64.
+  """
+  size = np.full(g.n, FLAT, np.int64)
+  if g.kind != "cnn":
+    return size
+  roles = g.roles
+  for u in host_topological_order(g.adj):
+    parents = np.flatnonzero(g.adj[:, u])
+    if roles[u] == Role.IP:
+      size[u] = 1
+    elif roles[u] in (Role.CONV, Role.RES, Role.POOL) and len(parents):
+      size[u] = size[parents[0]] * g.strides[u]
+  return size
+
+
+def reachability(adj: np.ndarray) -> np.ndarray:
+  """[n, n] bool transitive closure: `r[i, j]` iff a non-empty path i -> ... -> j exists."""
+  r = np.array(adj, bool)
+  for k in range(r.shape[0]):
+    r |= r[:, k:k + 1] & r[k:k + 1, :]
+  return r
+
+
+def host_rng(key) -> np.random.Generator:
+  """A numpy Generator determined by a JAX key: typed (`jax.random.key`) or raw uint32 data.
+
+  Raises:
+    TypeError if `key` is neither.
+  """
+  if isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+    key = jax.random.key_data(key)
+  data = np.asarray(key)
+  if data.dtype != np.uint32 or data.ndim != 1:
+    raise TypeError(
+        f"key: got {type(key).__name__} with dtype {data.dtype} and shape {data.shape}; expected a"
+        " jax.random key (typed, or raw uint32 [2] as from jax.random.PRNGKey)")
+  return np.random.default_rng(data.tolist())
+
+
+def child_key(rng: np.random.Generator) -> np.ndarray:
+  """A fresh raw key, uint32 [2], drawn from `rng`; accepted by `host_rng` and `jax.random`."""
+  return rng.integers(0, 2**32, size=2, dtype=np.uint32)

@@ -1,0 +1,220 @@
+"""The `Space` interface (a NamedTuple of pure functions), the NASBOT layer-graph space, `SPACES`.
+
+A point of `layer_graph_space` is a padded `Architecture`; `canonical_key` names its graph up to
+a renumbering of the layers, which is what searches de-duplicate by.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+from nas_jax.arch import labels as labels_lib
+from nas_jax.arch.architecture import Architecture, pad
+from nas_jax.arch.json_io import Limits, from_json, to_json
+from nas_jax.spaces import graph_edit, modifiers as modifiers_lib
+from nas_jax.spaces.pools import initial_pool
+from nas_jax.spaces.random_arch import random_json
+
+__all__ = ["Space", "layer_graph_space", "canonical_key", "SPACES"]
+
+_MUTATE_TRIES = 64  # compound mutations tried before `mutate` gives up on changing a point
+
+
+class Space(NamedTuple):
+  """A search space as pure functions of its points (STYLE.md interfaces table).
+
+  Attributes:
+    name: the `SPACES` entry that builds it.
+    kind: the point kind, e.g. "cnn", "mlp", "nb201".
+    sample: `(key, n) -> list[point]`, n random valid points.
+    mutate: `(point, key) -> point`, a valid point (for layer graphs: always a different graph).
+    neighbours: `(point) -> list[point]`, a deterministic bounded neighbourhood.
+    canonical_key: `(point) -> hashable`, equal for equal points up to renumbering.
+    to_json: `(point) -> dict`, the interchange JSON.
+    from_json: `(obj) -> point`, validated; ValueError naming the field otherwise.
+    initial: `(n=None) -> list[point]`, the first n points of the initial pool (all when None).
+  """
+
+  name: str
+  kind: str
+  sample: Callable[[Any, int], list]
+  mutate: Callable[[Any, Any], Any]
+  neighbours: Callable[[Any], list]
+  canonical_key: Callable[[Any], Hashable]
+  to_json: Callable[[Any], dict]
+  from_json: Callable[[Any], Any]
+  initial: Callable[..., list]
+
+
+def _digest(text: str) -> str:
+  return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+
+
+def canonical_key(arch: Architecture) -> str:
+  """A key of the labelled graph that does not depend on slot order or padding.
+
+  Colour refinement (1-dimensional Weisfeiler-Lehman on the directed graph): a layer starts with
+  its (label, units, stride) and is recoloured from its colour and the sorted colours of its
+  parents and of its children until the colour partition stops refining; the key hashes the
+  kind and the sorted final colours. Guarantee: graphs equal up to renumbering the layers get
+  equal keys (every step is permutation-equivariant). The converse holds unless colour
+  refinement fails to tell two graphs apart, which needs regular-like structure that the tests
+  did not meet among NASBOT networks; such graphs would be treated as duplicates.
+
+  Args:
+    arch: one architecture, [N] leaves.
+
+  Returns:
+    "<kind>:<hex digest>".
+  """
+  g = graph_edit.from_arch(arch)
+  names = labels_lib.label_table(g.kind).names
+  colour = [_digest(f"{names[l]}|{u}|{s}") for l, u, s in zip(g.labels, g.units, g.strides)]
+  parents = [np.flatnonzero(g.adj[:, i]).tolist() for i in range(g.n)]
+  children = [np.flatnonzero(g.adj[i]).tolist() for i in range(g.n)]
+  n_classes = len(set(colour))
+  for _ in range(g.n):
+    colour = [
+        _digest(colour[i] + "<" + ",".join(sorted(colour[p] for p in parents[i])) + ">"
+                + ",".join(sorted(colour[c] for c in children[i])))
+        for i in range(g.n)
+    ]
+    if len(set(colour)) == n_classes:
+      break
+    n_classes = len(set(colour))
+  return f"{g.kind}:{_digest(','.join(sorted(colour)))}"
+
+
+def _within(arch: Architecture, limits: Limits) -> bool:
+  """Whether a valid architecture also meets `limits`."""
+  try:
+    from_json(to_json(arch), limits=limits)
+  except ValueError:
+    return False
+  return True
+
+
+def _resolve_modifiers(modifiers) -> tuple[str, ...]:
+  if modifiers is None:
+    return tuple(modifiers_lib.MODIFIERS)
+  names = tuple(modifiers)
+  bad = [n for n in names if n not in modifiers_lib.MODIFIERS
+         or (isinstance(modifiers, Mapping) and modifiers[n] is not modifiers_lib.MODIFIERS[n])]
+  if not names or bad:
+    raise ValueError(f"modifiers: {list(names)}; expected a non-empty subset of MODIFIERS:"
+                     f" {', '.join(modifiers_lib.MODIFIERS)} (names, or e.g. UNIT_MODIFIERS)")
+  return names
+
+
+def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None = None,
+                      modifiers: Mapping[str, Any] | Sequence[str] | None = None,
+                      pad_to: int | None = None, weights=None,
+                      step_probs: Sequence[float] = modifiers_lib.STEP_PROBS,
+                      max_neighbours: int = 256) -> Space:
+  """NASBOT's space of CNN or MLP layer graphs (spec nasbot.md 1, 8.2-8.3, 10.1).
+
+  `mutate` is the compound mutation, retried until the graph changes; `neighbours` are the
+  distinct single-modifier changes; `initial` is the paper's pool (Figs. 20/21) less any network
+  that breaks `limits`.
+
+  Args:
+    kind: "cnn" or "mlp".
+    max_layers: the layer limit; `limits.max_layers` must agree when `limits` is given.
+    limits: search-space limits (spec 1.4); `Limits(max_layers=max_layers)` by default.
+    modifiers: the modifiers `mutate` and `neighbours` use: names from `MODIFIERS`, or a subset
+      mapping such as `UNIT_MODIFIERS` (the App. C.4 ablation); all nine by default.
+    pad_to: capacity N of every point; must be >= max_layers. Without it, points from `sample`,
+      `initial` and `from_json` are padded to the next power of two of their layer count, and a
+      mutation keeps its parent's N when it fits (else the next power of two).
+    weights: modifier-type weights of `compound_mutation` (None: uniform, the paper).
+    step_probs: P(k = 1, 2, ...) of the compound mutation.
+    max_neighbours: the most points `neighbours` returns.
+
+  Returns:
+    A `Space` named "layer_graph".
+  """
+  if kind not in labels_lib.LAYER_GRAPH_KINDS:
+    raise ValueError(f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.LAYER_GRAPH_KINDS)}")
+  if not (isinstance(max_layers, int) and max_layers >= 4):
+    raise ValueError(f"max_layers: {max_layers!r}; expected an integer >= 4")
+  if limits is None:
+    limits = Limits(max_layers=max_layers)
+  elif limits.max_layers != max_layers:
+    raise ValueError(f"limits.max_layers={limits.max_layers} but max_layers={max_layers}; pass both"
+                     " equal")
+  if pad_to is not None and not (isinstance(pad_to, int) and pad_to >= max_layers):
+    raise ValueError(f"pad_to: {pad_to!r}; expected None or an integer >= max_layers={max_layers}")
+  if not (isinstance(max_neighbours, int) and max_neighbours >= 1):
+    raise ValueError(f"max_neighbours: {max_neighbours!r}; expected an integer >= 1")
+  names = _resolve_modifiers(modifiers)
+  bound = {n: functools.partial(modifiers_lib.MODIFIERS[n], limits=limits, pad_to=pad_to)
+           for n in names}
+  # Fail on bad weights or step probabilities now, not at the first mutation.
+  modifiers_lib.type_probs(names, weights)
+  modifiers_lib.check_step_probs(step_probs)
+
+  def fit(arch: Architecture) -> Architecture:
+    n = int(np.asarray(arch.mask).sum())
+    return pad(arch, pad_to if pad_to is not None else graph_edit.next_power_of_two(n))
+
+  def check(point: Any, where: str) -> None:
+    if not isinstance(point, Architecture) or point.kind != kind:
+      what = getattr(point, "kind", type(point).__name__)
+      raise ValueError(f"{where}: got a {what} point; this space holds {kind} Architectures")
+
+  def sample(key, n: int) -> list[Architecture]:
+    if not (isinstance(n, int) and n >= 0):
+      raise ValueError(f"sample: n={n!r}; expected an integer >= 0")
+    rng = graph_edit.host_rng(key)
+    most = min(20, max_layers)
+    return [from_json_(random_json(kind, rng, min_layers=min(5, most), max_layers=most, limits=limits))
+            for _ in range(n)]
+
+  def mutate(point: Architecture, key) -> Architecture:
+    check(point, "mutate")
+    rng = graph_edit.host_rng(key)
+    before = canonical_key(point)
+    for _ in range(_MUTATE_TRIES):
+      out, applied = modifiers_lib.compound_mutation(
+          point, graph_edit.child_key(rng), modifiers=bound, step_probs=step_probs, weights=weights)
+      if applied and canonical_key(out) != before:
+        return out
+    raise ValueError(f"mutate: no modifier of {list(names)} changes this point within {limits}"
+                     f" ({_MUTATE_TRIES} compound mutations tried)")
+
+  def neighbours(point: Architecture) -> list[Architecture]:
+    """Distinct single-modifier changes, in an order seeded by the point's canonical key."""
+    check(point, "neighbours")
+    own = canonical_key(point)
+    seed = int(own.split(":")[1][:12], 16)
+    seen, out = {own}, []
+    for _, new in modifiers_lib.single_changes(point, names, limits=limits, pad_to=pad_to,
+                                               max_changes=2 * max_neighbours, seed=seed):
+      k = canonical_key(new)
+      if k not in seen and len(out) < max_neighbours:
+        seen.add(k)
+        out.append(new)
+    return out
+
+  def from_json_(obj: Any) -> Architecture:
+    arch = from_json(obj, limits=limits)
+    if arch.kind != kind:
+      raise ValueError(f"kind: {arch.kind!r}; this space holds {kind} architectures")
+    return fit(arch)
+
+  def initial(n: int | None = None) -> list[Architecture]:
+    pool = [fit(a) for a in initial_pool(kind) if _within(a, limits)]
+    if n is not None and not (isinstance(n, int) and 0 <= n <= len(pool)):
+      raise ValueError(f"initial: n={n!r}; the {kind} pool has {len(pool)} networks within the"
+                       f" limits (0..{len(pool)})")
+    return pool[:n]
+
+  return Space(name="layer_graph", kind=kind, sample=sample, mutate=mutate, neighbours=neighbours,
+               canonical_key=canonical_key, to_json=to_json, from_json=from_json_, initial=initial)
+
+
+# name -> factory; cell and conditional spaces register here too.
+SPACES: dict[str, Callable[..., Space]] = {"layer_graph": layer_graph_space}
