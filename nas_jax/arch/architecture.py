@@ -47,7 +47,8 @@ class Architecture:
     return labels_lib.vocabulary(self.kind)
 
   @classmethod
-  def from_json(cls, obj: Any, *, pad_to: int | None = None, limits=None) -> Architecture:
+  def from_json(cls, obj: Any, *, pad_to: int | None = None, limits=None,
+                mass_params="paper") -> Architecture:
     """Builds and validates an architecture from the interchange JSON (a dict or a JSON string).
 
     Args:
@@ -55,13 +56,14 @@ class Architecture:
         "edges": [[i, j], ...]}`.
       pad_to: N, the padded size; defaults to the number of layers.
       limits: a `json_io.Limits`; defaults to the paper's search-space limits.
+      mass_params: the mass rules (preset name or `MassParams`) of the `max_mass` limit.
 
     Raises:
       ValueError / TypeError naming the field and what is allowed.
     """
     from nas_jax.arch import json_io  # json_io imports this module
 
-    return json_io.from_json(obj, pad_to=pad_to, limits=limits)
+    return json_io.from_json(obj, pad_to=pad_to, limits=limits, mass_params=mass_params)
 
   def to_json(self) -> dict[str, Any]:
     """The interchange JSON of one (unbatched) architecture; exact inverse of `from_json`."""

@@ -16,11 +16,14 @@ from nas_jax.arch import graph
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture, pad
 
-__all__ = ["Limits", "from_json", "to_json", "host_masses"]
+__all__ = ["Limits", "FLAT", "from_json", "to_json", "host_masses", "image_sizes"]
 
 Role = labels_lib.Role
+# Plain ints: IntEnum attribute lookups dominate the validation time of a network otherwise.
+_IP, _OP, _RES, _POOL, _FC, _DECISION = (int(r) for r in (Role.IP, Role.OP, Role.RES, Role.POOL, Role.FC, Role.DECISION))
+_IMAGE_ROLES = (int(Role.CONV), _RES, _POOL)
 _POOL_STRIDE = 2
-_FLAT = 0  # image-size code of flattened data (after fc or a decision layer)
+FLAT = 0  # image-size code of flattened data (after fc or a decision layer)
 
 
 class Limits(NamedTuple):
@@ -101,15 +104,20 @@ def _parse_edges(edges: Any, n: int, limits: Limits) -> np.ndarray:
   return adj
 
 
-def _reach(adj: np.ndarray, start: int) -> np.ndarray:
-  seen = np.zeros(adj.shape[0], bool)
+def _reach(kids: list[list[int]], start: int) -> np.ndarray:
+  seen = np.zeros(len(kids), bool)
   stack = [start]
   while stack:
     u = stack.pop()
     if not seen[u]:
       seen[u] = True
-      stack.extend(int(v) for v in np.flatnonzero(adj[u]))
+      stack.extend(kids[u])
   return seen
+
+
+def _neighbours(adj: np.ndarray) -> tuple[list[list[int]], list[list[int]]]:
+  """(parents, children) index lists of a dense adjacency, built once for the checks below."""
+  return [np.flatnonzero(c).tolist() for c in adj.T], [np.flatnonzero(r).tolist() for r in adj]
 
 
 def _check_graph(kind: str, lids: np.ndarray, adj: np.ndarray, limits: Limits) -> list[int]:
@@ -117,87 +125,98 @@ def _check_graph(kind: str, lids: np.ndarray, adj: np.ndarray, limits: Limits) -
   table = labels_lib.label_table(kind)
   role = table.role[lids]
   names = [table.names[i] for i in lids]
-  for r, name in ((Role.IP, "ip"), (Role.OP, "op")):
+  parents, kids = _neighbours(adj)
+  for r, name in ((_IP, "ip"), (_OP, "op")):
     where_r = np.flatnonzero(role == r)
     if len(where_r) != 1:
       raise ValueError(f"layers: found {len(where_r)} '{name}' layers {where_r.tolist()}; exactly one is required")
-  ip, op = int(np.flatnonzero(role == Role.IP)[0]), int(np.flatnonzero(role == Role.OP)[0])
-  if adj[:, ip].any():
-    raise ValueError(f"layers[{ip}]: the ip layer has parents {np.flatnonzero(adj[:, ip]).tolist()}; ip takes none")
-  if adj[op].any():
-    raise ValueError(f"layers[{op}]: the op layer has children {np.flatnonzero(adj[op]).tolist()}; op feeds none")
+  ip, op = int(np.flatnonzero(role == _IP)[0]), int(np.flatnonzero(role == _OP)[0])
+  if parents[ip]:
+    raise ValueError(f"layers[{ip}]: the ip layer has parents {parents[ip]}; ip takes none")
+  if kids[op]:
+    raise ValueError(f"layers[{op}]: the op layer has children {kids[op]}; op feeds none")
   order = graph.host_topological_order(adj)
   if order is None:
     raise ValueError("edges: the graph has a cycle; an architecture must be a DAG")
-  on_path = _reach(adj, ip) & _reach(adj.T, op)
+  on_path = _reach(kids, ip) & _reach(parents, op)
   if not on_path.all():
     bad = int(np.flatnonzero(~on_path)[0])
     raise ValueError(f"layers[{bad}] ({names[bad]}): not on any path from ip to op")
   for u in range(len(lids)):
-    for deg, what in ((adj[u].sum(), "out"), (adj[:, u].sum(), "in")):
+    for deg, what in ((len(kids[u]), "out"), (len(parents[u]), "in")):
       if deg > limits.max_degree:
         raise ValueError(f"layers[{u}] ({names[u]}): {what}-degree {deg}; at most {limits.max_degree} is allowed")
-  decision = np.flatnonzero(role == Role.DECISION)
-  if len(decision) == 0:
+  decision = np.flatnonzero(role == _DECISION).tolist()
+  if not decision:
     raise ValueError(f"layers: no decision layer; a {kind} needs at least one before op")
   if len({names[d] for d in decision}) > 1:
     raise ValueError(f"layers: decision layers mix labels {sorted({names[d] for d in decision})}; use one")
   for d in decision:
-    kids = np.flatnonzero(adj[d]).tolist()
-    if kids != [op]:
-      raise ValueError(f"layers[{d}] ({names[d]}): a decision layer feeds op only; its children are {kids}")
-  for p in np.flatnonzero(adj[:, op]):
-    if role[p] != Role.DECISION:
+    if kids[d] != [op]:
+      raise ValueError(f"layers[{d}] ({names[d]}): a decision layer feeds op only; its children are {kids[d]}")
+  for p in parents[op]:
+    if role[p] != _DECISION:
       raise ValueError(f"layers[{p}] ({names[p]}): feeds op, but only decision layers may")
   return order
 
 
-def _check_image_sizes(kind: str, lids: np.ndarray, strides: np.ndarray, adj: np.ndarray, order: list[int]) -> None:
-  """CNN rule: images concatenated at a layer share one size; conv/res/pool need images."""
+def image_sizes(kind: str, lids: np.ndarray, strides: np.ndarray, adj: np.ndarray) -> np.ndarray:
+  """Downsampling factor of each layer's output (1 = input resolution, `FLAT` once flattened).
+
+  Checks the CNN rules on the way: images concatenated at a layer share one size, and conv, res
+  and pooling layers need images. MLPs are `FLAT` everywhere.
+
+  Args:
+    kind: "cnn" or "mlp"; lids, strides: [n] int; adj: [n, n] bool, a DAG.
+
+  Returns:
+    [n] int64.
+
+  Raises:
+    ValueError naming the first layer that breaks a rule.
+  """
+  size = np.full(len(lids), FLAT, np.int64)
   if kind != "cnn":
-    return
+    return size
   table = labels_lib.label_table(kind)
-  size = np.zeros(len(lids), np.int64)  # downsampling factor of each layer's output; _FLAT after fc
-  for u in order:
-    role, name = table.role[lids[u]], table.names[lids[u]]
-    parents = np.flatnonzero(adj[:, u])
-    if role == Role.IP:
+  parents, _ = _neighbours(adj)
+  for u in graph.host_topological_order(adj):
+    role, name = int(table.role[lids[u]]), table.names[lids[u]]
+    if role == _IP:
       size[u] = 1
       continue
-    incoming = {int(size[p]) for p in parents}
+    incoming = {int(size[p]) for p in parents[u]}
     if len(incoming) > 1:
-      desc = ", ".join(f"{int(p)}: {'flat' if size[p] == _FLAT else f'1/{size[p]}'}" for p in parents)
+      desc = ", ".join(f"{p}: {'flat' if size[p] == FLAT else f'1/{size[p]}'}" for p in parents[u])
       raise ValueError(f"layers[{u}] ({name}): parents give images of different sizes ({desc}); a concatenation needs one size")
     (s,) = incoming
-    if role in (Role.CONV, Role.RES, Role.POOL):
-      if s == _FLAT:
+    if role in _IMAGE_ROLES:
+      if s == FLAT:
         raise ValueError(f"layers[{u}] ({name}): its input is already flattened by an fc or decision layer; {name} needs an image")
       size[u] = s * strides[u]
-    else:
-      size[u] = _FLAT
+  return size
 
 
 def host_masses(kind: str, lids: np.ndarray, units: np.ndarray, adj: np.ndarray, order: list[int], params: graph.MassParams) -> np.ndarray:
   """Layer masses in plain numpy along a topological order (the reference for `graph.layer_masses`)."""
   table = labels_lib.label_table(kind)
-  out, mass = np.zeros(len(lids)), np.zeros(len(lids))
-  proc = 0.0
+  roles = table.role[lids].tolist()
+  has_units = table.has_units[lids].tolist()
+  coeff = {_RES: params.res_mass_factor, _FC: params.fc_mass_coeff}
+  parents, _ = _neighbours(adj)
+  out, mass = [0.0] * len(lids), [0.0] * len(lids)
   for u in order:
-    role = table.role[lids[u]]
-    incoming = sum(out[p] for p in np.flatnonzero(adj[:, u]))
-    if role == Role.IP:
+    incoming = sum(out[p] for p in parents[u])
+    if roles[u] == _IP:
       out[u] = 1.0
-    elif role == Role.POOL:
+    elif roles[u] == _POOL:
       out[u] = mass[u] = incoming
-    elif table.has_units[lids[u]]:
-      coeff = {Role.RES: params.res_mass_factor, Role.FC: params.fc_mass_coeff}.get(role, 1.0)
-      out[u], mass[u] = units[u], coeff * units[u] * incoming
-    proc += mass[u]
-  m_np = max(params.zeta * proc, params.min_nonproc_mass)
-  role = table.role[lids]
-  mass[(role == Role.IP) | (role == Role.OP)] = m_np
-  mass[role == Role.DECISION] = m_np / max((role == Role.DECISION).sum(), 1)
-  return mass
+    elif has_units[u]:
+      out[u], mass[u] = float(units[u]), coeff.get(roles[u], 1.0) * float(units[u]) * incoming
+  m_np = max(params.zeta * sum(mass), params.min_nonproc_mass)
+  n_dec = max(roles.count(_DECISION), 1)
+  ends = {_IP: m_np, _OP: m_np, _DECISION: m_np / n_dec}
+  return np.array([ends.get(r, m) for r, m in zip(roles, mass)])
 
 
 def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = None,
@@ -241,7 +260,7 @@ def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = No
   lids, units, strides = parsed.T
   adj = _parse_edges(obj["edges"], n, limits)
   order = _check_graph(kind, lids, adj, limits)
-  _check_image_sizes(kind, lids, strides, adj, order)
+  image_sizes(kind, lids, strides, adj)
   tm = host_masses(kind, lids, units, adj, order, graph.mass_params(mass_params)).sum()
   if tm > limits.max_mass:
     raise ValueError(f"architecture: total mass {tm:.6g} exceeds the limit {limits.max_mass:.6g}")

@@ -12,8 +12,8 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.arch.graph import host_topological_order
-from nas_jax.arch.json_io import Limits, from_json
+from nas_jax.arch import json_io
+from nas_jax.arch.json_io import FLAT, Limits, from_json
 
 __all__ = [
     "HostGraph",
@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 Role = labels_lib.Role
-FLAT = 0  # image-size code of flattened data (after fc or a decision layer), as in json_io
 
 
 class HostGraph(NamedTuple):
@@ -155,24 +154,8 @@ def finish(g: HostGraph, num_slots: int, limits: Limits,
 
 
 def image_sizes(g: HostGraph) -> np.ndarray:
-  """Downsampling factor of each layer's output (1 = input resolution, `FLAT` once flattened).
-
-  Valid CNNs only (parents of a layer agree on their size); MLPs give `FLAT` everywhere.
-
-  Returns:
-    [n] int64.
-  """
-  size = np.full(g.n, FLAT, np.int64)
-  if g.kind != "cnn":
-    return size
-  roles = g.roles
-  for u in host_topological_order(g.adj):
-    parents = np.flatnonzero(g.adj[:, u])
-    if roles[u] == Role.IP:
-      size[u] = 1
-    elif roles[u] in (Role.CONV, Role.RES, Role.POOL) and len(parents):
-      size[u] = size[parents[0]] * g.strides[u]
-  return size
+  """[n] int64 downsampling factor of each layer's output (`json_io.image_sizes`; valid graphs)."""
+  return json_io.image_sizes(g.kind, g.labels, g.strides, g.adj)
 
 
 def reachability(adj: np.ndarray) -> np.ndarray:

@@ -85,4 +85,4 @@ def random_json(kind: str, rng: np.random.Generator, *, min_layers: int = 5, max
 def random_architecture(kind: str, rng: np.random.Generator, *, pad_to: int | None = None,
                         **kwargs) -> Architecture:
   """`random_json(kind, rng, **kwargs)` as an Architecture padded to `pad_to`."""
-  return from_json(random_json(kind, rng, **kwargs), pad_to=pad_to)
+  return from_json(random_json(kind, rng, **kwargs), pad_to=pad_to, limits=kwargs.get("limits"))
