@@ -1,0 +1,39 @@
+"""Compares search configs over seeds at one budget: a table, curves and raw results.
+
+  python launch/compare.py --configs=configs/random_synthetic.py,configs/ea_synthetic.py \
+    --seeds=5 --budget=100 --out=runs/compare_f1
+
+Writes OUT/table.md (mean ± standard error of the best value at the budget), OUT/curves.png and
+OUT/results.json. Each run has its own workdir, OUT/<config>/seed<s>, so rerunning resumes.
+"""
+from absl import app, flags, logging
+import jax
+
+from nas_jax.search import compare
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("configs", None, "Config files, path.py[:arg], comma separated.")
+flags.DEFINE_integer("seeds", 3, "Number of seeds: runs seeds 0 .. seeds-1.", lower_bound=1)
+flags.DEFINE_list("seed_list", None, "Explicit seeds, e.g. 0,3,7; overrides --seeds.")
+flags.DEFINE_integer("budget", None, "Evaluations per run (every config gets the same).", lower_bound=1)
+flags.DEFINE_string("out", None, "Output folder.")
+flags.DEFINE_bool("progress", False, "Show each run's progress bar.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  jax.config.update("jax_enable_x64", True)
+  try:
+    seeds = [int(s) for s in FLAGS.seed_list] if FLAGS.seed_list else list(range(FLAGS.seeds))
+  except ValueError:
+    raise app.UsageError(f"--seed_list={','.join(FLAGS.seed_list)}: expected integers") from None
+  compare.compare(FLAGS.configs, seeds, FLAGS.budget, FLAGS.out, progress=FLAGS.progress)
+  with open(f"{FLAGS.out}/{compare.TABLE}") as f:
+    logging.info("\n%s", f.read())
+  print(f"wrote {FLAGS.out}/{compare.TABLE}, {compare.CURVES}, {compare.RESULTS}")
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["configs", "budget", "out"])
+  app.run(main)

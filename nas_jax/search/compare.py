@@ -1,0 +1,149 @@
+"""The comparison harness: run several configs over seeds at one budget, each run resumable in
+its own workdir, then tabulate mean ± standard error of the best value and plot the curves.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+from typing import Sequence
+
+import ml_collections
+import numpy as np
+
+from nas_jax.search import config as config_lib
+from nas_jax.search import curves
+from nas_jax.search.state import Observation, to_score
+
+__all__ = ["load_config", "run_name", "run_curves", "compare", "write_table"]
+
+RESULTS, TABLE, CURVES = "results.json", "table.md", "curves.png"
+
+log = logging.getLogger(__name__)
+
+
+def load_config(spec: str) -> ml_collections.ConfigDict:
+  """Loads `path/to/config.py[:arg]` by calling its `get_config(arg)` (as `--config=` does)."""
+  path, _, arg = spec.partition(":")
+  if not path.endswith(".py") or not os.path.isfile(path):
+    raise ValueError(f"configs: {spec!r}; expected an existing configs/*.py file, optionally with :arg")
+  module_spec = importlib.util.spec_from_file_location(f"_nas_jax_config_{abs(hash(path))}", path)
+  module = importlib.util.module_from_spec(module_spec)
+  module_spec.loader.exec_module(module)
+  return module.get_config(arg) if arg else module.get_config()
+
+
+def run_name(spec: str) -> str:
+  """A config spec's name and folder: `configs/ea_synthetic.py:smoke` -> `ea_synthetic-smoke`."""
+  path, _, arg = spec.partition(":")
+  stem = os.path.splitext(os.path.basename(path))[0]
+  return f"{stem}-{arg}" if arg else stem
+
+
+def run_curves(observations: Sequence[Observation], goal: str, budget: int) -> tuple[np.ndarray, np.ndarray]:
+  """Best-so-far value, and the test value of the best-so-far architecture, after each evaluation.
+
+  A run that stopped early (an exhausted space) keeps its last values up to the budget.
+
+  Returns:
+    ([budget], [budget]) float64, NaN until the first success (test: also where the best
+    architecture has no test value).
+  """
+  obs = list(observations)[:budget]
+  best = curves.best_so_far([o.value for o in obs], goal)
+  scores = to_score([o.value for o in obs], goal)
+  test, arg = np.full(len(obs), np.nan), -1
+  for t, s in enumerate(scores):
+    if not np.isnan(s) and (arg < 0 or s > scores[arg]):
+      arg = t
+    if arg >= 0 and obs[arg].test_value is not None:
+      test[t] = obs[arg].test_value
+  pad = lambda x: np.concatenate([x, np.full(budget - x.size, x[-1] if x.size else np.nan)])
+  return pad(best), pad(test)
+
+
+def _final(runs: list) -> tuple[float, float, int]:
+  """Mean, standard error and count of the seeds' last values (None = no value)."""
+  last = np.asarray(runs, np.float64)[:, -1:]
+  mean, err = curves.mean_stderr(last)
+  return float(mean[0]), float(err[0]), int(np.sum(~np.isnan(last)))
+
+
+def _nullable(x: np.ndarray) -> list:
+  """JSON has no NaN: missing values become null."""
+  return [None if np.isnan(v) else float(v) for v in x]
+
+
+def write_table(results: dict, path: str, budget: int) -> None:
+  """Markdown table: per config, mean ± standard error over seeds of the best value at `budget`
+  (and of its test value when the task has one)."""
+  goal = results["goal"]
+  has_test = any(np.isfinite(np.asarray(v, np.float64)).any() for v in results["test_runs"].values())
+  head = f"| config | seeds | best value at {budget} evaluations ({goal}) |" + (" test value |" if has_test else "")
+  lines = [head, "|---|---|---|" + ("---|" if has_test else "")]
+  for name, runs in results["runs"].items():
+    mean, err, n = _final(runs)
+    row = f"| {name} | {n}/{len(runs)} | {mean:.6g} ± {err:.2g} |"
+    if has_test:
+      t_mean, t_err, _ = _final(results["test_runs"][name])
+      row += f" {t_mean:.6g} ± {t_err:.2g} |"
+    lines.append(row)
+  with open(path, "w") as f:
+    f.write("\n".join(lines) + "\n\n(mean ± one standard error over seeds; n/N = seeds with a value)\n")
+
+
+def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *, progress: bool = False) -> dict:
+  """Runs every config of `specs` for every seed with `budget` evaluations, then writes
+  `out/results.json`, `out/table.md` and `out/curves.png`.
+
+  Run (name, seed) lives in `out/<name>/seed<seed>`, so rerunning resumes unfinished runs and
+  replays finished ones. All configs must share one task (same name and goal).
+
+  Args:
+    specs: config specs, `path.py[:arg]`.
+    seeds: search seeds (`config.seed`).
+    budget: evaluations per run (overrides `config.budget`).
+    out: output folder.
+    progress: progress bars for each run.
+
+  Returns:
+    The results: {"goal", "budget", "runs": {name: [[best-so-far per evaluation] per seed]},
+    "test_runs": {name: [[test value of the best-so-far architecture] per seed]}}.
+  """
+  if not specs:
+    raise ValueError("compare: configs is empty; pass at least one configs/*.py")
+  names = [run_name(s) for s in specs]
+  if len(set(names)) != len(names):
+    raise ValueError(f"compare: configs {list(specs)} repeat a name; each needs its own folder")
+  if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
+    raise ValueError(f"compare: seeds={list(seeds)!r}; expected non-negative integers")
+  if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+    raise ValueError(f"compare: budget={budget!r}; expected an integer >= 1")
+  configs = {}
+  for spec, name in zip(specs, names):
+    c = load_config(spec)
+    c.budget, c.workdir = budget, os.path.join(out, name, "seed0")
+    config_lib.check_search_config(c)
+    configs[name] = c
+  tasks = {name: config_lib.build_search(c)[1] for name, c in configs.items()}
+  if len({(t.name, t.goal) for t in tasks.values()}) != 1:
+    raise ValueError(f"compare: configs optimise different tasks {sorted({(t.name, t.goal) for t in tasks.values()})};"
+                     " a comparison needs one task")
+  goal = next(iter(tasks.values())).goal
+  results = {"goal": goal, "budget": budget, "runs": {}, "test_runs": {}}
+  for name, c in configs.items():
+    results["runs"][name], results["test_runs"][name] = [], []
+    for seed in seeds:
+      c.seed, c.workdir = seed, os.path.join(out, name, f"seed{seed}")
+      best, test = run_curves(config_lib.search_from_config(c, progress=progress), goal, budget)
+      results["runs"][name].append(_nullable(best))
+      results["test_runs"][name].append(_nullable(test))
+      log.info("%s seed %d: best %s", name, seed, results["runs"][name][-1][-1])
+  os.makedirs(out, exist_ok=True)
+  with open(os.path.join(out, RESULTS), "w") as f:
+    json.dump(results, f, allow_nan=False)
+  write_table(results, os.path.join(out, TABLE), budget)
+  curves.plot_curves({n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal,
+                     os.path.join(out, CURVES), title=next(iter(tasks.values())).name)
+  return results

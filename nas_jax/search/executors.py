@@ -1,0 +1,390 @@
+"""Executors run evaluations: `submit(fn, *args) -> ticket`, then `wait(timeout)` for finished
+(ticket, Outcome) pairs. Inline (in the caller), a spawn-context process pool with per-evaluation
+timeouts and crash detection, and Ray. Errors come back as text in the Outcome, never raised.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import multiprocessing as mp
+import multiprocessing.connection as mpc
+import os
+import pickle
+import signal
+import sys
+import time
+import traceback
+from typing import Any, Callable, NamedTuple, Protocol
+
+__all__ = ["Outcome", "Executor", "InlineExecutor", "ProcessExecutor", "RayExecutor"]
+
+
+class Outcome(NamedTuple):
+  """How one submitted call ended.
+
+  Attributes:
+    result: the call's return value; None when it failed.
+    error: "" on success, else the traceback or what stopped it.
+    seconds: wall time of the call (until it was stopped, for a timeout).
+    worker: which worker ran it.
+    timed_out: True when the executor stopped it at its time limit.
+  """
+
+  result: Any = None
+  error: str = ""
+  seconds: float = 0.0
+  worker: str = ""
+  timed_out: bool = False
+
+
+class Executor(Protocol):
+  """The one stateful object of a search: runs calls on `num_workers` workers."""
+
+  num_workers: int
+
+  def submit(self, fn: Callable, *args: Any) -> int:
+    """Starts (or queues) fn(*args); returns its ticket."""
+
+  def wait(self, timeout: float | None) -> list[tuple[int, Outcome]]:
+    """Blocks up to `timeout` seconds (None: until one call ends); returns the calls that ended."""
+
+  def shutdown(self) -> None:
+    """Stops every worker; calls still running are abandoned."""
+
+
+def _check_workers(name: str, num_workers: Any, timeout_s: Any) -> None:
+  if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+    raise ValueError(f"{name}: num_workers={num_workers!r}; expected an integer >= 1")
+  if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+                                or not timeout_s > 0):
+    raise ValueError(f"{name}: timeout_s={timeout_s!r}; expected None (no limit) or a number > 0")
+
+
+def _call(fn: Callable, args: tuple) -> tuple[bool, Any, float]:
+  """(ok, result or traceback text, seconds). Exceptions are data here; BaseExceptions
+  (KeyboardInterrupt, SystemExit) still stop the caller."""
+  t0 = time.perf_counter()
+  try:
+    return True, fn(*args), time.perf_counter() - t0
+  except Exception:  # the evaluation's failure is recorded, not raised (STYLE 5)
+    return False, traceback.format_exc(), time.perf_counter() - t0
+
+
+def _x64_enabled() -> bool:
+  """Whether the caller runs JAX in float64; workers copy it so results match inline runs."""
+  jax = sys.modules.get("jax")
+  return bool(jax is not None and jax.config.jax_enable_x64)
+
+
+def _worker_setup(x64: bool) -> None:
+  """Copies the caller's x64 setting into a worker (through the environment when JAX is not
+  imported yet, so a worker whose calls never use JAX does not pay for importing it)."""
+  # Many JAX processes share one accelerator: allocate on demand instead of 75% each.
+  os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+  jax = sys.modules.get("jax")
+  if jax is None:
+    os.environ["JAX_ENABLE_X64"] = "1" if x64 else "0"
+  else:
+    jax.config.update("jax_enable_x64", x64)
+
+
+class InlineExecutor:
+  """Runs each call inside `submit`, in the caller's process: for cheap tasks (synthetic,
+  tabular). It has no time limit. With num_workers > 1 the loop fills every slot before it
+  waits, which simulates synchronous batches of that size with pending points."""
+
+  def __init__(self, num_workers: int = 1):
+    _check_workers("InlineExecutor", num_workers, None)
+    self.num_workers = num_workers
+    self._tickets = itertools.count()
+    self._done: list[tuple[int, Outcome]] = []
+
+  def submit(self, fn: Callable, *args: Any) -> int:
+    ticket = next(self._tickets)
+    ok, payload, seconds = _call(fn, args)
+    outcome = Outcome(result=payload, seconds=seconds, worker="inline") if ok else Outcome(
+        error=payload, seconds=seconds, worker="inline")
+    self._done.append((ticket, outcome))
+    return ticket
+
+  def wait(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
+    del timeout  # every call has already ended
+    done, self._done = self._done, []
+    return done
+
+  def shutdown(self) -> None:
+    self._done = []
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.shutdown()
+
+
+_READY = b"R"
+
+
+def _process_main(conn: mpc.Connection, x64: bool) -> None:
+  """A worker process: say `_READY`, then receive a pickled (fn, args) and reply with a pickled
+  (ok, payload, seconds), until an empty message or a closed pipe (the parent died)."""
+  signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+  _worker_setup(x64)
+  try:
+    conn.send_bytes(_READY)
+  except (BrokenPipeError, OSError):
+    return
+  while True:
+    try:
+      msg = conn.recv_bytes()
+    except (EOFError, OSError):
+      return
+    if not msg:
+      return
+    try:
+      fn, args = pickle.loads(msg)
+      ok, payload, seconds = _call(fn, args)
+    except Exception:  # unpickling failed: e.g. the task's module does not import here
+      ok, payload, seconds = False, traceback.format_exc(), 0.0
+    try:
+      reply = pickle.dumps((ok, payload, seconds))
+    except Exception:
+      reply = pickle.dumps((False, f"the result could not be pickled:\n{traceback.format_exc()}", seconds))
+    try:
+      conn.send_bytes(reply)
+    except (BrokenPipeError, OSError):
+      return
+
+
+class _Slot:
+  """One worker process and the call it runs (host-side bookkeeping)."""
+
+  def __init__(self, ctx, index: int, x64: bool):
+    self.conn, child = ctx.Pipe(duplex=True)
+    self.process = ctx.Process(target=_process_main, args=(child, x64), daemon=True,
+                               name=f"nas_jax-worker-{index}")
+    self.process.start()
+    child.close()
+    self.name = f"process-{index}/pid{self.process.pid}"
+    self.ticket: int | None = None
+    self.started = 0.0
+    self.ready = False  # booted: its time limit runs from now on, not while it imports
+
+  def stop(self) -> None:
+    if self.process.is_alive():
+      self.process.kill()
+    self.process.join()
+    self.conn.close()
+
+
+class ProcessExecutor:
+  """`num_workers` spawned processes (never forked: JAX is not fork-safe).
+
+  A call past `timeout_s` (counted from dispatch, or from when a fresh worker finished booting)
+  gets its process killed and replaced, and ends as `timed_out`. A worker that dies mid-call (a
+  segfault, `os._exit`, the OOM killer) ends its call with the exit code as error; it never
+  hangs the search. Workers copy the caller's `jax_enable_x64` setting.
+  """
+
+  def __init__(self, num_workers: int, timeout_s: float | None = None):
+    _check_workers("ProcessExecutor", num_workers, timeout_s)
+    self.num_workers = num_workers
+    self.timeout_s = timeout_s
+    self._ctx = mp.get_context("spawn")
+    self._x64 = _x64_enabled()
+    self._slots = [_Slot(self._ctx, i, self._x64) for i in range(num_workers)]
+    self._queue: collections.deque[tuple[int, bytes]] = collections.deque()
+    self._tickets = itertools.count()
+
+  def submit(self, fn: Callable, *args: Any) -> int:
+    """Queues fn(*args). Raises (here, in the caller) if fn or args do not pickle."""
+    payload = pickle.dumps((fn, args))
+    ticket = next(self._tickets)
+    self._queue.append((ticket, payload))
+    self._dispatch()
+    return ticket
+
+  def _dispatch(self) -> None:
+    for i in range(len(self._slots)):
+      if not self._queue:
+        return
+      if self._slots[i].ticket is None:
+        if not self._slots[i].process.is_alive():  # it died after its last reply
+          self._replace(i)
+        slot = self._slots[i]
+        slot.ticket, payload = self._queue.popleft()
+        slot.started = time.monotonic()
+        slot.conn.send_bytes(payload)
+
+  def _replace(self, i: int) -> None:
+    self._slots[i].stop()
+    self._slots[i] = _Slot(self._ctx, i, self._x64)
+
+  def _retire(self, slot: _Slot) -> None:
+    """Kills a slot's process; `_dispatch` starts a new one when the slot is next needed."""
+    slot.ticket = None
+    slot.stop()
+
+  def _collect(self) -> list[tuple[int, Outcome]]:
+    out, now = [], time.monotonic()
+    for slot in self._slots:
+      if slot.ticket is None:
+        continue
+      reply = None
+      try:
+        while reply is None and slot.conn.poll():
+          msg = slot.conn.recv_bytes()
+          if msg == _READY:
+            slot.ready, slot.started = True, max(slot.started, now)
+          else:
+            reply = pickle.loads(msg)
+      except (EOFError, OSError):
+        pass  # the pipe closed: the process died; handled below
+      ticket, elapsed = slot.ticket, now - slot.started
+      if reply is not None:
+        ok, payload, seconds = reply
+        slot.ticket = None
+        out.append((ticket, Outcome(result=payload, seconds=seconds, worker=slot.name) if ok
+                    else Outcome(error=payload, seconds=seconds, worker=slot.name)))
+      elif not slot.process.is_alive():
+        slot.process.join()
+        code = slot.process.exitcode
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        out.append((ticket, Outcome(error=f"worker {slot.name} {how} during the evaluation",
+                                    seconds=elapsed, worker=slot.name)))
+        self._retire(slot)
+      elif slot.ready and self.timeout_s is not None and elapsed > self.timeout_s:
+        out.append((ticket, Outcome(error=f"timed out after {self.timeout_s:g} s; worker {slot.name} was killed",
+                                    seconds=elapsed, worker=slot.name, timed_out=True)))
+        self._retire(slot)
+    self._dispatch()
+    return out
+
+  def wait(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+      out = self._collect()
+      busy = [s for s in self._slots if s.ticket is not None]
+      now = time.monotonic()
+      if out or not busy or (end is not None and now >= end):
+        return out
+      limits = [end] + [s.started + self.timeout_s for s in busy if s.ready and self.timeout_s is not None]
+      limits = [t for t in limits if t is not None]
+      block = max(0.0, min(limits) - now) if limits else None
+      mpc.wait([s.conn for s in busy] + [s.process.sentinel for s in busy], timeout=block)
+
+  def shutdown(self) -> None:
+    for slot in self._slots:
+      if slot.ticket is None and slot.ready and slot.process.is_alive():  # else it is killed
+        try:
+          slot.conn.send_bytes(b"")
+        except OSError:
+          pass
+        slot.process.join(timeout=2.0)
+      slot.stop()
+    self._slots, self._queue = [], collections.deque()
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.shutdown()
+
+
+def _ray_call(fn: Callable, args: tuple, x64: bool) -> tuple[bool, Any, float, str]:
+  """Runs in a Ray worker: (ok, result or traceback text, seconds, worker id)."""
+  import ray  # pylint: disable=g-import-not-at-top
+
+  _worker_setup(x64)
+  node = ray.get_runtime_context().get_node_id()[:8]
+  return (*_call(fn, args), f"ray:{node}/pid{os.getpid()}")
+
+
+class RayExecutor:
+  """Runs calls as Ray tasks, at most `num_workers` at a time.
+
+  Connects to the cluster at `address` ("auto", "ray://host:10001", ...) or, when `address` is
+  "", uses the running Ray instance or starts a local one (which `shutdown` stops). Tasks are
+  never retried. A call past `timeout_s` is force-cancelled, which kills its Ray worker process;
+  a worker that dies mid-call ends its call with Ray's error text.
+  """
+
+  def __init__(self, num_workers: int, address: str = "", timeout_s: float | None = None):
+    _check_workers("RayExecutor", num_workers, timeout_s)
+    if not isinstance(address, str):
+      raise TypeError(f"RayExecutor: address={address!r}; expected a string ('' for local)")
+    import ray  # pylint: disable=g-import-not-at-top  (optional dependency: pip install ray)
+
+    self._ray = ray
+    self._owns = not ray.is_initialized()
+    if self._owns:
+      ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
+    self.num_workers = num_workers
+    self.timeout_s = timeout_s
+    self._x64 = _x64_enabled()
+    self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call)
+    self._queue: collections.deque[tuple[int, Callable, tuple]] = collections.deque()
+    self._running: dict[Any, tuple[int, float]] = {}  # ObjectRef -> (ticket, start time)
+    self._tickets = itertools.count()
+
+  def submit(self, fn: Callable, *args: Any) -> int:
+    ticket = next(self._tickets)
+    self._queue.append((ticket, fn, args))
+    self._dispatch()
+    return ticket
+
+  def _dispatch(self) -> None:
+    while self._queue and len(self._running) < self.num_workers:
+      ticket, fn, args = self._queue.popleft()
+      self._running[self._remote.remote(fn, args, self._x64)] = (ticket, time.monotonic())
+
+  def _collect(self, block: float) -> list[tuple[int, Outcome]]:
+    ray, refs, out = self._ray, list(self._running), []
+    ready, _ = ray.wait(refs, num_returns=1, timeout=block)
+    if ready:
+      ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+    now = time.monotonic()
+    for ref in ready:
+      ticket, start = self._running.pop(ref)
+      try:
+        ok, payload, seconds, worker = ray.get(ref)
+        out.append((ticket, Outcome(result=payload, seconds=seconds, worker=worker) if ok
+                    else Outcome(error=payload, seconds=seconds, worker=worker)))
+      except ray.exceptions.RayError as e:  # the worker died or the task could not run
+        out.append((ticket, Outcome(error=f"{type(e).__name__}: {e}", seconds=now - start, worker="ray")))
+    if self.timeout_s is not None:
+      for ref, (ticket, start) in list(self._running.items()):
+        if now - start > self.timeout_s:
+          ray.cancel(ref, force=True)
+          del self._running[ref]
+          out.append((ticket, Outcome(error=f"timed out after {self.timeout_s:g} s; its Ray worker was killed",
+                                      seconds=now - start, worker="ray", timed_out=True)))
+    self._dispatch()
+    return out
+
+  def wait(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+      now = time.monotonic()
+      if not self._running:
+        return []
+      limits = [t for t in [end] if t is not None]
+      if self.timeout_s is not None:
+        limits += [start + self.timeout_s for _, start in self._running.values()]
+      block = max(0.0, min(limits) - now) if limits else None
+      out = self._collect(block)
+      if out or (end is not None and time.monotonic() >= end):
+        return out
+
+  def shutdown(self) -> None:
+    for ref in self._running:
+      self._ray.cancel(ref, force=True)
+    self._running, self._queue = {}, collections.deque()
+    if self._owns and self._ray.is_initialized():
+      self._ray.shutdown()
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    self.shutdown()

@@ -1,0 +1,200 @@
+"""The asynchronous ask/tell loop (STYLE sketch 4): replay the journal, keep every worker busy,
+record each finished evaluation durably before the next proposal, and write a summary and a plot.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import math
+import os
+from typing import Any, Sequence
+
+import numpy as np
+import tqdm
+
+from nas_jax.search import curves, journal
+from nas_jax.search.executors import Executor, Outcome
+from nas_jax.search.state import Observation, Status, to_score
+from nas_jax.search.strategy import Strategy
+from nas_jax.search.task import Task, TaskResult, check_task
+
+__all__ = ["JOURNAL", "SUMMARY", "PROGRESS", "run", "trial_seed", "summarize"]
+
+JOURNAL, SUMMARY, PROGRESS = "journal.jsonl", "summary.json", "progress.png"
+_META, _LOCK = "search.json", ".lock"
+_POLL_S = 1.0  # how often the loop wakes while workers run (progress bar, Ctrl-C)
+
+log = logging.getLogger(__name__)
+
+
+def trial_seed(seed: int, trial_id: int) -> int:
+  """The evaluation seed of one trial: independent streams per (seed, trial_id), in [0, 2**31)."""
+  return int(np.random.SeedSequence([seed, trial_id]).generate_state(1)[0] >> 1)
+
+
+def _jsonable(x: Any) -> Any:
+  """numpy scalars and arrays to Python; anything else unknown to its repr (journal lines are JSON)."""
+  if isinstance(x, dict):
+    return {str(k): _jsonable(v) for k, v in x.items()}
+  if isinstance(x, (list, tuple)):
+    return [_jsonable(v) for v in x]
+  if isinstance(x, np.ndarray):
+    return _jsonable(x.tolist())
+  if isinstance(x, np.generic):
+    x = x.item()
+  if isinstance(x, float) and not math.isfinite(x):
+    return repr(x)
+  if x is None or isinstance(x, (bool, int, float, str)):
+    return x
+  return repr(x)
+
+
+def _finite(x: Any) -> float | None:
+  return None if x is None or not math.isfinite(float(x)) else float(x)
+
+
+def _observe(trial_id: int, arch_json: dict, outcome: Outcome, info: dict) -> Observation:
+  """The Observation of a finished call: TIMEOUT, FAILED, NAN (a non-finite value) or OK."""
+  common = dict(trial_id=trial_id, arch_json=arch_json, seconds=float(outcome.seconds), worker=outcome.worker)
+  if outcome.timed_out or outcome.error:
+    status = Status.TIMEOUT if outcome.timed_out else Status.FAILED
+    return Observation(value=None, status=status, error=outcome.error, info=_jsonable(info), **common)
+  result = outcome.result
+  if not isinstance(result, TaskResult):  # a bug in the task, not a failed evaluation
+    raise TypeError(f"task.evaluate returned a {type(result).__name__}; expected a TaskResult")
+  info = _jsonable({**info, "task": dict(result.info)})
+  value = float(result.value)
+  if not math.isfinite(value):
+    return Observation(value=None, status=Status.NAN, error=f"the evaluation returned {value}", info=info, **common)
+  return Observation(value=value, status=Status.OK, error="", test_value=_finite(result.test_value), info=info,
+                     **common)
+
+
+def summarize(observations: Sequence[Observation], task: Task) -> dict:
+  """What summary.json holds: counts, and the best OK observation's value, architecture, trial
+  id (and test value when it has one). The first of equal values wins."""
+  ok = [o for o in observations if o.ok]
+  summary = {"task": task.name, "goal": task.goal, "n_evaluated": len(observations),
+             "n_failed": len(observations) - len(ok), "best_value": None, "best_arch": None,
+             "best_trial_id": None}
+  if ok:
+    best = ok[int(np.argmax(to_score([o.value for o in ok], task.goal)))]
+    summary.update(best_value=best.value, best_arch=best.arch_json, best_trial_id=best.trial_id)
+    if best.test_value is not None:
+      summary["best_test_value"] = best.test_value
+  return summary
+
+
+@contextlib.contextmanager
+def _exclusive(workdir: str):
+  """Holds an advisory lock on the workdir: two searches never write one journal. The kernel
+  drops it when the process dies, so a killed search leaves no stale lock."""
+  fd = os.open(os.path.join(workdir, _LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+  try:
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      raise RuntimeError(f"workdir {workdir!r}: another search is running in it") from None
+    yield
+  finally:
+    os.close(fd)
+
+
+def _check_meta(workdir: str, task: Task) -> None:
+  """A workdir belongs to one task: resuming it with another would mix incomparable values."""
+  path, meta = os.path.join(workdir, _META), {"task": task.name, "goal": task.goal}
+  if not os.path.exists(path):
+    _write_json(path, meta)
+    return
+  with open(path) as f:
+    old = json.load(f)
+  if old != meta:
+    raise ValueError(f"workdir {workdir!r} holds a search of {old}, not {meta}; use another workdir")
+
+
+def _write_json(path: str, obj: Any) -> None:
+  tmp = f"{path}.tmp"
+  with open(tmp, "w") as f:
+    json.dump(obj, f, indent=1, sort_keys=True)
+  os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+
+
+def _check_run_args(budget: Any, seed: Any, workdir: Any) -> None:
+  if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+    raise ValueError(f"run: budget={budget!r}; expected an integer >= 1 (evaluations)")
+  if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    raise ValueError(f"run: seed={seed!r}; expected an integer >= 0")
+  if not isinstance(workdir, (str, os.PathLike)) or not os.fspath(workdir):
+    raise ValueError(f"run: workdir={workdir!r}; expected a non-empty path")
+
+
+def run(strategy: Strategy, task: Task, executor: Executor, workdir: str, *, space: Any, budget: int,
+        key: Any, seed: int = 0, progress: bool = True) -> list[Observation]:
+  """Runs (or resumes) a search until `budget` evaluations are recorded in `workdir`.
+
+  Resume is replay: the journal's observations go through `strategy.update` and are never
+  evaluated again; evaluations that were running when a previous process died were never
+  recorded, so their slots are proposed afresh. Each evaluation gets the seed
+  `trial_seed(seed, trial_id)`, recorded in `info["seed"]`.
+
+  Args:
+    strategy: the Strategy.
+    task: the Task; `task.evaluate(arch_json, seed)` runs on the executor.
+    executor: keeps `executor.num_workers` evaluations in flight; the caller shuts it down.
+    workdir: holds journal.jsonl, summary.json and progress.png; created if missing.
+    space: the Space of the strategy's points (`space.to_json` writes them to the journal).
+    budget: total evaluations, failed ones included, counting those replayed.
+    key: the strategy's JAX key (`strategy.init(key)`).
+    seed: base of the evaluation seeds.
+    progress: show a tqdm bar with evaluations, failures and the best value.
+
+  Returns:
+    Every observation in the journal, in the order recorded.
+  """
+  check_task(task)
+  _check_run_args(budget, seed, workdir)
+  workdir = os.fspath(workdir)
+  os.makedirs(workdir, exist_ok=True)
+  path = os.path.join(workdir, JOURNAL)
+  with _exclusive(workdir):
+    _check_meta(workdir, task)
+    done = journal.replay(path)
+    state = strategy.init(key)
+    if done:
+      state = strategy.update(state, done)
+    next_id = 1 + max((o.trial_id for o in done), default=-1)
+    pending: dict[int, tuple[int, Any, dict, dict]] = {}  # ticket -> (trial_id, point, arch_json, info)
+    scores = to_score([o.value for o in done], task.goal)
+    best = np.nanmax(scores) if np.any(~np.isnan(scores)) else -np.inf
+    bar = tqdm.tqdm(total=budget, initial=min(len(done), budget), desc=task.name, disable=not progress)
+    try:
+      while len(done) + len(pending) < budget or pending:
+        while len(pending) < executor.num_workers and len(done) + len(pending) < budget:
+          state, points = strategy.propose(state, 1, [p for _, p, _, _ in pending.values()])
+          if not points:
+            break
+          arch_json = space.to_json(points[0])
+          info = {"seed": trial_seed(seed, next_id), "strategy": strategy.notes(state, points[0])}
+          pending[executor.submit(task.evaluate, arch_json, info["seed"])] = (next_id, points[0], arch_json, info)
+          next_id += 1
+        if not pending:
+          log.warning("search stopped after %d evaluations: the strategy has no unseen point left", len(done))
+          break
+        for ticket, outcome in executor.wait(timeout=_POLL_S):
+          trial_id, _, arch_json, info = pending.pop(ticket)
+          obs = _observe(trial_id, arch_json, outcome, info)
+          journal.append(path, obs)  # durable before the strategy (and the next proposal) sees it
+          done.append(obs)
+          state = strategy.update(state, [obs])
+          if obs.ok:
+            best = max(best, float(to_score(obs.value, task.goal)))
+          bar.update(1)
+          n_failed = sum(not o.ok for o in done)
+          bar.set_postfix(failed=n_failed, best=None if best == -np.inf else float(to_score(best, task.goal)))
+    finally:
+      bar.close()
+    _write_json(os.path.join(workdir, SUMMARY), summarize(done, task))
+    curves.plot_progress([o.value for o in done], task.goal, os.path.join(workdir, PROGRESS), title=task.name)
+  return done

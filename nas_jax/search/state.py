@@ -1,0 +1,114 @@
+"""Search records: the Status of an evaluation, the Observation of one finished trial, and
+`to_score`, the one place where a task's goal turns raw metrics into scores (nas_jax maximises).
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["GOALS", "Status", "Observation", "to_score"]
+
+GOALS = ("max", "min")
+
+
+class Status(enum.IntEnum):
+  """How an evaluation ended. Only OK observations carry a value."""
+
+  OK = 0
+  FAILED = 1  # the evaluation raised, or its worker died
+  NAN = 2  # it returned a non-finite value (NaN or inf)
+  TIMEOUT = 3  # it ran past the executor's per-evaluation limit and was stopped
+
+
+def _finite_or_none(name: str, x: Any) -> float | None:
+  if x is None:
+    return None
+  if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+    raise TypeError(f"observation.{name}: {x!r} is a {type(x).__name__}; expected a float or None")
+  return float(x)
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+  """One finished evaluation, as recorded in the journal (host side, never traced).
+
+  Attributes:
+    trial_id: unique, increasing id within one search (its workdir).
+    arch_json: the architecture in interchange JSON (`space.to_json(point)`).
+    value: the raw metric in the task's own sign (e.g. an MSE for goal "min"); None unless OK.
+    status: a `Status`.
+    error: what went wrong ("" when OK): a traceback, "timed out after 30s", ...
+    seconds: wall time of the evaluation.
+    worker: id of the worker that ran it, e.g. "process-1/pid4242".
+    test_value: the task's test metric of this architecture, when the task has one.
+    info: JSON-able extras: "seed" (the evaluation seed), "task" (the task's own info) and
+      "strategy" (what the strategy noted when it proposed the point, e.g. a parent id).
+  """
+
+  trial_id: int
+  arch_json: dict
+  value: float | None
+  status: Status
+  error: str
+  seconds: float
+  worker: str
+  test_value: float | None = None
+  info: dict = dataclasses.field(default_factory=dict)
+
+  def __post_init__(self):
+    object.__setattr__(self, "status", Status(self.status))
+    object.__setattr__(self, "value", _finite_or_none("value", self.value))
+    object.__setattr__(self, "test_value", _finite_or_none("test_value", self.test_value))
+    if self.status == Status.OK and (self.value is None or not math.isfinite(self.value)):
+      raise ValueError(f"observation.value: {self.value!r} with status OK; an OK value is a finite float")
+
+  @property
+  def ok(self) -> bool:
+    return self.status == Status.OK
+
+  def to_json(self) -> dict:
+    """A JSON object; the status is written by name so that files stay readable."""
+    d = dataclasses.asdict(self)
+    d["status"] = self.status.name
+    return d
+
+  @classmethod
+  def from_json(cls, obj: Any) -> Observation:
+    """Inverse of `to_json`. Raises ValueError naming the missing or bad field."""
+    if not isinstance(obj, dict):
+      raise ValueError(f"observation: {type(obj).__name__} given; expected a JSON object")
+    fields = {f.name for f in dataclasses.fields(cls)}
+    missing = {"trial_id", "arch_json", "value", "status", "error", "seconds", "worker"} - set(obj)
+    if missing:
+      raise ValueError(f"observation: missing fields {sorted(missing)}")
+    status = obj["status"]
+    if status not in Status.__members__:
+      raise ValueError(f"observation.status: {status!r} is unknown; allowed: {', '.join(Status.__members__)}")
+    if isinstance(obj["trial_id"], bool) or not isinstance(obj["trial_id"], int):
+      raise ValueError(f"observation.trial_id: {obj['trial_id']!r}; expected an integer")
+    return cls(**{**{k: v for k, v in obj.items() if k in fields}, "status": Status[status]})
+
+
+def to_score(values: float | None | Sequence[float | None] | np.ndarray, goal: str) -> np.ndarray:
+  """Scores that nas_jax maximises: the values for goal "max", their negatives for "min".
+
+  Args:
+    values: a raw metric or a sequence of them, [n]; None (a failed evaluation) becomes NaN.
+    goal: "max" or "min".
+
+  Returns:
+    float64 array of the same shape as `values`.
+  """
+  if goal not in GOALS:
+    raise ValueError(f"goal: {goal!r} is unknown; allowed: {', '.join(GOALS)}")
+  if isinstance(values, np.ndarray):
+    v = values.astype(np.float64)
+  elif values is None or np.ndim(values) == 0:
+    v = np.asarray(np.nan if values is None else values, np.float64)
+  else:
+    v = np.asarray([np.nan if x is None else x for x in values], np.float64)
+  return v if goal == "max" else -v

@@ -1,0 +1,85 @@
+"""Host-side bookkeeping that strategies share: the History of observed points with their scores,
+de-duplication by canonical key, and keys derived from what has been seen.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterable, Sequence
+
+import jax
+import numpy as np
+
+from nas_jax.search.state import Observation, Status, to_score
+
+__all__ = ["History", "empty_history", "add_observations", "fresh", "step_key", "host_rng"]
+
+
+@dataclasses.dataclass(frozen=True)
+class History:
+  """Every observed point, in observation order (a value; `add_observations` returns a new one).
+
+  Attributes:
+    points: the observed points.
+    trial_ids: [n] their trial ids.
+    scores: [n] float64 scores (`to_score`, so higher is better); NaN unless OK.
+    keys: canonical keys of all observed points.
+  """
+
+  points: tuple = ()
+  trial_ids: tuple[int, ...] = ()
+  scores: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+  keys: frozenset = frozenset()
+
+  def __len__(self) -> int:
+    return len(self.points)
+
+  @property
+  def ok(self) -> np.ndarray:
+    """[n] bool, which observations have a score."""
+    return ~np.isnan(self.scores)
+
+
+def empty_history() -> History:
+  return History()
+
+
+def add_observations(history: History, space: Any, goal: str, observations: Sequence[Observation]) -> History:
+  """The history with `observations` appended; each arch_json is parsed by `space.from_json`."""
+  if not observations:
+    return history
+  points = tuple(space.from_json(o.arch_json) for o in observations)
+  values = [o.value if o.status == Status.OK else None for o in observations]
+  return History(
+      points=history.points + points,
+      trial_ids=history.trial_ids + tuple(o.trial_id for o in observations),
+      scores=np.concatenate([history.scores, to_score(values, goal)]),
+      keys=history.keys | {space.canonical_key(p) for p in points},
+  )
+
+
+def fresh(space: Any, candidates: Iterable, exclude: set) -> list:
+  """The candidates whose canonical key is not in `exclude` nor repeated, in order.
+
+  `exclude` is updated in place with the keys taken (it is the caller's scratch set).
+  """
+  out = []
+  for p in candidates:
+    k = space.canonical_key(p)
+    if k not in exclude:
+      exclude.add(k)
+      out.append(p)
+  return out
+
+
+def step_key(key: jax.Array, history: History, pending: Sequence) -> jax.Array:
+  """The key of one propose call, folded with how many points are observed or pending, so a
+  resumed search that has replayed the same observations draws the same proposals."""
+  return jax.random.fold_in(key, len(history) + len(pending))
+
+
+def host_rng(key: jax.Array) -> np.random.Generator:
+  """A numpy Generator determined by a JAX key, for host-side draws of varying sizes (which in
+  jax.random would compile once per size)."""
+  data = np.asarray(jax.random.key_data(key)) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) \
+      else np.asarray(key)
+  return np.random.default_rng(data.ravel().tolist())

@@ -1,0 +1,65 @@
+"""Training as a search Task: `nas_jax.tasks.training.evaluate` scores an architecture by its best
+validation metric (accuracy, maximised, for classification; MSE, minimised, for regression).
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+
+from nas_jax.arch.architecture import Architecture
+from nas_jax.search.task import Task, TaskResult
+from nas_jax.tasks import datasets, training
+from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
+
+__all__ = ["train_task"]
+
+
+@functools.lru_cache(maxsize=4)
+def _dataset(name: str, kind: str, data_seed: int, target: str, task: str) -> datasets.Dataset:
+  """Loads a dataset once per worker process (workers evaluate many architectures)."""
+  return datasets.get_dataset(name, kind=kind, seed=data_seed, target=target, task=task)
+
+
+def _evaluate(name: str, kind: str, train_config: training.TrainConfig, data_seed: int, target: str,
+              task: str, arch_json: dict, seed: int) -> TaskResult:
+  """Task.evaluate of `train_task` (top level, so it pickles). `seed` seeds initialisation and
+  shuffling; the data split depends on `data_seed` only, so every trial sees the same split."""
+  arch = Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS)
+  if arch.kind != kind:
+    raise ValueError(f"train task: a {arch.kind} architecture; this task trains {kind} networks")
+  data = _dataset(name, kind, data_seed, target, task)
+  r = training.evaluate(arch, data, train_config, jax.random.key(seed))
+  info = {"best_epoch": r.best_epoch, "epochs": r.epochs, "train_seconds": r.train_seconds,
+          "eval_seconds": r.eval_seconds, "compile_seconds": r.compile_seconds, "val_errors": list(r.val_errors)}
+  if data.task == "classification":
+    return TaskResult(value=1.0 - r.val_error, test_value=1.0 - r.test_error, info=info)
+  return TaskResult(value=r.val_error, test_value=r.test_error, info=info)
+
+
+def train_task(dataset: str, kind: str, train_config: training.TrainConfig, *, data_seed: int = 0,
+               target: str = "", task: str = "regression") -> Task:
+  """A Task that trains each architecture on `dataset` and returns its best validation metric.
+
+  Classification: value = validation accuracy, test_value = test accuracy, goal "max".
+  Regression: value = validation MSE (standardised targets), test_value = test MSE, goal "min".
+  The test metric belongs to the parameters of the epoch with the best validation metric.
+
+  Args:
+    dataset: "digits", "diabetes", or a .csv/.npz table path (`datasets.get_dataset`).
+    kind: "cnn" or "mlp"; the architectures' kind (and how digits are shaped).
+    train_config: a `training.TrainConfig`.
+    data_seed: seed of the train/validation/test split.
+    target, task: for tables only: the target column and "regression" or "classification".
+
+  Raises:
+    ValueError / TypeError for an unknown dataset, a bad kind or a bad train_config.
+  """
+  if kind not in ("cnn", "mlp"):
+    raise ValueError(f"train_task: kind={kind!r}; allowed: cnn, mlp")
+  if not isinstance(train_config, training.TrainConfig):
+    raise TypeError(f"train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
+  data = _dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
+  goal = "max" if data.task == "classification" else "min"
+  return Task(name=f"train-{data.name}-{kind}", goal=goal,
+              evaluate=functools.partial(_evaluate, dataset, kind, train_config, data_seed, target, task))

@@ -1,0 +1,31 @@
+"""Calls for executor tests, importable by name in worker processes; stdlib only, so workers
+start fast."""
+import os
+import time
+
+
+def add(a, b):
+  return a + b
+
+
+def boom(message):
+  raise ValueError(message)
+
+
+def nan_result():
+  return float("nan")
+
+
+def sleep_then(seconds, value):
+  time.sleep(seconds)
+  return value
+
+
+def hard_exit(code):
+  os._exit(code)
+
+
+def x64_enabled():
+  import jax  # pylint: disable=g-import-not-at-top
+
+  return bool(jax.config.jax_enable_x64)

@@ -1,0 +1,73 @@
+"""The comparison harness: curves by hand, the table's mean ± standard error, results.json's
+layout, resumed runs, and refusal to compare different tasks."""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from nas_jax.search import compare, journal, loop
+from nas_jax.search.state import Observation, Status
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RANDOM = os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke"
+EA = os.path.join(ROOT, "configs", "ea_synthetic.py") + ":smoke"
+
+
+def obs(values, tests):
+  return [Observation(trial_id=i, arch_json={}, value=v, status=Status.OK if v is not None else Status.FAILED,
+                      error="" if v is not None else "x", seconds=0.0, worker="w", test_value=t)
+          for i, (v, t) in enumerate(zip(values, tests))]
+
+
+def test_run_curves_by_hand():
+  o = obs([1.0, None, 3.0, 2.0], [0.1, None, 0.3, 0.2])
+  best, test = compare.run_curves(o, "max", 6)
+  np.testing.assert_array_equal(best, [1, 1, 3, 3, 3, 3])
+  np.testing.assert_array_equal(test, [0.1, 0.1, 0.3, 0.3, 0.3, 0.3])
+  best, test = compare.run_curves(obs([None, 4.0, 0.5, 2.0], [None, None, 9.0, 8.0]), "min", 3)
+  np.testing.assert_array_equal(best, [np.nan, 4.0, 0.5])
+  np.testing.assert_array_equal(test, [np.nan, np.nan, 9.0])
+
+
+def test_run_name():
+  assert compare.run_name("configs/ea_synthetic.py:smoke") == "ea_synthetic-smoke"
+  assert compare.run_name("a/b/random_cnn_digits.py") == "random_cnn_digits"
+
+
+def test_compare_writes_results_table_and_curves_and_resumes(tmp_path):
+  out = str(tmp_path / "cmp")
+  results = compare.compare([RANDOM, EA], [0, 1], 4, out)
+  on_disk = json.loads((tmp_path / "cmp" / compare.RESULTS).read_text())
+  assert on_disk == results and on_disk["goal"] == "max" and on_disk["budget"] == 4
+  assert set(on_disk["runs"]) == {"random_synthetic-smoke", "ea_synthetic-smoke"}
+  for name, runs in on_disk["runs"].items():
+    assert len(runs) == 2 and all(len(r) == 4 and r == sorted(r) for r in runs)  # best-so-far rises
+    for seed, r in zip((0, 1), runs):
+      done = journal.replay(tmp_path / "cmp" / name / f"seed{seed}" / loop.JOURNAL)
+      assert r[-1] == max(o.value for o in done)
+    assert on_disk["test_runs"][name] == [[None] * 4] * 2  # synthetic tasks have no test metric
+  finals = [r[-1] for r in on_disk["runs"]["random_synthetic-smoke"]]
+  mean, err = np.mean(finals), np.std(finals, ddof=1) / math.sqrt(2)
+  table = (tmp_path / "cmp" / compare.TABLE).read_text()
+  assert f"| random_synthetic-smoke | 2/2 | {mean:.6g} ± {err:.2g} |" in table
+  assert (tmp_path / "cmp" / compare.CURVES).read_bytes()[:4] == b"\x89PNG"
+  # A second call replays every run: same results, journals untouched.
+  sizes = {p: os.path.getsize(p) for p in (tmp_path / "cmp").glob("*/seed*/journal.jsonl")}
+  assert compare.compare([RANDOM, EA], [0, 1], 4, out) == results
+  assert sizes == {p: os.path.getsize(p) for p in sizes}
+
+
+def test_compare_refuses_different_tasks_and_bad_arguments(tmp_path):
+  mlp = tmp_path / "ea_f2.py"
+  mlp.write_text(open(EA.split(":")[0]).read().replace('"function": "f1"', '"function": "f2"')
+                 .replace('"kind": "cnn"', '"kind": "mlp"'))
+  with pytest.raises(ValueError, match="different tasks"):
+    compare.compare([RANDOM, f"{mlp}:smoke"], [0], 2, str(tmp_path / "out"))
+  with pytest.raises(ValueError, match="repeat a name"):
+    compare.compare([RANDOM, RANDOM], [0], 2, str(tmp_path / "out"))
+  with pytest.raises(ValueError, match="budget=0"):
+    compare.compare([RANDOM], [0], 0, str(tmp_path / "out"))
+  with pytest.raises(ValueError, match="expected an existing configs"):
+    compare.compare(["configs/nope.py"], [0], 2, str(tmp_path / "out"))

@@ -1,0 +1,138 @@
+"""Executors: results, exceptions as text, NaN passed through, timeouts that kill the worker,
+crashed workers reported (never a hang), parallel workers, x64 copied into workers; Ray likewise."""
+import os
+import sys
+import time
+
+import pytest
+
+from nas_jax.search.executors import InlineExecutor, Outcome, ProcessExecutor, RayExecutor
+
+sys.path.insert(0, os.path.dirname(__file__))
+import executor_helpers as h  # noqa: E402  (worker processes import it by name)
+
+
+def wait_all(ex, n, limit_s=60.0):
+  """Waits until n calls have ended; returns {ticket: Outcome}."""
+  out, end = {}, time.monotonic() + limit_s
+  while len(out) < n:
+    assert time.monotonic() < end, f"only {len(out)} of {n} calls ended in {limit_s} s"
+    out.update(ex.wait(timeout=1.0))
+  return out
+
+
+def test_inline_runs_at_submit_and_reports_errors_as_text():
+  ex = InlineExecutor()
+  ok, bad = ex.submit(h.add, 2, 3), ex.submit(h.boom, "inline boom")
+  done = dict(ex.wait(None))
+  assert done[ok].result == 5 and done[ok].error == "" and done[ok].worker == "inline"
+  assert done[bad].result is None and "ValueError: inline boom" in done[bad].error
+  assert ex.wait(0.0) == []
+
+
+def test_inline_rejects_bad_num_workers():
+  with pytest.raises(ValueError, match="num_workers=0"):
+    InlineExecutor(0)
+
+
+@pytest.fixture
+def pool():
+  ex = ProcessExecutor(num_workers=1, timeout_s=2.0)
+  yield ex
+  ex.shutdown()
+
+
+def test_process_results_errors_and_nan(pool):
+  t_ok, t_err, t_nan = pool.submit(h.add, 1, 2), pool.submit(h.boom, "bad arch"), pool.submit(h.nan_result)
+  done = wait_all(pool, 3)
+  assert done[t_ok].result == 3 and not done[t_ok].timed_out
+  assert "ValueError: bad arch" in done[t_err].error and "Traceback" in done[t_err].error
+  assert done[t_nan].result != done[t_nan].result  # NaN comes back as a value
+  assert done[t_ok].worker.startswith("process-")
+
+
+def test_process_timeout_kills_the_worker_and_the_next_call_runs(pool):
+  slow = pool.submit(h.sleep_then, 60.0, "never")
+  t0 = time.monotonic()
+  done = wait_all(pool, 1)
+  assert done[slow].timed_out and "timed out after 2 s" in done[slow].error
+  assert time.monotonic() - t0 < 20
+  with pytest.raises(ProcessLookupError):  # the worker that ran it is gone
+    killed_pid = int(done[slow].worker.split("pid")[1])
+    os.kill(killed_pid, 0)
+  after = pool.submit(h.add, 4, 5)
+  assert wait_all(pool, 1)[after].result == 9
+
+
+def test_process_worker_crash_is_a_failure_not_a_hang(pool):
+  crash = pool.submit(h.hard_exit, 3)
+  done = wait_all(pool, 1, limit_s=20)
+  assert "exited with code 3" in done[crash].error and not done[crash].timed_out
+  again = pool.submit(h.add, 1, 1)
+  assert wait_all(pool, 1)[again].result == 2
+
+
+def test_process_workers_run_in_parallel():
+  with ProcessExecutor(num_workers=2) as ex:
+    for _ in range(2):
+      ex.submit(h.add, 0, 0)
+    wait_all(ex, 2, limit_s=60)  # both workers have booted
+    t0 = time.monotonic()
+    tickets = [ex.submit(h.sleep_then, 1.5, i) for i in range(2)]
+    done = wait_all(ex, 2)
+    assert sorted(done[t].result for t in tickets) == [0, 1]
+    assert time.monotonic() - t0 < 2.8  # one worker would take 3 s
+
+
+def test_process_submit_raises_on_unpicklable_call():
+  ex = ProcessExecutor(num_workers=1)
+  try:
+    with pytest.raises(Exception, match="pickle|lambda"):
+      ex.submit(lambda: 1)
+  finally:
+    ex.shutdown()
+
+
+def test_process_workers_copy_x64_from_the_caller():
+  import jax  # conftest enables x64
+
+  assert jax.config.jax_enable_x64
+  with ProcessExecutor(num_workers=1) as ex:
+    t = ex.submit(h.x64_enabled)
+    assert wait_all(ex, 1)[t].result is True
+
+
+def test_process_rejects_bad_arguments():
+  with pytest.raises(ValueError, match="timeout_s=0"):
+    ProcessExecutor(1, timeout_s=0)
+  with pytest.raises(ValueError, match="num_workers=-1"):
+    ProcessExecutor(-1)
+
+
+@pytest.mark.slow
+def test_ray_executor_same_semantics():
+  ray = pytest.importorskip("ray")
+  here = os.path.dirname(os.path.abspath(__file__))
+  ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+           runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([here] + sys.path[1:])}})
+  try:
+    ex = RayExecutor(num_workers=2, timeout_s=8.0)
+    t_ok, t_err, t_crash = ex.submit(h.add, 1, 2), ex.submit(h.boom, "ray boom"), ex.submit(h.hard_exit, 3)
+    done = wait_all(ex, 3, limit_s=120)
+    assert done[t_ok].result == 3 and done[t_ok].worker.startswith("ray:")
+    assert "ValueError: ray boom" in done[t_err].error
+    assert done[t_crash].error and done[t_crash].result is None and not done[t_crash].timed_out
+    t_slow = ex.submit(h.sleep_then, 120.0, "never")
+    t_x64 = ex.submit(h.x64_enabled)
+    done = wait_all(ex, 2, limit_s=60)
+    assert done[t_slow].timed_out and "timed out after 8 s" in done[t_slow].error
+    assert done[t_x64].result is True
+    ex.shutdown()
+    assert ray.is_initialized()  # it did not start Ray, so it leaves it running
+  finally:
+    ray.shutdown()
+
+
+def test_outcome_defaults_mean_success():
+  o = Outcome(result=1)
+  assert (o.error, o.timed_out) == ("", False)

@@ -1,0 +1,106 @@
+"""The journal: append/replay round trips, a torn last line skipped and repaired, corrupt lines
+named by number, fsync on every append, and no interleaving under concurrent writers."""
+import json
+import multiprocessing as mp
+import os
+import sys
+
+import pytest
+
+from nas_jax.search import journal
+from nas_jax.search.state import Observation, Status
+
+sys.path.insert(0, os.path.dirname(__file__))
+import search_helpers  # noqa: E402  (spawned writers import it by name)
+
+
+def obs(i, status=Status.OK):
+  return Observation(trial_id=i, arch_json={"kind": "bits", "bits": [i % 2]},
+                     value=float(i) if status == Status.OK else None, status=status,
+                     error="" if status == Status.OK else "boom", seconds=0.1 * i, worker="w",
+                     info={"seed": i})
+
+
+def test_replay_of_missing_file_is_empty(tmp_path):
+  assert journal.replay(tmp_path / "none.jsonl") == []
+
+
+def test_append_then_replay_round_trips_in_order(tmp_path):
+  path = tmp_path / "j.jsonl"
+  records = [obs(0), obs(1, Status.FAILED), obs(2, Status.NAN), obs(3, Status.TIMEOUT), obs(4)]
+  for r in records:
+    journal.append(path, r)
+  assert journal.replay(path) == records
+  lines = path.read_text().splitlines()
+  assert len(lines) == 5 and all(json.loads(l)["schema"] == 1 for l in lines)
+
+
+def test_torn_last_line_is_skipped_and_truncated_by_the_next_append(tmp_path):
+  path = tmp_path / "j.jsonl"
+  journal.append(path, obs(0))
+  journal.append(path, obs(1))
+  full = path.read_bytes()
+  path.write_bytes(full[: len(full) - 7])  # a kill in the middle of the second write
+  assert journal.replay(path) == [obs(0)]
+  journal.append(path, obs(2))
+  assert journal.replay(path) == [obs(0), obs(2)]
+  assert path.read_bytes().count(b"\n") == 2
+
+
+def test_torn_first_line_leaves_an_empty_journal(tmp_path):
+  path = tmp_path / "j.jsonl"
+  path.write_bytes(b'{"schema": 1, "trial_')
+  assert journal.replay(path) == []
+  journal.append(path, obs(5))
+  assert journal.replay(path) == [obs(5)]
+
+
+def test_corrupt_middle_line_raises_naming_its_number(tmp_path):
+  path = tmp_path / "j.jsonl"
+  for i in range(3):
+    journal.append(path, obs(i))
+  lines = path.read_text().splitlines(keepends=True)
+  lines[1] = lines[1][:20] + "\n"
+  path.write_text("".join(lines))
+  with pytest.raises(ValueError, match=r"j\.jsonl:2: corrupt journal line"):
+    journal.replay(path)
+
+
+def test_wrong_schema_raises_naming_line_and_schema(tmp_path):
+  path = tmp_path / "j.jsonl"
+  journal.append(path, obs(0))
+  line = json.loads(path.read_text())
+  with open(path, "a") as f:
+    f.write(json.dumps({**line, "schema": 2}) + "\n")
+  with pytest.raises(ValueError, match=r":2: .*schema is 2"):
+    journal.replay(path)
+
+
+def test_every_append_fsyncs_the_file(tmp_path, monkeypatch):
+  synced = []
+  real = os.fsync
+  monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+  path = tmp_path / "j.jsonl"
+  journal.append(path, obs(0))  # file and, on creation, its directory
+  journal.append(path, obs(1))
+  assert len(synced) == 3
+
+
+def test_append_refuses_non_finite_info(tmp_path):
+  bad = Observation(trial_id=0, arch_json={}, value=1.0, status=Status.OK, error="", seconds=0.0, worker="w",
+                    info={"x": float("nan")})
+  with pytest.raises(ValueError):
+    journal.append(tmp_path / "j.jsonl", bad)
+  assert journal.replay(tmp_path / "j.jsonl") == []
+
+
+def test_concurrent_writers_never_interleave_lines(tmp_path):
+  path = str(tmp_path / "j.jsonl")
+  ctx = mp.get_context("spawn")
+  procs = [ctx.Process(target=search_helpers.journal_writer, args=(path, 1000 * k, 40)) for k in range(2)]
+  for p in procs:
+    p.start()
+  for p in procs:
+    p.join(60)
+  ids = sorted(o.trial_id for o in journal.replay(path))
+  assert ids == list(range(40)) + list(range(1000, 1040))

@@ -1,0 +1,199 @@
+"""The search loop: budget, journal, summary and plot; failures recorded and the search goes on;
+resume = replay with nothing re-evaluated; a simulated crash loses only unfinished evaluations;
+timeouts through a process pool; one search per workdir."""
+import fcntl
+import functools
+import json
+import os
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from nas_jax.search import journal, loop
+from nas_jax.search.executors import InlineExecutor, ProcessExecutor
+from nas_jax.search.state import Status
+from nas_jax.search.strategies import baselines
+from nas_jax.search.task import Task
+
+sys.path.insert(0, os.path.dirname(__file__))
+import search_helpers as h  # noqa: E402
+
+
+def counting_task(calls, fn=h.onemax, goal="max", name="onemax"):
+  """An in-process task that records every architecture it evaluates."""
+
+  def evaluate(arch_json, seed):
+    calls.append(tuple(arch_json["bits"]))
+    return fn(arch_json, seed)
+
+  return Task(name=name, goal=goal, evaluate=evaluate)
+
+
+def run(workdir, task, *, budget, strategy=None, space=None, executor=None, seed=0, key=0):
+  space = space or h.bits_space()
+  strategy = strategy or baselines.random_search(space, task.goal)
+  return loop.run(strategy, task, executor or InlineExecutor(), str(workdir), space=space, budget=budget,
+                  key=jax.random.key(key), seed=seed, progress=False)
+
+
+def test_run_records_budget_evaluations_summary_and_plot(tmp_path):
+  done = run(tmp_path, h.onemax_task(), budget=12, seed=7)
+  assert [o.trial_id for o in done] == list(range(12))
+  assert journal.replay(tmp_path / loop.JOURNAL) == done
+  assert all(o.value == sum(o.arch_json["bits"]) for o in done)
+  seeds = [o.info["seed"] for o in done]
+  assert seeds == [loop.trial_seed(7, i) for i in range(12)] and len(set(seeds)) == 12
+  summary = json.loads((tmp_path / loop.SUMMARY).read_text())
+  best = max(done, key=lambda o: o.value)
+  assert summary["best_value"] == best.value and summary["best_arch"] == best.arch_json
+  assert (summary["n_evaluated"], summary["n_failed"], summary["goal"]) == (12, 0, "max")
+  assert "best_test_value" not in summary
+  assert (tmp_path / loop.PROGRESS).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_failures_and_nans_are_recorded_and_the_search_goes_on(tmp_path):
+  task = Task(name="flaky", goal="max", evaluate=h.flaky)
+  done = run(tmp_path, task, budget=40)
+  assert len(done) == 40
+  by_status = {s: [o for o in done if o.status == s] for s in Status}
+  assert by_status[Status.FAILED] and by_status[Status.NAN] and by_status[Status.OK]
+  assert all(o.arch_json["bits"][0] == 1 and "first bit set" in o.error and o.value is None
+             for o in by_status[Status.FAILED])
+  assert all(o.arch_json["bits"][:2] == [0, 1] and "nan" in o.error for o in by_status[Status.NAN])
+  summary = json.loads((tmp_path / loop.SUMMARY).read_text())
+  assert summary["n_failed"] == len(by_status[Status.FAILED]) + len(by_status[Status.NAN])
+  assert summary["best_value"] == max(o.value for o in by_status[Status.OK])
+
+
+def test_goal_min_summary_keeps_the_raw_metric_and_test_value(tmp_path):
+  task = Task(name="zeros", goal="min", evaluate=h.zeros_minimised)
+  done = run(tmp_path, task, budget=15)
+  summary = json.loads((tmp_path / loop.SUMMARY).read_text())
+  assert summary["best_value"] == min(o.value for o in done)
+  assert summary["best_test_value"] == 0.5
+
+
+def test_resume_replays_and_never_re_evaluates(tmp_path):
+  calls = []
+  first = run(tmp_path, counting_task(calls), budget=8)
+  lines = (tmp_path / loop.JOURNAL).read_text().splitlines()
+  calls.clear()
+  done = run(tmp_path, counting_task(calls), budget=20)
+  assert len(calls) == 12 and len(done) == 20
+  assert done[:8] == first
+  assert (tmp_path / loop.JOURNAL).read_text().splitlines()[:8] == lines
+  assert len({o.trial_id for o in done}) == 20
+  assert len({tuple(o.arch_json["bits"]) for o in done}) == 20
+  calls.clear()
+  assert run(tmp_path, counting_task(calls), budget=20) == done and calls == []
+
+
+def test_every_observation_is_durable_before_the_strategy_sees_it(tmp_path):
+  space = h.bits_space()
+  inner = baselines.random_search(space)
+  seen_in_journal = []
+
+  def update(state, observations):
+    recorded = {o.trial_id for o in journal.replay(tmp_path / loop.JOURNAL)}
+    seen_in_journal.extend(o.trial_id in recorded for o in observations)
+    return inner.update(state, observations)
+
+  strategy = inner._replace(update=update)
+  run(tmp_path, h.onemax_task(), budget=10, strategy=strategy, executor=InlineExecutor(num_workers=2))
+  assert seen_in_journal == [True] * 10
+
+
+class CrashAfter:
+  """Wraps an executor and dies (KeyboardInterrupt, as a kill would) once n outcomes went out."""
+
+  def __init__(self, inner, n):
+    self.inner, self.n, self.num_workers = inner, n, inner.num_workers
+
+  def submit(self, fn, *args):
+    return self.inner.submit(fn, *args)
+
+  def wait(self, timeout):
+    if self.n <= 0:
+      raise KeyboardInterrupt("simulated kill")
+    out = self.inner.wait(timeout)[: self.n]
+    self.n -= len(out)
+    return out
+
+  def shutdown(self):
+    self.inner.shutdown()
+
+
+def test_simulated_crash_keeps_finished_work_and_loses_only_pending(tmp_path):
+  calls = []
+  with pytest.raises(KeyboardInterrupt):
+    run(tmp_path, counting_task(calls), budget=30, executor=CrashAfter(InlineExecutor(num_workers=3), 7))
+  before = journal.replay(tmp_path / loop.JOURNAL)
+  assert len(before) == 7 and len(calls) >= 9  # evaluations in flight at the kill were lost
+  recorded = {tuple(o.arch_json["bits"]) for o in before}
+  calls.clear()
+  done = run(tmp_path, counting_task(calls), budget=30, executor=InlineExecutor(num_workers=3))
+  assert len(done) == 30 and done[:7] == before
+  assert not recorded & set(calls)  # nothing recorded was evaluated again
+  assert len({o.trial_id for o in done}) == 30 and len({tuple(o.arch_json["bits"]) for o in done}) == 30
+
+
+def test_an_exhausted_space_ends_the_search_early(tmp_path):
+  space = h.bits_space(n_bits=3, n_initial=3)
+  done = run(tmp_path, h.onemax_task(), budget=20, space=space)
+  assert len(done) == 8 and json.loads((tmp_path / loop.SUMMARY).read_text())["best_value"] == 3.0
+
+
+def test_ea_through_the_loop_with_pending_points(tmp_path):
+  space = h.bits_space(n_bits=20, pool_ones=5)
+  done = run(tmp_path, h.onemax_task(), budget=40, space=space, executor=InlineExecutor(num_workers=4),
+             strategy=baselines.evolution(space, "max"))
+  assert [o.info["strategy"]["origin"] for o in done[:10]] == ["initial_pool"] * 10
+  assert {o.info["strategy"]["origin"] for o in done[10:]} == {"mutation"}
+  assert len({tuple(o.arch_json["bits"]) for o in done}) == 40
+
+
+def test_timeouts_through_a_process_pool(tmp_path):
+  task = Task(name="onemax", goal="max", evaluate=functools.partial(h.slow_onemax, 30.0))
+  with ProcessExecutor(num_workers=2, timeout_s=1.0) as ex:
+    done = run(tmp_path, task, budget=2, executor=ex)
+  assert [o.status for o in done] == [Status.TIMEOUT] * 2
+  assert all("timed out after 1 s" in o.error and o.seconds >= 1.0 for o in done)
+  assert json.loads((tmp_path / loop.SUMMARY).read_text())["best_value"] is None
+
+
+def test_a_task_returning_a_bare_float_is_a_programming_error(tmp_path):
+  task = Task(name="bare", goal="max", evaluate=lambda arch_json, seed: 1.0)
+  with pytest.raises(TypeError, match="returned a float; expected a TaskResult"):
+    run(tmp_path, task, budget=2)
+
+
+def test_one_search_per_workdir(tmp_path):
+  fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+  fcntl.flock(fd, fcntl.LOCK_EX)
+  try:
+    with pytest.raises(RuntimeError, match="another search is running"):
+      run(tmp_path, h.onemax_task(), budget=2)
+  finally:
+    os.close(fd)
+  run(tmp_path, h.onemax_task(), budget=2)
+  other = Task(name="zeros", goal="min", evaluate=h.zeros_minimised)
+  with pytest.raises(ValueError, match="holds a search of .*onemax"):
+    run(tmp_path, other, budget=4)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(budget=0), "budget=0"),
+    (dict(budget=3, seed=-1), "seed=-1"),
+])
+def test_run_rejects_bad_arguments(tmp_path, kwargs, match):
+  with pytest.raises(ValueError, match=match):
+    run(tmp_path, h.onemax_task(), **kwargs)
+
+
+def test_trial_seeds_differ_across_search_seeds():
+  a = {loop.trial_seed(0, i) for i in range(100)}
+  b = {loop.trial_seed(1, i) for i in range(100)}
+  assert len(a) == 100 and not a & b
+  assert all(0 <= s < 2**31 for s in a | b) and np.int32(max(a)) == max(a)

@@ -1,0 +1,112 @@
+"""Every config: its `:smoke` variant passes `check_search_config` and runs through
+`search_from_config` (training configs are slow); its docstring holds its own run command; bad
+fields are rejected with errors that name `config.<field>`."""
+import glob
+import json
+import os
+
+import pytest
+
+from nas_jax.search import compare, config as config_lib, loop
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MINE = ("random_synthetic.py", "ea_synthetic.py", "random_cnn_digits.py", "ea_cnn_digits.py",
+        "random_mlp_diabetes.py")
+# Search configs are those whose config has a strategy (others feed launch/train.py and the like).
+SEARCH_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
+                        if "strategy" in compare.load_config(p))
+# Runs over ~10 s: training networks, or fitting a surrogate at every step.
+_SLOW_STRATEGIES = ("nasbot", "rand", "bananas", "gp_bo")
+
+
+def smoke(path, workdir):
+  c = compare.load_config(f"{path}:smoke")
+  c.workdir = str(workdir)
+  return c
+
+
+def _run_param(path):
+  c = compare.load_config(f"{path}:smoke")
+  slow = c.task.name == "train" or c.strategy in _SLOW_STRATEGIES
+  return pytest.param(path, id=os.path.basename(path), marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.fixture(autouse=True)
+def _at_repo_root(monkeypatch):
+  monkeypatch.chdir(ROOT)  # configs name data by paths relative to the repository root
+
+
+def _skip_without_data(config):
+  if config.task.name == "nb201" and not os.path.exists(config.task.path):
+    pytest.skip(f"NAS-Bench-201 table not found at {config.task.path}; it is never downloaded")
+
+
+def test_my_search_configs_exist():
+  assert set(MINE) <= {os.path.basename(p) for p in SEARCH_CONFIGS}
+
+
+@pytest.mark.parametrize("path", SEARCH_CONFIGS, ids=os.path.basename)
+def test_smoke_config_checks_and_documents_its_command(path, tmp_path):
+  c = smoke(path, tmp_path)
+  _skip_without_data(c)
+  config_lib.check_search_config(c)
+  module_doc = open(path).read().split('"""')[1]
+  assert f"python launch/search.py --config=configs/{os.path.basename(path)}" in module_doc
+  with pytest.raises(ValueError, match="arg must be"):
+    compare.load_config(f"{path}:large")
+
+
+@pytest.mark.parametrize("path", [_run_param(p) for p in SEARCH_CONFIGS])
+def test_smoke_runs(path, tmp_path):
+  c = smoke(path, tmp_path)
+  _skip_without_data(c)
+  done = config_lib.search_from_config(c, progress=False)
+  summary = json.loads((tmp_path / loop.SUMMARY).read_text())
+  assert len(done) == summary["n_evaluated"] == c.budget
+  assert any(o.ok for o in done)
+  best = max(o.value for o in done if o.ok) if summary["goal"] == "max" else min(o.value for o in done if o.ok)
+  assert summary["best_value"] == best
+  if c.task.name != "synthetic":  # training and tables report a test metric
+    assert summary["best_test_value"] is not None
+  assert json.loads((tmp_path / "config.json").read_text())["strategy"] == c.strategy
+
+
+def _bad(tmp_path, **changes):
+  c = smoke(os.path.join(ROOT, "configs", "ea_synthetic.py"), tmp_path)
+  for dotted, value in changes.items():
+    *parents, leaf = dotted.split("__")
+    section = c
+    for p in parents:
+      section = section[p]
+    section[leaf] = value
+  return c
+
+
+@pytest.mark.parametrize("changes, match", [
+    (dict(strategy="bayes"), r"config\.strategy: 'bayes'.*choose one of: .*ea, .*random"),
+    (dict(space__kind="rnn"), r"config\.space\.kind: 'rnn'"),
+    (dict(space__max_layers=2), r"config\.space\.max_layers: 2"),
+    (dict(task__function="f2"), r"config\.task\.function: 'f2'.*defined for mlp"),
+    (dict(task__name="tabular"), r"config\.task\.name: 'tabular'"),
+    (dict(budget=0), r"config\.budget: 0"),
+    (dict(num_workers=0), r"config\.num_workers: 0"),
+    (dict(executor="slurm"), r"config\.executor: 'slurm'.*inline, local, ray"),
+    (dict(eval_timeout_s=5.0), r"config\.eval_timeout_s: 5\.0.*inline executor cannot stop"),
+    (dict(seed=-3), r"config\.seed: -3"),
+])
+def test_bad_fields_are_named(tmp_path, changes, match):
+  with pytest.raises(ValueError, match=match):
+    config_lib.check_search_config(_bad(tmp_path, **changes))
+
+
+def test_missing_workdir_and_train_mismatch_are_named(tmp_path):
+  c = compare.load_config(os.path.join(ROOT, "configs", "ea_synthetic.py") + ":smoke")
+  with pytest.raises(ValueError, match=r"config\.workdir: None.*--config\.workdir=DIR"):
+    config_lib.check_search_config(c)
+  c = smoke(os.path.join(ROOT, "configs", "random_mlp_diabetes.py"), tmp_path)
+  c.task.dataset = "digits"
+  with pytest.raises(ValueError, match=r"config\.task\.dataset: 'digits'.*classification problem"):
+    config_lib.check_search_config(c)
+  c.task.dataset, c.task.optimizer = "diabetes", "lbfgs"
+  with pytest.raises(ValueError, match=r"config\.task\.optimizer: 'lbfgs'"):
+    config_lib.check_search_config(c)
