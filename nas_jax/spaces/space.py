@@ -18,7 +18,7 @@ from nas_jax.spaces import graph_edit, modifiers as modifiers_lib
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_json
 
-__all__ = ["Space", "layer_graph_space", "canonical_key", "SPACES"]
+__all__ = ["Space", "layer_graph_space", "canonical_key", "SPACES", "MODIFIER_SETS"]
 
 _MUTATE_TRIES = 64  # compound mutations tried before `mutate` gives up on changing a point
 
@@ -97,9 +97,21 @@ def _within(arch: Architecture, limits: Limits) -> bool:
   return True
 
 
+# Names a config can give for the App. C.4 ablation (Fig. 7b).
+MODIFIER_SETS = {
+    "all": modifiers_lib.MODIFIERS,
+    "unit": modifiers_lib.UNIT_MODIFIERS,
+    "structure": modifiers_lib.STRUCTURE_MODIFIERS,
+}
+
+
 def _resolve_modifiers(modifiers) -> tuple[str, ...]:
   if modifiers is None:
     return tuple(modifiers_lib.MODIFIERS)
+  if isinstance(modifiers, str):
+    if modifiers not in MODIFIER_SETS:
+      raise ValueError(f"modifiers: {modifiers!r} is unknown; choose one of: {', '.join(MODIFIER_SETS)}")
+    return tuple(MODIFIER_SETS[modifiers])
   names = tuple(modifiers)
   bad = [n for n in names if n not in modifiers_lib.MODIFIERS
          or (isinstance(modifiers, Mapping) and modifiers[n] is not modifiers_lib.MODIFIERS[n])]
@@ -124,8 +136,9 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
     kind: "cnn" or "mlp".
     max_layers: the layer limit; `limits.max_layers` must agree when `limits` is given.
     limits: search-space limits (spec 1.4); `Limits(max_layers=max_layers)` by default.
-    modifiers: the modifiers `mutate` and `neighbours` use: names from `MODIFIERS`, or a subset
-      mapping such as `UNIT_MODIFIERS` (the App. C.4 ablation); all nine by default.
+    modifiers: the modifiers `mutate` and `neighbours` use: names from `MODIFIERS`, a subset
+      mapping such as `UNIT_MODIFIERS`, or a name of `MODIFIER_SETS` ("all", "unit",
+      "structure": the App. C.4 ablation); all nine by default.
     pad_to: capacity N of every point; must be >= max_layers. Without it, points from `sample`,
       `initial` and `from_json` are padded to the next power of two of their layer count, and a
       mutation keeps its parent's N when it fits (else the next power of two).
@@ -216,5 +229,21 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
                canonical_key=canonical_key, to_json=to_json, from_json=from_json_, initial=initial)
 
 
-# name -> factory; cell and conditional spaces register here too.
-SPACES: dict[str, Callable[..., Space]] = {"layer_graph": layer_graph_space}
+def _cell_space(factory: str) -> Callable[..., Space]:
+  """A factory of `spaces.cells`, imported when called: cells.py builds on this module."""
+
+  def make(**kwargs) -> Space:
+    from nas_jax.spaces import cells  # pylint: disable=g-import-not-at-top
+
+    return getattr(cells, factory)(**kwargs)
+
+  make.__name__ = make.__qualname__ = factory
+  return make
+
+
+# name -> factory(**config.space fields but name); conditional spaces register here too.
+SPACES: dict[str, Callable[..., Space]] = {
+    "layer_graph": layer_graph_space,
+    "nb201": _cell_space("nb201_space"),
+    "nb101": _cell_space("nb101_space"),
+}

@@ -1,0 +1,107 @@
+"""NASBOT and RAND strategies: the pool first, no repeats, hallucination, resume by replay."""
+import jax
+import numpy as np
+import pytest
+
+from nas_jax.search.state import Observation, Status
+from nas_jax.search.strategies import nasbot as nasbot_lib
+from nas_jax.spaces.space import layer_graph_space
+from nas_jax.tasks.synthetic import synthetic_task
+
+FAST = dict(n_starts=2, fit_steps=10, ea_min=8, ea_max=8, nu_str=(0.1, 0.8))
+
+
+@pytest.fixture(scope="module")
+def setup():
+  space = layer_graph_space("mlp", max_layers=12)
+  task = synthetic_task("f2")
+  return space, task
+
+
+def _observe(space, task, points, start=0):
+  out = []
+  for i, p in enumerate(points):
+    js = space.to_json(p)
+    out.append(Observation(trial_id=start + i, arch_json=js, value=task.evaluate(js, 0).value,
+                           status=Status.OK, error="", seconds=0.0, worker="test"))
+  return out
+
+
+def _keys(space, points):
+  return [space.canonical_key(p) for p in points]
+
+
+def test_initial_pool_comes_first_and_is_never_repeated(setup):
+  space, task = setup
+  s = nasbot_lib.nasbot(space, task.goal, **FAST)
+  state = s.init(jax.random.key(0))
+  state, first = s.propose(state, 3, [])
+  assert _keys(space, first) == _keys(space, space.initial()[:3])
+  state, nothing = s.propose(state, 1, space.initial())  # the whole pool pending, nothing observed
+  assert nothing == []
+
+
+def test_bo_proposals_are_new_and_differ_from_pending(setup):
+  space, task = setup
+  s = nasbot_lib.nasbot(space, task.goal, **FAST)
+  pool = space.initial()
+  state = s.update(s.init(jax.random.key(1)), _observe(space, task, pool))
+  assert state.d.shape == (2, len(pool), len(pool))
+  np.testing.assert_allclose(state.d[0], state.d[0].T, atol=1e-9)
+  state, (a,) = s.propose(state, 1, [])
+  state, (b,) = s.propose(state, 1, [a])
+  seen = set(_keys(space, pool))
+  assert space.canonical_key(a) not in seen
+  assert space.canonical_key(b) not in seen | {space.canonical_key(a)}
+  notes = s.notes(state, b)
+  assert notes["origin"] == "ei" and notes["acquisition"] >= 0.0
+
+
+def test_replay_rebuilds_the_same_distance_cache(setup):
+  space, task = setup
+  s = nasbot_lib.nasbot(space, task.goal, **FAST)
+  obs = _observe(space, task, space.initial()[:4] + space.sample(jax.random.key(2), 3))
+  one_by_one = s.init(jax.random.key(3))
+  for o in obs:
+    one_by_one = s.update(one_by_one, [o])
+  at_once = s.update(s.init(jax.random.key(3)), obs)
+  np.testing.assert_allclose(one_by_one.d, at_once.d, rtol=1e-9, atol=1e-9)
+  np.testing.assert_allclose(one_by_one.d_bar, at_once.d_bar, rtol=1e-9, atol=1e-9)
+  assert s.propose(one_by_one, 1, [])[1][0].to_json() == s.propose(at_once, 1, [])[1][0].to_json()
+
+
+def test_failed_evaluations_are_kept_but_not_modelled(setup):
+  space, task = setup
+  s = nasbot_lib.nasbot(space, task.goal, **FAST)
+  points = space.initial() + space.sample(jax.random.key(6), 6)
+  obs = _observe(space, task, points[:5])
+  failed = Observation(trial_id=5, arch_json=space.to_json(points[5]), value=None,
+                       status=Status.FAILED, error="boom", seconds=0.0, worker="test")
+  state = s.update(s.init(jax.random.key(4)), obs + [failed])
+  assert state.d.shape[1] == 6 and int(state.history.ok.sum()) == 5
+  state, (p,) = s.propose(state, 1, [])
+  assert space.canonical_key(p) not in set(_keys(space, points[:6]))
+
+
+def test_rand_needs_no_distances(setup):
+  space, task = setup
+  s = nasbot_lib.nasbot(space, task.goal, acquisition="random", **FAST)
+  state = s.update(s.init(jax.random.key(5)), _observe(space, task, space.initial()))
+  assert state.d.shape == (2, 0, 0)
+  state, (p,) = s.propose(state, 1, [])
+  assert s.notes(state, p)["origin"] == "random"
+
+
+def test_kernel_ablation_boxes_switch_a_term_off():
+  box = nasbot_lib.nasbot_box(4, "d")
+  assert float(box.lower.kernel.log_alpha_bar) == float(box.upper.kernel.log_alpha_bar) < -20
+  box = nasbot_lib.nasbot_box(4, "d_bar")
+  assert float(box.lower.kernel.log_alpha) == float(box.upper.kernel.log_alpha) < -20
+  with pytest.raises(ValueError, match="kernel: 'both' is unknown"):
+    nasbot_lib.nasbot_box(4, "both")
+
+
+def test_bad_options_are_named(setup):
+  space, task = setup
+  with pytest.raises(ValueError, match="acquisition='ucb'; allowed: ei, random"):
+    nasbot_lib.nasbot(space, task.goal, acquisition="ucb")
