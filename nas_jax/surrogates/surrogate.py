@@ -1,0 +1,232 @@
+"""The Surrogate interface (fit/predict, optax style), the Predictive every acquisition reads,
+the GP surrogate, and kriging-believer hallucination of pending evaluations.
+"""
+import functools
+from typing import Any, Callable, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas_jax.surrogates import gp, gp_fit
+
+__all__ = [
+    "GPState",
+    "JointInputs",
+    "Predictive",
+    "Surrogate",
+    "gp_surrogate",
+    "hallucinate",
+]
+
+
+@flax.struct.dataclass
+class Predictive:
+  """What an acquisition sees, in the units of y (nas_jax maximises).
+
+  mean, std: [m] float, or [S, m] for S hyper-parameter samples (acquisitions average over S);
+  samples: [s, m] float joint posterior draws, or None.
+  """
+
+  mean: jax.Array
+  std: jax.Array
+  samples: jax.Array | None = None
+
+
+@flax.struct.dataclass
+class JointInputs:
+  """GP predict inputs that also yield joint samples: cross: Pairwise (m, C), the m candidates
+  against the C training slots; test: Pairwise (m, m), the candidates with themselves."""
+
+  cross: Any
+  test: Any
+
+
+class Surrogate(NamedTuple):
+  """A model of y given inputs, as a NamedTuple of pure functions.
+
+  fit(key, inputs, y: [C], mask: [C] bool) -> state.
+  predict(state, inputs) -> Predictive over the m points in inputs.
+  condition(state, inputs, y, mask) -> state: new data, same hyper-parameters; None if the
+    surrogate has no cheaper way than `fit`.
+  """
+
+  fit: Callable[..., Any]
+  predict: Callable[[Any, Any], Predictive]
+  condition: Callable[..., Any] | None = None
+
+
+@flax.struct.dataclass
+class GPState:
+  """posterior: gp.GPPosterior with leaves [S, ...] (S = 1 for a MAP fit); lml: [S] float;
+  key: PRNG key for joint samples; ok: [] bool, False if fitting or factorising failed."""
+
+  posterior: gp.GPPosterior
+  lml: jax.Array
+  key: jax.Array
+  ok: jax.Array
+
+
+def _check_count(name: str, value: Any, minimum: int) -> None:
+  if not isinstance(value, (int, np.integer)) or value < minimum:
+    raise ValueError(f"gp_surrogate: {name}={value!r}; expected an int >= {minimum}")
+
+
+def gp_surrogate(
+    box: gp_fit.Box, *, n_starts: int = 16, steps: int = 200, lr: float = 0.05,
+    batch_size: int | None = None, n_hyper_samples: int = 0, n_chains: int = 4,
+    burn_in: int = 100, project: bool = False, n_samples: int = 16,
+) -> Surrogate:
+  """A GP surrogate whose inputs are Pairwise values (the pair (C, C) for fit and condition).
+
+  Args:
+    box: gp_fit.Box; its tree fixes the kernel and is the prior (relative to Var(Y)).
+    n_starts, steps, lr, batch_size: maximum-likelihood fit (gp_fit.fit_map), used if
+      n_hyper_samples = 0.
+    n_hyper_samples, n_chains, burn_in: if n_hyper_samples > 0, hyper-parameters are slice
+      samples from their posterior (gp_fit.sample_hypers; nasbot.md 7.3) and Predictive.mean
+      and std get a leading axis [S].
+    project: clip the Gram matrix's eigenvalues at 0 (set it for NasbotKernel, nasbot.md 7.4).
+    n_samples: joint draws per hyper-parameter sample when predict gets JointInputs.
+
+  Returns:
+    Surrogate. fit raises LinAlgError when, outside jit, the GP cannot be factorised.
+    predict(state, inputs): inputs is a Pairwise (m, C) for mean and std, or JointInputs to
+    also fill samples: [S * n_samples, m], a deterministic function of state.key and inputs.
+    condition keeps the hyper-parameters and y_shift, y_scale of the fitted state.
+  """
+  if not isinstance(box, gp_fit.Box):
+    raise TypeError(f"gp_surrogate: box is a {type(box).__name__}; expected gp_fit.Box")
+  _check_count("n_starts", n_starts, 1)
+  _check_count("steps", steps, 1)
+  _check_count("n_hyper_samples", n_hyper_samples, 0)
+  _check_count("n_chains", n_chains, 1)
+  _check_count("burn_in", burn_in, 0)
+  _check_count("n_samples", n_samples, 1)
+  if batch_size is not None:
+    _check_count("batch_size", batch_size, 1)
+  if not lr > 0:
+    raise ValueError(f"gp_surrogate: lr={lr!r}; expected a positive float")
+  if n_hyper_samples and n_hyper_samples % n_chains:
+    raise ValueError(
+        f"gp_surrogate: n_hyper_samples={n_hyper_samples} is not a multiple of"
+        f" n_chains={n_chains}"
+    )
+  if n_hyper_samples == 0:  # unused options are blanked so that equal fits share a compile
+    config = _FitConfig(n_starts, steps, float(lr), batch_size, 0, 0, 0, project)
+  else:
+    config = _FitConfig(0, 0, 0.0, None, n_hyper_samples, n_chains, burn_in, project)
+  squeeze = n_hyper_samples == 0
+
+  def fit(key, inputs, y, mask):
+    gp.validate_data(inputs, y, mask, where="gp_surrogate.fit")
+    state = _fit(key, box, inputs, jnp.asarray(y), jnp.asarray(mask), config=config)
+    gp.check_ok(state.ok, "gp_surrogate.fit")
+    return state
+
+  def predict(state, inputs):
+    return _predict(state, inputs, n_samples=n_samples, squeeze=squeeze)
+
+  def condition(state, inputs, y, mask):
+    y = jnp.asarray(y)
+    gp.validate_data(inputs, y if y.ndim == 1 else y[0], mask, where="gp_surrogate.condition")
+    new_state = _condition(state, inputs, y, jnp.asarray(mask), project=project)
+    gp.check_ok(new_state.ok, "gp_surrogate.condition")
+    return new_state
+
+  return Surrogate(fit, predict, condition)
+
+
+# Module-level jitted cores with static options: surrogates built with equal options share
+# compiled code, so re-creating a surrogate (e.g. once per search) does not recompile.
+class _FitConfig(NamedTuple):
+  n_starts: int
+  steps: int
+  lr: float
+  batch_size: int | None
+  n_hyper_samples: int
+  n_chains: int
+  burn_in: int
+  project: bool
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def _fit(key, box, pair, y, mask, *, config: _FitConfig) -> GPState:
+  k_fit, k_state = jax.random.split(key)
+  c = config
+  if c.n_hyper_samples == 0:
+    best = gp_fit.fit_map(
+        k_fit, box, pair, y, mask, n_starts=c.n_starts, steps=c.steps, lr=c.lr,
+        project=c.project, batch_size=c.batch_size,
+    ).hypers
+    hypers = jax.tree.map(lambda x: x[None], best)
+  else:
+    hypers, _ = gp_fit.sample_hypers(
+        k_fit, box, pair, y, mask, n_samples=c.n_hyper_samples, n_chains=c.n_chains,
+        burn_in=c.burn_in, project=c.project,
+    )
+  post = jax.vmap(lambda h: gp.condition(h, pair, y, mask, project=c.project))(hypers)
+  lml = jax.vmap(lambda h: gp.log_marginal_likelihood(h, pair, y, mask, project=c.project))(
+      hypers
+  )
+  return GPState(post, lml, k_state, jnp.all(post.ok) & jnp.all(jnp.isfinite(lml)))
+
+
+@functools.partial(jax.jit, static_argnames=("n_samples", "squeeze"))
+def _predict(state: GPState, inputs: Any, *, n_samples: int, squeeze: bool) -> Predictive:
+  if isinstance(inputs, JointInputs):
+    mean, cov = jax.vmap(gp.predict_joint, (0, None, None))(
+        state.posterior, inputs.cross, inputs.test
+    )
+    var = jnp.maximum(jnp.diagonal(cov, axis1=-2, axis2=-1), 0.0)
+    chol, _ = jax.vmap(gp.cholesky_with_jitter)(cov)
+    eps = jax.random.normal(state.key, (mean.shape[0], n_samples, mean.shape[1]), mean.dtype)
+    draws = mean[:, None, :] + jnp.einsum("sij,snj->sni", chol, eps)
+    samples = draws.reshape(-1, mean.shape[1])
+  else:
+    mean, var = jax.vmap(gp.predict, (0, None))(state.posterior, inputs)
+    samples = None
+  std = jnp.sqrt(var)
+  if squeeze:
+    mean, std = mean[0], std[0]
+  return Predictive(mean, std, samples)
+
+
+@functools.partial(jax.jit, static_argnames=("project",))
+def _condition(state: GPState, pair: Any, y: jax.Array, mask: jax.Array, *, project: bool):
+  def one(p, y_s):
+    return gp.condition(
+        p.hypers, pair, y_s, mask, project=project, y_shift=p.y_shift, y_scale=p.y_scale
+    )
+
+  post = jax.vmap(one, (0, 0 if y.ndim == 2 else None))(state.posterior, y)
+  return state.replace(posterior=post, ok=state.ok & jnp.all(post.ok))
+
+
+def hallucinate(
+    surrogate: Surrogate, state: Any, inputs: Any, y: jax.Array, mask: jax.Array,
+    pending: jax.Array, key: jax.Array | None = None,
+) -> Any:
+  """Kriging believer (nasbot.md 9): adds the pending points as if observed at their mean.
+
+  The returned state predicts the same mean and a smaller std near pending points; combine
+  them with acquisition.with_pending (real mean, hallucinated std), as NASBOT's `hei` does.
+
+  Args:
+    surrogate: Surrogate; state: its fitted state.
+    inputs: the fit inputs over all C slots (pending ones included), e.g. the Pairwise (C, C).
+    y: [C] float; mask: [C] bool, the real observations; pending: [C] bool, slots in flight.
+    key: needed only if surrogate.condition is None, to refit with the pending points.
+
+  Returns:
+    The surrogate's state conditioned on mask | pending.
+  """
+  mean = surrogate.predict(state, inputs).mean
+  y_aug = jnp.where(pending, mean, y)
+  mask_aug = jnp.asarray(mask) | jnp.asarray(pending)
+  if surrogate.condition is not None:
+    return surrogate.condition(state, inputs, y_aug, mask_aug)
+  if key is None:
+    raise ValueError("hallucinate: key is None; a surrogate without condition needs a key to refit")
+  return surrogate.fit(key, inputs, y_aug, mask_aug)

@@ -1,0 +1,123 @@
+"""Acquisitions: values computed by hand, monotonicity properties of EI, averaging over
+hyper-parameter samples, Thompson draws, and EI with hallucinated pending points."""
+import math
+
+import hypothesis
+import hypothesis.strategies as st
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nas_jax.acquisition import functions as acq
+from nas_jax.surrogates.surrogate import Predictive
+
+PHI_1 = 0.8413447460685429  # standard normal cdf at 1
+PDF_1 = math.exp(-0.5) / math.sqrt(2 * math.pi)
+PDF_0 = 1 / math.sqrt(2 * math.pi)
+
+
+def _pred(mean, std, samples=None):
+  return Predictive(jnp.asarray(mean, float), jnp.asarray(std, float), samples)
+
+
+def test_ei_known_values():
+  pred = _pred([1.0, 0.0, 3.0, -1.0], [1.0, 2.0, 0.0, 0.0])
+  expected = [
+      1.0 * PHI_1 + PDF_1,  # z = 1
+      2.0 * PDF_0,  # mu = best: sigma phi(0)
+      3.0,  # sigma = 0: mu - best
+      0.0,  # sigma = 0 below best
+  ]
+  np.testing.assert_allclose(acq.ei(pred, 0.0), expected, rtol=1e-12)
+  # best + xi = 2 and mu = 2.5, sigma = 1: z = 0.5, Phi(0.5) = 0.6914624612740131.
+  got = acq.ei(_pred([2.5], [1.0]), 1.0, xi=1.0)
+  expected_xi = 0.5 * 0.6914624612740131 + math.exp(-0.125) / math.sqrt(2 * math.pi)
+  np.testing.assert_allclose(got, [expected_xi], rtol=1e-12)
+
+
+def test_pi_known_values():
+  pred = _pred([1.0, 0.0, 3.0, -1.0], [1.0, 2.0, 0.0, 0.0])
+  np.testing.assert_allclose(acq.pi(pred, 0.0), [PHI_1, 0.5, 1.0, 0.0], rtol=1e-12)
+  np.testing.assert_allclose(acq.pi(pred, -1.0, xi=1.0)[0], PHI_1, rtol=1e-12)
+
+
+def test_ucb_and_lcb_known_values():
+  pred = _pred([1.0, -2.0], [0.5, 2.0])
+  np.testing.assert_allclose(acq.ucb(pred, beta=4.0), [2.0, 2.0])
+  np.testing.assert_allclose(acq.lcb(pred, beta=4.0), [0.0, -6.0])
+
+
+def test_ucb_beta_schedule():
+  beta_1 = 2.0 * math.log(math.pi**2 / (3 * 0.1))
+  np.testing.assert_allclose(acq.gp_ucb_beta(1, dim=2), beta_1, rtol=1e-12)
+  np.testing.assert_allclose(acq.gp_ucb_beta(10, dim=2), beta_1 + 2 * 3 * math.log(10), rtol=1e-12)
+  pred = _pred([1.0], [2.0])
+  schedule = lambda t: acq.gp_ucb_beta(t, dim=2)  # noqa: E731
+  np.testing.assert_allclose(acq.ucb(pred, beta=schedule, t=10), 1.0 + 2.0 * math.sqrt(
+      beta_1 + 6 * math.log(10)), rtol=1e-12)
+  with pytest.raises(ValueError, match="t .* is required"):
+    acq.ucb(pred, beta=schedule)
+  with pytest.raises(ValueError, match="dim=0"):
+    acq.gp_ucb_beta(1, dim=0)
+
+
+finite = dict(allow_nan=False, allow_infinity=False)
+
+
+_ei = jax.jit(acq.ei)
+
+
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(
+    mu=st.floats(-10, 10, **finite), sigma=st.floats(0, 10, **finite),
+    d_mu=st.floats(0, 5, **finite), d_sigma=st.floats(0, 5, **finite),
+    best=st.floats(-10, 10, **finite),
+)
+def test_ei_is_nonnegative_increasing_in_mu_and_sigma(mu, sigma, d_mu, d_sigma, best):
+  pred = _pred([mu, mu + d_mu, mu], [sigma, sigma, sigma + d_sigma])
+  base, more_mu, more_sigma = np.asarray(_ei(pred, best))
+  assert base >= 0.0
+  assert base >= max(mu - best, 0.0) - 1e-12  # Jensen: E max(f - best, 0) >= max(E f - best, 0)
+  tol = 1e-12 * (1 + abs(mu) + sigma)
+  assert more_mu >= base - tol
+  assert more_sigma >= base - tol
+  if sigma > 0.1 and d_mu > 1e-3 and (mu - best) / sigma > -5:
+    assert more_mu > base  # strictly increasing wherever Phi(z) is not negligible
+
+
+def test_acquisitions_average_over_hyper_samples():
+  mean = np.array([[0.5, 1.0, -1.0], [1.5, 0.0, 2.0]])
+  std = np.array([[1.0, 0.3, 2.0], [0.2, 1.0, 0.5]])
+  batched = _pred(mean, std)
+  for fn in (acq.ei, acq.pi, acq.ucb):
+    per_sample = [fn(_pred(mean[s], std[s]), 0.5) for s in range(2)]
+    np.testing.assert_allclose(fn(batched, 0.5), np.mean(per_sample, axis=0), rtol=1e-12)
+
+
+def test_thompson_returns_one_of_the_joint_draws():
+  samples = jnp.arange(12.0).reshape(4, 3)
+  pred = _pred(np.zeros(3), np.ones(3), samples)
+  draws = {tuple(np.asarray(acq.thompson(pred, 0.0, jax.random.key(k)))) for k in range(30)}
+  assert draws == {tuple(row) for row in np.asarray(samples)}
+  with pytest.raises(ValueError, match="pred.samples is None"):
+    acq.thompson(_pred(np.zeros(3), np.ones(3)), 0.0, jax.random.key(0))
+  with pytest.raises(ValueError, match="key is None"):
+    acq.thompson(pred, 0.0)
+
+
+def test_independent_thompson_has_the_predictive_moments():
+  pred = _pred([1.0, -2.0], [0.5, 3.0])
+  draws = jax.vmap(lambda k: acq.independent_thompson(pred, 0.0, k))(
+      jax.random.split(jax.random.key(0), 20000)
+  )
+  np.testing.assert_allclose(draws.mean(0), [1.0, -2.0], atol=0.05)
+  np.testing.assert_allclose(draws.std(0), [0.5, 3.0], rtol=0.03)
+
+
+def test_hei_uses_the_real_mean_and_the_hallucinated_std():
+  real = _pred([1.0, 0.2, -0.5], [1.0, 0.8, 0.3])
+  hallucinated = _pred([7.0, 7.0, 7.0], [0.1, 0.8, 0.3])  # its mean must be ignored
+  got = acq.hei(real, hallucinated, 0.5)
+  np.testing.assert_allclose(got, acq.ei(_pred([1.0, 0.2, -0.5], [0.1, 0.8, 0.3]), 0.5))
+  assert got[0] < acq.ei(real, 0.5)[0]  # less std near a point in flight: less EI
