@@ -35,10 +35,11 @@ def test_initial_pool_comes_first_and_is_never_repeated(setup):
   space, task = setup
   s = nasbot_lib.nasbot(space, task.goal, **FAST)
   state = s.init(jax.random.key(0))
-  state, first = s.propose(state, 3, [])
-  assert _keys(space, first) == _keys(space, space.initial()[:3])
-  state, nothing = s.propose(state, 1, space.initial())  # the whole pool pending, nothing observed
-  assert nothing == []
+  state, first = s.propose(state, 2, [])
+  assert _keys(space, first) == _keys(space, space.initial())  # the 2 pool MLPs of <= 12 layers
+  state, (extra,) = s.propose(state, 1, space.initial())  # whole pool pending, nothing observed
+  assert space.canonical_key(extra) not in set(_keys(space, space.initial()))
+  assert s.notes(state, extra) == {"origin": "sample"}
 
 
 def test_bo_proposals_are_new_and_differ_from_pending(setup):

@@ -76,7 +76,8 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
            selection: str = "paper", chunk_size: int = 256) -> Strategy:
   """NASBOT as a Strategy over a layer-graph Space.
 
-  The initial pool (`space.initial()`) is proposed first (App. B.3). After that, each proposal
+  The initial pool (`space.initial()`) is proposed first (App. B.3), then random samples until
+  an evaluation succeeds (a pool can be empty under tight limits). After that, each proposal
   fits the GP (kernel of eq. (7) on d, d_bar at every nu_str; hyper-parameters by multi-start
   maximum likelihood, or `n_hyper_samples` posterior samples as the paper does), adds the pending
   networks as kriging believers, and runs the EA of spec 8.1 from the evaluated networks and the
@@ -152,8 +153,11 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
     for j in range(n - len(out)):
       k_fit, k_ea, k_rand = jax.random.split(jax.random.fold_in(key, j), 3)
       history = state.history
-      if not history.ok.any():
-        break  # nothing to model yet: wait for the pool's results
+      if not history.ok.any():  # nothing to model yet (the pool is in flight, failed or empty)
+        sampled = common.fresh(space, space.sample(k_rand, n - len(out)), exclude)
+        notes.update({space.canonical_key(q): {"origin": "sample"} for q in sampled})
+        out += sampled
+        break
       t = len(history)
       n_ea = evolution.n_ea_schedule(t, scale=ea_scale, lo=ea_min, hi=ea_max)
       if acquisition == "random":
