@@ -1,0 +1,172 @@
+"""NAS-Bench-201 lookup task (spec bananas.md 11): a loader for the benchmark's CSV tables and a
+picklable `Task` whose evaluation is one dictionary lookup. Nothing is ever downloaded.
+
+File format (users may point at their own copy): a gzip'd or plain CSV with a header containing
+`arch_str`, `<ds>_valid_acc`, `<ds>_test_acc` and, for cifar100/imagenet16, `<ds>_valtest_acc`
+(accuracies in %), optionally `index` and `iso_class`; one row per cell, as in
+`shared/data/nasbench201/nb201_200epochs.csv.gz`.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import gzip
+import os
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from nas_jax.search.task import Task, TaskResult
+
+__all__ = [
+    "DATASETS",
+    "REPORT_METRICS",
+    "NB201_FILE",
+    "Nb201Table",
+    "load_nb201",
+    "nb201_task",
+    "nb201_evaluate",
+    "regret_curve",
+]
+
+DATASETS = ("cifar10", "cifar100", "imagenet16")
+REPORT_METRICS = ("test", "valtest")
+NB201_FILE = "nb201_200epochs.csv.gz"
+
+
+class Nb201Table(NamedTuple):
+  """One dataset's columns of the NB201 table; arrays are [R] over the R rows.
+
+  Attributes:
+    arch_strs: tuple of R cell strings.
+    row: dict arch_str -> row number.
+    index: [R] int, the benchmark index (row number if the file has no `index` column).
+    iso_class: [R] int, or None if the file has no `iso_class` column.
+    valid: [R] float, validation accuracy (%), the search objective.
+    test: [R] float, the reported accuracy (%): `<ds>_test_acc` or `<ds>_valtest_acc`.
+    best_valid, best_test: the table's maxima; best_test is the regret reference (spec 11.2).
+  """
+
+  arch_strs: tuple[str, ...]
+  row: dict
+  index: np.ndarray
+  iso_class: np.ndarray | None
+  valid: np.ndarray
+  test: np.ndarray
+  best_valid: float
+  best_test: float
+
+
+def _resolve(path: str) -> str:
+  path = os.fspath(path)
+  if os.path.isdir(path):
+    path = os.path.join(path, NB201_FILE)
+  if not os.path.isfile(path):
+    raise FileNotFoundError(
+        f"path: {path!r} does not exist; pass the NB201 CSV (e.g. {NB201_FILE}) or its folder"
+    )
+  return os.path.abspath(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
+  opener = gzip.open if path.endswith(".gz") else open
+  with opener(path, "rt", newline="") as f:
+    rows = list(csv.DictReader(f))
+  valid_col = f"{dataset}_valid_acc"
+  test_col = f"{dataset}_test_acc" if report_metric == "test" or dataset == "cifar10" else (
+      f"{dataset}_valtest_acc"
+  )
+  header = set(rows[0]) if rows else set()
+  missing = [c for c in ("arch_str", valid_col, test_col) if c not in header]
+  if missing:
+    raise ValueError(f"path: {path!r} lacks columns {missing}; see nas_jax.tasks.tabular docs")
+  arch_strs = tuple(r["arch_str"] for r in rows)
+  return Nb201Table(
+      arch_strs=arch_strs,
+      row={s: i for i, s in enumerate(arch_strs)},
+      index=np.array([int(r.get("index", i)) for i, r in enumerate(rows)]),
+      iso_class=np.array([int(r["iso_class"]) for r in rows]) if "iso_class" in header else None,
+      valid=np.array([float(r[valid_col]) for r in rows]),
+      test=np.array([float(r[test_col]) for r in rows]),
+      best_valid=max(float(r[valid_col]) for r in rows),
+      best_test=max(float(r[test_col]) for r in rows),
+  )
+
+
+def load_nb201(path: str, dataset: str = "cifar10", report_metric: str = "test") -> Nb201Table:
+  """Reads (once per process, cached) one dataset of the NB201 table.
+
+  Args:
+    path: the CSV file, or a folder holding `nb201_200epochs.csv.gz`.
+    dataset: "cifar10", "cifar100" or "imagenet16".
+    report_metric: "test" (`<ds>_test_acc`, NB201 convention) or "valtest" (the whole original
+      test set, the authors' code; spec 11.1). Identical for cifar10.
+
+  Raises:
+    FileNotFoundError if path is missing; ValueError for a bad dataset, metric or header.
+  """
+  if dataset not in DATASETS:
+    raise ValueError(f"dataset: {dataset!r} is unknown; allowed: {', '.join(DATASETS)}")
+  if report_metric not in REPORT_METRICS:
+    raise ValueError(f"report_metric: {report_metric!r}; allowed: {', '.join(REPORT_METRICS)}")
+  return _load(_resolve(path), dataset, report_metric)
+
+
+def nb201_evaluate(
+    arch_json: Any, seed: int, *, path: str, dataset: str, report_metric: str
+) -> TaskResult:
+  """Looks a cell up: value = validation accuracy (%), test_value = reported accuracy (%).
+
+  The table holds means over training seeds, so `seed` does not change the result. info holds
+  the benchmark `index`, `regret` (best test overall - this test) and `valid_regret`.
+  """
+  del seed  # the tabular oracle is deterministic (spec 8)
+  table = load_nb201(path, dataset, report_metric)
+  arch_str = arch_json.get("arch_str") if isinstance(arch_json, dict) else None
+  if arch_str not in table.row:
+    raise ValueError(f"arch_json: {arch_json!r}; expected {{'kind': 'nb201', 'arch_str': <a row>}}")
+  r = table.row[arch_str]
+  return TaskResult(
+      value=float(table.valid[r]),
+      test_value=float(table.test[r]),
+      info={
+          "index": int(table.index[r]),
+          "regret": table.best_test - float(table.test[r]),
+          "valid_regret": table.best_valid - float(table.valid[r]),
+      },
+  )
+
+
+def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test") -> Task:
+  """A `Task` (goal "max" on validation accuracy, test_value = reported accuracy) on the table.
+
+  The table is loaded here, so a missing or malformed file fails at construction.
+  """
+  table_path = _resolve(path)
+  load_nb201(table_path, dataset, report_metric)
+  evaluate = functools.partial(
+      nb201_evaluate, path=table_path, dataset=dataset, report_metric=report_metric
+  )
+  return Task(name=f"nb201_{dataset}", goal="max", evaluate=evaluate)
+
+
+def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:
+  """Regret after each query (spec 11.2): best_test - test accuracy of the incumbent.
+
+  Args:
+    values: [q] validation accuracies in query order; test_values: [q] reported accuracies.
+    best_test: the table's best reported accuracy.
+
+  Returns:
+    [q] float; the incumbent is the highest value so far, ties going to the earlier query.
+  """
+  values, test_values = np.asarray(values, float), np.asarray(test_values, float)
+  if values.shape != test_values.shape or values.ndim != 1:
+    raise ValueError(
+        f"regret_curve: values {values.shape} and test_values {test_values.shape}; expected [q]"
+    )
+  best = np.zeros(len(values), int)
+  for q in range(1, len(values)):
+    best[q] = q if values[q] > values[best[q - 1]] else best[q - 1]
+  return best_test - test_values[best]

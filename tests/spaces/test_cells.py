@@ -1,0 +1,265 @@
+"""Cell spaces (spec bananas.md 2-3): parsing, validity, pruning, canonical keys, sampling,
+mutation, neighbours, JSON and the ops-as-nodes Architecture."""
+import collections
+import csv
+import gzip
+import os
+
+import jax
+import numpy as np
+import pytest
+from scipy import stats
+
+from nas_jax.arch import graph
+from nas_jax.spaces import cells as C
+from tests.conftest import SHARED_DATA
+
+NB201_CSV = os.path.join(SHARED_DATA, "nasbench201", "nb201_200epochs.csv.gz")
+BEST = "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_1x1~2|"
+C10790 = "|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|skip_connect~1|none~2|"
+C6725 = "|skip_connect~0|+|none~0|none~1|+|skip_connect~0|nor_conv_3x3~1|none~2|"
+
+
+@pytest.fixture(scope="module")
+def rows():
+  if not os.path.exists(NB201_CSV):
+    pytest.skip(f"NAS-Bench-201 table not found at {NB201_CSV}")
+  with gzip.open(NB201_CSV, "rt") as f:
+    return list(csv.DictReader(f))
+
+
+def nb101(edges, ops=(0, 0, 0, 0, 0)):
+  a = np.zeros((7, 7), int)
+  for i, j in edges:
+    a[i, j] = 1
+  return C.nb101_cell(a, ops)
+
+
+E6 = [(0, 1), (0, 2), (1, 2), (1, 3), (2, 6), (3, 6)]
+E6P = [(0, 1), (0, 3), (1, 3), (1, 2), (3, 6), (2, 6)]
+
+
+def cell(s):
+  return C.nb201_space().from_json({"kind": "nb201", "arch_str": s})
+
+
+# ----------------------------------------------------------------------------- NB201
+
+
+def test_nb201_round_trip_and_csv_ops_on_every_row(rows):
+  space = C.nb201_space()
+  for r in rows:
+    c = cell(r["arch_str"])
+    assert space.to_json(c)["arch_str"] == r["arch_str"]
+    assert c.ops.tolist() == [int(r[f"op_{i}_{j}"]) for i, j in C.NB201_EDGES]
+
+
+def test_nb201_iso_keys_reproduce_iso_class(rows):
+  by_key = collections.defaultdict(list)
+  for r in rows:
+    by_key[C.nb201_iso_key(cell(r["arch_str"]))].append(r)
+  assert len(by_key) == 6466
+  for members in by_key.values():
+    assert {r["iso_class"] for r in members} == {str(min(int(r["index"]) for r in members))}
+  sizes = collections.Counter(len(m) for m in by_key.values())
+  assert sizes[1] == 5116 and max(sizes) == 275 and sizes[275] == 3
+
+
+def test_nb201_iso_key_known_values():
+  assert C.nb201_iso_key(cell(C10790)) == C.nb201_iso_key(cell(C6725)) == "#+(0)@nor_conv_3x3+0"
+  assert C.nb201_iso_key(C.nb201_cell([0] * 6)) == "#+#+#"
+  assert C.nb201_space("iso").canonical_key(cell(C10790)) == "#+(0)@nor_conv_3x3+0"
+  assert C.nb201_space().canonical_key(cell(C10790)) == C10790
+
+
+@pytest.mark.parametrize("bad", [
+    "|nor_conv_3x3~0|+|none~0|",
+    "|conv~0|+|none~0|none~1|+|none~0|none~1|none~2|",
+    "|none~1|+|none~0|none~1|+|none~0|none~1|none~2|",
+])
+def test_nb201_from_json_rejects_bad_strings(bad):
+  with pytest.raises(ValueError, match="arch_str"):
+    cell(bad)
+
+
+def test_nb201_sampling_is_uniform_per_edge():
+  pts = C.nb201_space().sample(jax.random.PRNGKey(0), 5000)
+  ops = np.stack([p.ops for p in pts])
+  for e in range(6):
+    counts = np.bincount(ops[:, e], minlength=5)
+    assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_nb201_mutation_change_probabilities():
+  space = C.nb201_space()
+  parent = cell(BEST)
+  keys = jax.random.split(jax.random.PRNGKey(1), 4000)
+  changed = np.array([(space.mutate(parent, k).ops != parent.ops).sum() for k in keys])
+  expected = stats.binom(6, 0.25).pmf(np.arange(7)) * len(keys)
+  observed = np.bincount(changed, minlength=7)
+  assert abs(observed[0] / len(keys) - 0.177979) < 0.02
+  assert stats.chisquare(observed[:5], expected[:5] * observed[:5].sum() / expected[:5].sum()).pvalue > 1e-3
+
+
+def test_nb201_require_change_always_changes_the_key():
+  space = C.nb201_space("iso")
+  parent = cell(C10790)
+  for k in jax.random.split(jax.random.PRNGKey(2), 200):
+    assert space.canonical_key(space.mutate(parent, k, require_change=True)) != space.canonical_key(parent)
+
+
+def test_nb201_neighbours_are_the_24_single_edge_changes():
+  parent = cell(BEST)
+  nbs = C.nb201_space().neighbours(parent)
+  assert len(nbs) == 24
+  assert len({tuple(n.ops.tolist()) for n in nbs}) == 24
+  assert all((n.ops != parent.ops).sum() == 1 for n in nbs)
+
+
+def test_nb201_architecture_path_lengths():
+  arch = C.cell_to_architecture(cell(BEST))
+  feats = np.asarray(graph.path_lengths(arch))[0]  # group "all": sp_ip, lp_ip, ... per node
+  out = int(np.flatnonzero(np.asarray(arch.labels) == 1)[0])
+  assert feats[0, out] == 2  # input -> skip -> output
+  assert feats[1, out] == 4  # input -> conv3 (e0) -> conv3 (e2) -> conv1 (e5) -> output
+
+
+def test_nb201_dead_cell_architecture_has_no_edges():
+  arch = C.cell_to_architecture(C.nb201_cell([0] * 6))
+  assert arch.labels.tolist() == [0, 1] and not arch.adjacency.any()
+
+
+# ----------------------------------------------------------------------------- NB101
+
+
+@pytest.mark.parametrize("edges, ops, pruned_edges", [
+    ([(0, 6)], (1, 2, 0, 1, 2), 1),
+    ([(0, 1), (1, 2), (2, 3), (3, 6)], (0, 1, 2, 0, 0), 4),
+    ([(0, 1), (0, 2), (0, 3), (0, 6), (1, 6), (2, 6), (3, 6)], (0, 1, 2, 0, 0), 7),
+    ([(0, 1), (1, 2), (2, 6), (0, 6)], (0, 0, 0, 0, 0), 4),
+    ([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)], (0, 0, 0, 0, 0), 6),
+    (E6, (1, 0, 2, 0, 0), 6),
+    ([(0, 1), (0, 2), (0, 3), (0, 5), (1, 6), (2, 6), (3, 4), (4, 6), (5, 6)], (1, 0, 0, 0, 2), 9),
+])
+def test_nb101_examples_are_valid_with_known_pruned_edges(edges, ops, pruned_edges):
+  c = nb101(edges, ops)
+  assert C.nb101_is_valid(c)
+  assert C.nb101_prune(c)[0].sum() == pruned_edges
+
+
+def test_nb101_validity_rules():
+  ten = [(0, k) for k in range(1, 6)] + [(k, 6) for k in range(1, 6)]
+  assert not C.nb101_is_valid(nb101(ten))
+  dangling = [(0, k) for k in range(1, 5)] + [(k, 6) for k in range(1, 5)] + [(0, 6), (4, 5)]
+  assert C.nb101_is_valid(nb101(dangling))
+  assert C.nb101_prune(nb101(dangling))[0].sum() == 9
+  assert not C.nb101_is_valid(nb101([(0, 1), (2, 6)]))
+
+
+def test_nb101_canonical_keys():
+  e6 = nb101(E6, (1, 0, 2, 0, 0))
+  assert C.nb101_iso_key(e6) == C.nb101_iso_key(nb101(E6P, (1, 2, 0, 0, 0)))
+  assert C.nb101_iso_key(e6) == C.nb101_iso_key(nb101(E6 + [(0, 4), (4, 5)], (1, 0, 2, 0, 0)))
+  e7a, e7b = nb101([(0, 1), (1, 6)]), nb101([(0, 1), (0, 2), (1, 6), (2, 6)])
+  assert C.nb101_iso_key(e7a) != C.nb101_iso_key(e7b)
+  path_space = C.nb101_space("path")
+  assert path_space.canonical_key(e7a) == path_space.canonical_key(e7b) == (1,)
+
+
+def _permute(c, perm):
+  """Relabels interior node k (1..5) as perm[k-1] + 1, keeping the matrix upper-triangular when
+  perm preserves the edge order; otherwise re-sorts by the pruned key only."""
+  new = [0] + [p + 1 for p in perm] + [6]
+  a = np.zeros((7, 7), int)
+  for i, j in zip(*np.nonzero(np.asarray(c.adjacency))):
+    a[new[i], new[j]] = 1
+  ops = np.zeros(5, int)
+  ops[list(perm)] = np.asarray(c.ops)
+  return a, ops
+
+
+def test_nb101_iso_key_is_invariant_under_topological_relabelling():
+  space = C.nb101_space("iso")
+  rng = np.random.default_rng(0)
+  for c in space.sample(jax.random.PRNGKey(3), 60):
+    for _ in range(3):
+      perm = rng.permutation(5)
+      a, ops = _permute(c, perm)
+      if np.tril(a).any():  # not a topological relabelling: skip
+        continue
+      assert C.nb101_iso_key(C.nb101_cell(a, ops)) == C.nb101_iso_key(c)
+
+
+def test_nb101_sampler_statistics():
+  pts = C.nb101_space().sample(jax.random.PRNGKey(4), 4000)
+  trivial = np.mean([C.nb101_prune(p)[0].sum() == 1 for p in pts])
+  assert abs(trivial - 0.09727) < 4 * np.sqrt(0.09727 * 0.9 / 4000)
+  assert all(C.nb101_is_valid(p) for p in pts)
+
+
+def test_nb101_pruning_is_idempotent():
+  for c in C.nb101_space().sample(jax.random.PRNGKey(5), 200):
+    a, ops = C.nb101_prune(c)
+    k = len(ops)
+    full = np.zeros((7, 7), int)
+    full[: k + 1, : k + 1] = a[: k + 1, : k + 1]
+    full[: k + 1, 6] = a[: k + 1, k + 1]
+    again = C.nb101_cell(full, np.concatenate([ops, np.zeros(5 - k, int)]).astype(int))
+    a2, ops2 = C.nb101_prune(again)
+    assert np.array_equal(a2, a) and np.array_equal(ops2, ops)
+
+
+def test_nb101_mutation_chain_stays_valid_and_unchanged_rate():
+  space = C.nb101_space()
+  c = space.sample(jax.random.PRNGKey(6), 1)[0]
+  same = 0
+  keys = jax.random.split(jax.random.PRNGKey(7), 1500)
+  for k in keys:
+    child = space.mutate(c, k)
+    assert C.nb101_is_valid(child)
+    same += np.array_equal(child.adjacency, c.adjacency) and np.array_equal(child.ops, c.ops)
+    c = child
+  assert 0.08 < same / len(keys) < 0.19  # spec 2.5: 0.131 over random parents
+
+
+def test_nb101_neighbours_are_valid_single_edits():
+  c = nb101(E6, (1, 0, 2, 0, 0))
+  nbs = C.nb101_space().neighbours(c)
+  assert nbs and all(C.nb101_is_valid(n) for n in nbs)
+  for n in nbs:
+    edits = int((n.adjacency != c.adjacency).sum()) + int((n.ops != c.ops).sum())
+    assert edits == 1
+  # node 4, 5 are off every path: no op change there (3 live nodes x 2 other ops = 6)
+  assert sum(int((n.ops != c.ops).sum()) for n in nbs) == 6
+
+
+def test_nb101_json_round_trip_and_errors():
+  space = C.nb101_space()
+  for c in space.sample(jax.random.PRNGKey(8), 20):
+    back = space.from_json(space.to_json(c))
+    assert np.array_equal(back.adjacency, c.adjacency) and np.array_equal(back.ops, c.ops)
+  obj = space.to_json(nb101([(0, 1), (2, 6)]))
+  with pytest.raises(ValueError, match="input->output"):
+    space.from_json(obj)
+  with pytest.raises(ValueError, match="ops"):
+    space.from_json({**space.to_json(nb101([(0, 6)])), "ops": ["input", "x", "y", "z", "w", "v", "output"]})
+
+
+def test_nb101_architecture_is_the_pruned_cell():
+  arch = C.cell_to_architecture(nb101(E6 + [(0, 4), (4, 5)], (1, 0, 2, 0, 0)))
+  assert len(arch.labels) == 5 and arch.adjacency.sum() == 6
+
+
+def test_sample_distinct_gives_distinct_new_keys():
+  space = C.nb201_space()
+  first = C.sample_distinct(space, jax.random.PRNGKey(9), 50)
+  keys = {space.canonical_key(p) for p in first}
+  more = C.sample_distinct(space, jax.random.PRNGKey(10), 50, exclude=keys)
+  assert len(keys) == 50 and not keys & {space.canonical_key(p) for p in more}
+
+
+def test_spaces_reject_unknown_dedup_keys():
+  with pytest.raises(ValueError, match="dedup_key"):
+    C.nb201_space("path")
+  with pytest.raises(ValueError, match="dedup_key"):
+    C.nb101_space("string")
