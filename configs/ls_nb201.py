@@ -7,30 +7,19 @@ Comparison (spec 11.2: 150 queries; regret = best test - test of the best-valid 
   python launch/compare.py --configs=configs/bananas_nb201.py,configs/re_nb201.py,\\
 configs/ls_nb201.py,configs/gp_nb201.py,configs/random_nb201.py --seeds=20 --budget=150 \\
     --out=runs/compare_nb201
+
+Space, task and executor fields are those of `random_nb201.py`.
 """
+import os
+import runpy
+
 import ml_collections
-from ml_collections import config_dict
+
+_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_nb201.py"))["get_config"]
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  if arg not in ("", "smoke"):
-    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
-  smoke = arg == "smoke"
-  c = ml_collections.ConfigDict()
+  c = _BASE(arg)
   c.strategy = "local_search"
   c.strategy_config = ml_collections.ConfigDict({"n_restart": 10})
-  # dedup_key: "string" (the authors' code) or "iso" (NB201's isomorphism classes, spec 3.3)
-  c.space = ml_collections.ConfigDict({"name": "nb201", "kind": "nb201", "dedup_key": "string"})
-  # dataset: cifar10 | cifar100 | imagenet16; report_metric: test | valtest (spec 11.1)
-  c.task = ml_collections.ConfigDict({
-      "name": "nb201", "path": "../shared/data/nasbench201", "dataset": "cifar10",
-      "report_metric": "test",
-  })
-  c.budget = 15 if smoke else 150
-  c.num_workers = 1
-  c.executor = "inline"  # a table lookup: no worker processes needed
-  c.ray_address = ""
-  c.eval_timeout_s = 0.0
-  c.seed = 0
-  c.workdir = config_dict.placeholder(str)
   return c

@@ -6,38 +6,20 @@ Run (`:smoke` = two small networks, one epoch, inline; used by tests):
 On a Ray cluster:
   python launch/search.py --config=configs/random_mlp_diabetes.py --config.executor=ray \
     --config.ray_address=auto --config.workdir=runs/random_mlp_diabetes
+
+Executor and training fields are those of `random_cnn_digits.py`.
 """
+import os
+import runpy
+
 import ml_collections
-from ml_collections import config_dict
+
+_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_cnn_digits.py"))["get_config"]
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  if arg not in ("", "smoke"):
-    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
-  smoke = arg == "smoke"
-  c = ml_collections.ConfigDict()
-  c.strategy = "random"
-  c.strategy_config = ml_collections.ConfigDict()  # random search reads no options
-  # smoke: at most 8 layers, so networks are small (the pools' networks are longer and left out).
-  c.space = ml_collections.ConfigDict({"name": "layer_graph", "kind": "mlp", "max_layers": 8 if smoke else 60})
-  c.task = ml_collections.ConfigDict({
-      "name": "train",
-      "dataset": "diabetes",  # "digits", "diabetes" or a .csv/.npz path (then set target and task_type)
-      "epochs": 1 if smoke else 50,
-      "batch_size": 32,
-      "learning_rate": 1e-3,
-      "optimizer": "adam",  # "adam" | "sgd" | "momentum"
-      "schedule": "cosine",  # "constant" | "cosine"
-      "weight_decay": 0.0,
-      "data_seed": 0,  # the train/validation/test split; fixed across trials and seeds
-      "target": "",
-      "task_type": "regression",
-  })
-  c.budget = 2 if smoke else 60
-  c.num_workers = 1 if smoke else 2
-  c.executor = "inline" if smoke else "local"  # "inline" | "local" (process pool) | "ray"
-  c.ray_address = ""  # ray: "" starts a local Ray, "auto" or "ray://host:10001" joins a cluster
-  c.eval_timeout_s = 0.0 if smoke else 3600.0  # 0: no limit
-  c.seed = 0
-  c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
+  c = _BASE(arg)
+  c.space.kind = "mlp"
+  c.task.dataset = "diabetes"  # "digits", "diabetes" or a .csv/.npz path (then set target and task_type)
+  c.task.epochs = 1 if arg == "smoke" else 50
   return c
