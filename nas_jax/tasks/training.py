@@ -1,0 +1,368 @@
+"""Trains one architecture on a dataset and scores it by its best validation error (spec 10.3).
+
+An epoch is one jitted `lax.scan` over shuffled minibatches; evaluation is one jitted scan over
+padded batches. Both are compiled ahead of time, so compile time is measured apart from training.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import sys
+import time
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from nas_jax.arch import labels as labels_lib
+from nas_jax.arch.architecture import Architecture
+from nas_jax.tasks import models
+from nas_jax.tasks.datasets import TASKS, Dataset
+
+__all__ = [
+    "TrainConfig",
+    "TrainState",
+    "EvalResult",
+    "OPTIMIZERS",
+    "SCHEDULES",
+    "make_optimizer",
+    "evaluate",
+    "format_header",
+    "format_row",
+]
+
+OPTIMIZERS = {
+    "adam": optax.adam,
+    "sgd": optax.sgd,
+    "momentum": functools.partial(optax.sgd, momentum=0.9),
+}
+SCHEDULES = ("constant", "cosine")
+_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform.startswith("linux") else None  # glibc
+
+
+class TrainConfig(NamedTuple):
+  """How to train a network. The defaults train a pool CNN on digits in seconds on a CPU.
+
+  Attributes:
+    epochs: passes over the training split; the validation error is measured after each.
+    batch_size: minibatch size; the remainder of each shuffled epoch is dropped.
+    learning_rate: initial step size.
+    optimizer: a key of `OPTIMIZERS` ("adam", "sgd", "momentum").
+    schedule: "constant", or "cosine" (decay to 0 over all steps: the paper's "reduced gradually").
+    weight_decay: L2 coefficient added to the gradient (0 = none).
+    eval_batch_size: batch size of the (padded) evaluation passes.
+  """
+
+  epochs: int = 8
+  batch_size: int = 32
+  learning_rate: float = 1e-3
+  optimizer: str = "adam"
+  schedule: str = "cosine"
+  weight_decay: float = 0.0
+  eval_batch_size: int = 256
+
+
+class TrainState(NamedTuple):
+  """Everything that changes during training. params, batch_stats: Flax variable trees
+  (batch_stats is empty for MLPs); opt_state: the optax state."""
+
+  params: Any
+  batch_stats: Any
+  opt_state: Any
+
+
+class EvalResult(NamedTuple):
+  """The outcome of `evaluate`. Errors are 1 - accuracy (classification) or MSE on standardised
+  targets (regression); lower is better. Metrics with NaN mean training diverged.
+
+  Attributes:
+    task: "classification" or "regression".
+    val_error: the minimum validation error over epochs: the paper's score.
+    val_loss: validation loss at the best epoch (cross-entropy, or MSE).
+    test_error: test error of the parameters of the best epoch.
+    best_epoch: 1-based epoch of `val_error`; 0 when every epoch gave NaN.
+    epochs: epochs trained.
+    train_seconds: wall time of the training epochs, without compilation or evaluation.
+    eval_seconds: wall time of the evaluation passes.
+    compile_seconds: wall time of initialisation and of compiling the epoch and the evaluation.
+    val_errors: the validation error after each epoch.
+  """
+
+  task: str
+  val_error: float
+  val_loss: float
+  test_error: float
+  best_epoch: int
+  epochs: int
+  train_seconds: float
+  eval_seconds: float
+  compile_seconds: float
+  val_errors: tuple[float, ...]
+
+  @property
+  def val_accuracy(self) -> float:
+    """1 - val_error for classification; NaN for regression."""
+    return 1.0 - self.val_error if self.task == "classification" else math.nan
+
+  @property
+  def seconds_per_epoch(self) -> float:
+    return self.train_seconds / self.epochs
+
+
+def _check_number(name: str, value: Any, kinds: tuple[type, ...], what: str, ok: Callable[[Any], bool]) -> None:
+  """TypeError unless `value` is one of `kinds` (never a bool); ValueError unless `ok(value)`."""
+  if isinstance(value, bool) or not isinstance(value, kinds):
+    raise TypeError(f"train_config.{name}: {value!r} is a {type(value).__name__}; expected {what}")
+  if not ok(value):
+    raise ValueError(f"train_config.{name}: {value!r}; expected {what}")
+
+
+def _check_config(config: TrainConfig) -> None:
+  if not isinstance(config, TrainConfig):
+    raise TypeError(f"train_config: got {type(config).__name__}; expected a TrainConfig")
+  for name in ("epochs", "batch_size", "eval_batch_size"):
+    _check_number(name, getattr(config, name), (int, np.integer), "an integer >= 1", lambda v: v >= 1)
+  _check_number("learning_rate", config.learning_rate, (int, float), "a finite number > 0",
+                lambda v: math.isfinite(v) and v > 0)
+  _check_number("weight_decay", config.weight_decay, (int, float), "a finite number >= 0",
+                lambda v: math.isfinite(v) and v >= 0)
+  if config.optimizer not in OPTIMIZERS:
+    raise ValueError(f"train_config.optimizer: {config.optimizer!r} is unknown; choose one of: {', '.join(OPTIMIZERS)}")
+  if config.schedule not in SCHEDULES:
+    raise ValueError(f"train_config.schedule: {config.schedule!r} is unknown; choose one of: {', '.join(SCHEDULES)}")
+
+
+def _check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple[models.Node, ...]:
+  """The architecture must fit the data: its kind the input rank, its decision layer the task.
+
+  Returns the architecture's layers (`models.network_nodes`)."""
+  if not isinstance(data, Dataset):
+    raise TypeError(f"dataset: got {type(data).__name__}; expected a Dataset")
+  if data.task not in TASKS:
+    raise ValueError(f"dataset.task: {data.task!r} is unknown; allowed: {', '.join(TASKS)}")
+  nodes = models.network_nodes(arch)
+  shape = data.x_train.shape
+  if arch.kind == "cnn" and len(shape) != 4:
+    raise ValueError(
+        f"dataset: {data.name!r} has inputs of shape {shape} (flat); a cnn architecture needs"
+        " images [n, H, W, C] (load digits with kind='cnn', or use an mlp)"
+    )
+  if arch.kind == "mlp" and len(shape) != 2:
+    raise ValueError(
+        f"dataset: {data.name!r} has inputs of shape {shape} (images); an mlp architecture needs"
+        " flat features [n, D] (load digits with kind='mlp', or use a cnn)"
+    )
+  decisions = {n.label for n in nodes if n.role == labels_lib.Role.DECISION}
+  want = "softmax" if data.task == "classification" else "linear"
+  if decisions != {want}:
+    raise ValueError(
+        f"arch: decision layers {sorted(decisions)} do not fit dataset {data.name!r}, a {data.task}"
+        f" task; it needs '{want}' decision layers"
+    )
+  if config.batch_size > shape[0]:
+    raise ValueError(f"train_config.batch_size: {config.batch_size} exceeds the {shape[0]} training examples")
+  return nodes
+
+
+def make_optimizer(config: TrainConfig, total_steps: int) -> optax.GradientTransformation:
+  """The optax transformation of `config`: L2 weight decay, then the optimizer with its schedule."""
+  lr = config.learning_rate
+  if config.schedule == "cosine":
+    lr = optax.cosine_decay_schedule(lr, max(total_steps, 1))
+  parts = [optax.add_decayed_weights(config.weight_decay)] if config.weight_decay else []
+  return optax.chain(*parts, OPTIMIZERS[config.optimizer](lr))
+
+
+def _initial_state(tx: optax.GradientTransformation, variables: dict[str, Any]) -> TrainState:
+  """The TrainState of freshly initialised Flax variables."""
+  return TrainState(variables["params"], variables.get("batch_stats", {}), tx.init(variables["params"]))
+
+
+def _release_freed_memory() -> None:
+  """Hands memory that glibc keeps after frees back to the OS (a no-op elsewhere). XLA frees
+  ~250 MB after compiling a pool CNN; without this, C10's peak RSS on digits was 950 MiB, not 833."""
+  if _MALLOC_TRIM is not None:
+    _MALLOC_TRIM(0)
+
+
+def _losses(out: jax.Array, y: jax.Array, classification: bool) -> tuple[jax.Array, jax.Array]:
+  """Per-example loss and error. out: [B, K] log-probs or [B] predictions; y: [B]."""
+  if classification:
+    loss = -jnp.take_along_axis(out, y[:, None].astype(jnp.int32), axis=1)[:, 0]
+    # argmax of NaN logits is a class like any other: keep divergence visible in the error.
+    return loss, jnp.where(jnp.isnan(loss), jnp.nan, (out.argmax(-1) != y).astype(jnp.float32))
+  sq = jnp.square(out - y.astype(jnp.float32))
+  return sq, sq
+
+
+def _train_epoch(model, tx, classification, steps, batch_size, state: TrainState, x, y, perm):
+  """One pass over the training split in the order `perm`, as a scan over minibatches; the
+  remainder after `steps` full batches is dropped.
+
+  Args:
+    state: the TrainState.
+    x: [n, ...] training inputs; y: [n] targets.
+    perm: [n] int, this epoch's permutation of the examples. It is drawn outside: a threefry
+      draw inside would add about a second of compilation for every architecture.
+
+  Returns:
+    (new state, [] mean training loss).
+  """
+  batches = perm[: steps * batch_size].reshape(steps, batch_size)
+
+  def step(state, idx):
+    def loss_fn(params):
+      out, updates = model.apply(
+          {"params": params, "batch_stats": state.batch_stats}, x[idx], train=True, mutable=["batch_stats"]
+      )
+      return _losses(out, y[idx], classification)[0].mean(), updates.get("batch_stats", state.batch_stats)
+
+    (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    # An x64 schedule must not promote the float32 parameters (the scan carry keeps its dtype).
+    updates = jax.tree.map(lambda u, p: u.astype(p.dtype), updates, state.params)
+    return TrainState(optax.apply_updates(state.params, updates), batch_stats, opt_state), loss
+
+  state, losses = jax.lax.scan(step, state, batches)
+  return state, losses.mean()
+
+
+def _eval_sums(model, classification, state: TrainState, x, y, valid):
+  """Per-batch summed loss and error. x: [nb, b, ...]; y, valid: [nb, b]. Returns two [nb]."""
+
+  def body(_, batch):
+    xb, yb, vb = batch
+    out = model.apply({"params": state.params, "batch_stats": state.batch_stats}, xb, train=False)
+    loss, err = _losses(out, yb, classification)
+    return None, (jnp.sum(loss * vb), jnp.sum(err * vb))
+
+  return jax.lax.scan(body, None, (x, y, valid))[1]
+
+
+def _best_epoch(val_errors: list[float]) -> int:
+  """1-based epoch of the smallest validation error, the earliest on ties; NaN epochs never win;
+  0 when every epoch is NaN."""
+  finite = [(e, k) for k, e in enumerate(val_errors, start=1) if not math.isnan(e)]
+  return min(finite)[1] if finite else 0
+
+
+def _padded_batches(splits: list[tuple[np.ndarray, np.ndarray]], batch: int):
+  """Batches each (x [n, ...], y [n]) split apart, zero-padded, and concatenates the batches.
+
+  Returns:
+    x [nb, batch, ...], y [nb, batch], valid [nb, batch] float32, and the [len(splits) + 1]
+    batch offsets of the splits.
+  """
+  xs, ys, vs, offsets = [], [], [], [0]
+  for x, y in splits:
+    nb = -(-x.shape[0] // batch)
+    pad = nb * batch - x.shape[0]
+    fill = lambda a, nb=nb, pad=pad: np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)]).reshape(
+        nb, batch, *a.shape[1:])
+    xs.append(fill(x))
+    ys.append(fill(y))
+    vs.append(fill(np.ones(x.shape[0], np.float32)))
+    offsets.append(offsets[-1] + nb)
+  return np.concatenate(xs), np.concatenate(ys), np.concatenate(vs), offsets
+
+
+def evaluate(arch: Architecture, dataset: Dataset, train_config: TrainConfig, key: jax.Array) -> EvalResult:
+  """Trains `arch` on `dataset` and scores it by its minimum validation error over epochs.
+
+  After every epoch the validation and test splits are evaluated together; the test error
+  reported is the one of the best validation epoch (spec 10.3). Deterministic for a given key
+  (initialisation and every epoch's shuffle derive from it).
+
+  Args:
+    arch: one unbatched Architecture whose kind fits the data (cnn: images, mlp: vectors) and
+      whose decision layers fit the task (softmax: classification, linear: regression).
+    dataset: the data, from `nas_jax.tasks.datasets`.
+    train_config: a TrainConfig.
+    key: a jax PRNG key.
+
+  Returns:
+    An EvalResult; NaN errors (not an exception) when training diverges.
+
+  Raises:
+    ValueError / TypeError: a bad config or an architecture that does not fit the data.
+  """
+  _check_config(train_config)
+  nodes = _check_match(arch, dataset, train_config)
+  model = models.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
+  result = _train(model, dataset, train_config, key)
+  _release_freed_memory()  # a worker that evaluates many networks starts each one lean
+  return result
+
+
+def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, key: jax.Array) -> EvalResult:
+  """`evaluate` after its checks."""
+  classification = dataset.task == "classification"
+  steps = dataset.x_train.shape[0] // train_config.batch_size
+  tx = make_optimizer(train_config, steps * train_config.epochs)
+  init_key, shuffle_key = jax.random.split(key)
+  x_train, y_train = jnp.asarray(dataset.x_train), jnp.asarray(dataset.y_train)
+  n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
+  batch = min(train_config.eval_batch_size, max(n_val, n_test))
+  x_eval, y_eval, valid, (_, n_val_batches, _) = _padded_batches(
+      [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch)
+
+  t0 = time.perf_counter()
+  x_one = x_train[:1]
+  # Compiled from shapes before any parameter exists, so that XLA's compile-time memory is reused
+  # for the parameters and optimizer moments instead of adding to them (peak RSS).
+  abstract = jax.eval_shape(lambda k, x: _initial_state(tx, model.init(k, x, train=False)), init_key, x_one)
+  epoch_fn = functools.partial(_train_epoch, model, tx, classification, steps, train_config.batch_size)
+  perm = lambda epoch: jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), x_train.shape[0])
+  # Donating the state lets XLA update parameters and optimizer moments in place.
+  run_epoch = jax.jit(epoch_fn, donate_argnums=0).lower(abstract, x_train, y_train, perm(0)).compile()
+  eval_fn = functools.partial(_eval_sums, model, classification)
+  run_eval = jax.jit(eval_fn).lower(abstract, x_eval, y_eval, valid).compile()
+  _release_freed_memory()
+  state = _initial_state(tx, models.init_variables(model, init_key, x_one))
+  compile_seconds = time.perf_counter() - t0
+
+  train_s = eval_s = 0.0
+  records = []  # per epoch: (val error, val loss, test error)
+  for epoch in range(1, train_config.epochs + 1):
+    t0 = time.perf_counter()
+    state, _ = jax.block_until_ready(run_epoch(state, x_train, y_train, perm(epoch)))
+    t1 = time.perf_counter()
+    loss, err = (np.asarray(v, np.float64) for v in run_eval(state, x_eval, y_eval, valid))
+    eval_s += time.perf_counter() - t1
+    train_s += t1 - t0
+    records.append((err[:n_val_batches].sum() / n_val, loss[:n_val_batches].sum() / n_val,
+                    err[n_val_batches:].sum() / n_test))
+  best_epoch = _best_epoch([r[0] for r in records])
+  val_error, val_loss, test_error = records[best_epoch - 1] if best_epoch else (math.nan,) * 3
+  return EvalResult(
+      task=dataset.task,
+      val_error=float(val_error),
+      val_loss=float(val_loss),
+      test_error=float(test_error),
+      best_epoch=best_epoch,
+      epochs=train_config.epochs,
+      train_seconds=train_s,
+      eval_seconds=eval_s,
+      compile_seconds=compile_seconds,
+      val_errors=tuple(float(r[0]) for r in records),
+  )
+
+
+_COLUMNS = ("net", "val {m}", "test {m}", "best ep", "s/epoch", "compile s", "peak RSS MiB")
+
+
+def format_header(task: str) -> str:
+  """Header of the results table printed by launch/train.py (accuracy or MSE by task)."""
+  metric = "acc" if task == "classification" else "MSE"
+  return "  ".join(f"{c.format(m=metric):>12}" for c in _COLUMNS)
+
+
+def format_row(name: str, result: EvalResult, peak_rss_mib: float) -> str:
+  """One table row: accuracies (classification) or MSEs (regression), timings and memory."""
+  flip = (lambda e: 1.0 - e) if result.task == "classification" else (lambda e: e)
+  cells = (name, f"{flip(result.val_error):.4f}", f"{flip(result.test_error):.4f}", str(result.best_epoch),
+           f"{result.seconds_per_epoch:.2f}", f"{result.compile_seconds:.2f}", f"{peak_rss_mib:.0f}")
+  return "  ".join(f"{c:>12}" for c in cells)
