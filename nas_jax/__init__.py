@@ -1,6 +1,6 @@
 """nas_jax: neural architecture search by Bayesian optimisation, in JAX.
 
-This module only re-exports the public API; see the README for a tour.
+This module only re-exports the public API, in pipeline order; see the README for a tour.
 """
 from nas_jax.arch.architecture import Architecture, pad, stack, unstack
 from nas_jax.arch.graph import (
@@ -13,23 +13,62 @@ from nas_jax.arch.graph import (
 )
 from nas_jax.arch.json_io import Limits
 from nas_jax.arch.labels import vocabulary
+from nas_jax.spaces.cells import Cell, cell_to_architecture, nb101_space, nb201_space
+from nas_jax.spaces.modifiers import (
+    MODIFIERS,
+    STRUCTURE_MODIFIERS,
+    UNIT_MODIFIERS,
+    compound_mutation,
+)
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_architecture, random_json
+from nas_jax.spaces.space import SPACES, Space, canonical_key, layer_graph_space
+from nas_jax.features.encodings import ENCODINGS, encode
+from nas_jax.features.otmann import KERNEL_NU_STR, OtmannDistances, otmann_distances
+from nas_jax.features.pairwise import arc_pair, hamming, otmann_pair, sq_euclidean, vector_pair
+from nas_jax.surrogates.ensemble import ensemble_surrogate
+from nas_jax.surrogates.gp_fit import Box, fit_map, sample_hypers
+from nas_jax.surrogates.kernels import (
+    ArcKernel,
+    ExpSquared,
+    Hamming,
+    Matern52,
+    NasbotKernel,
+    Product,
+    Sum,
+)
+from nas_jax.surrogates.surrogate import Predictive, Surrogate, gp_surrogate, hallucinate
+from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule
+from nas_jax.acquisition.functions import ei, hei, independent_thompson, lcb, pi, thompson, ucb
+from nas_jax.search.config import check_search_config, search_from_config
+from nas_jax.search.executors import InlineExecutor, ProcessExecutor, RayExecutor
+from nas_jax.search.journal import replay as replay_journal
+from nas_jax.search.loop import run as run_search
+from nas_jax.search.state import Observation, Status, to_score
+from nas_jax.search.strategy import STRATEGIES, Strategy, make_strategy
+from nas_jax.search.task import Task, TaskResult
 
 __all__ = [
-    "Architecture",
-    "Limits",
-    "MASS_PARAMS",
-    "MassParams",
-    "initial_pool",
-    "layer_masses",
-    "pad",
-    "path_lengths",
-    "random_architecture",
-    "random_json",
-    "stack",
-    "topological_order",
-    "total_mass",
-    "unstack",
-    "vocabulary",
+    "Architecture", "pad", "stack", "unstack",
+    "MASS_PARAMS", "MassParams", "layer_masses", "path_lengths", "topological_order", "total_mass",
+    "Limits", "vocabulary",
+    "Cell", "cell_to_architecture", "nb101_space", "nb201_space",
+    "MODIFIERS", "STRUCTURE_MODIFIERS", "UNIT_MODIFIERS", "compound_mutation",
+    "initial_pool", "random_architecture", "random_json",
+    "SPACES", "Space", "canonical_key", "layer_graph_space",
+    "ENCODINGS", "encode",
+    "KERNEL_NU_STR", "OtmannDistances", "otmann_distances",
+    "arc_pair", "hamming", "otmann_pair", "sq_euclidean", "vector_pair",
+    "ensemble_surrogate",
+    "Box", "fit_map", "sample_hypers",
+    "ArcKernel", "ExpSquared", "Hamming", "Matern52", "NasbotKernel", "Product", "Sum",
+    "Predictive", "Surrogate", "gp_surrogate", "hallucinate",
+    "ea_maximize", "n_ea_schedule", "n_mut_schedule",
+    "ei", "hei", "independent_thompson", "lcb", "pi", "thompson", "ucb",
+    "check_search_config", "search_from_config",
+    "InlineExecutor", "ProcessExecutor", "RayExecutor",
+    "replay_journal", "run_search",
+    "Observation", "Status", "to_score",
+    "STRATEGIES", "Strategy", "make_strategy",
+    "Task", "TaskResult",
 ]

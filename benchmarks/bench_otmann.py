@@ -1,0 +1,160 @@
+"""OTMANN distance matrices: per-pair baseline (as kirthevasank/nasbot) vs exact vs batched Sinkhorn.
+
+Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_otmann.py [--n_large=1000] [--repeats=5]
+All three methods run in this process on the same 60 CNNs (the paper's 10 plus 50 random ones),
+at the kernel's four nu_str values; the script asserts that they agree before printing ratios.
+"""
+import argparse
+import os
+import resource
+import statistics
+import time
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+import ot  # noqa: E402
+
+from nas_jax.arch import graph, json_io, labels  # noqa: E402
+from nas_jax.features import otmann, otmann_costs  # noqa: E402
+from nas_jax.spaces import pools, random_arch  # noqa: E402
+
+NU = otmann.KERNEL_NU_STR
+PARAMS = otmann_costs.OTMANN_PARAMS["paper"]
+
+
+class _Net:
+  """What the original code caches on each network: labels, masses and path lengths (host)."""
+
+  def __init__(self, arch):
+    obj = arch.to_json()
+    table = labels.label_table("cnn")
+    self.labels = np.array([table.names.index(l["label"]) for l in obj["layers"]])
+    n = len(self.labels)
+    adj = np.zeros((n, n), bool)
+    for i, j in obj["edges"]:
+      adj[i, j] = True
+    order = graph.host_topological_order(adj)
+    units = np.array([l.get("units", 0) for l in obj["layers"]])
+    self.masses = json_io.host_masses("cnn", self.labels, units, adj, order, PARAMS.mass)
+    groups = table.groups[:, self.labels]
+    feats = []
+    for g in range(groups.shape[0]):  # Algorithm 1 per group, in Python loops as the original
+      for parents, walk in ((adj.T, order), (adj, order[::-1])):  # from ip over parents; to op over children
+        sp, lp, rw = np.zeros(n), np.zeros(n), np.zeros(n)
+        for u in walk:
+          ps = np.flatnonzero(parents[u])
+          if len(ps):
+            w = float(groups[g, u])
+            sp[u], lp[u], rw[u] = w + sp[ps].min(), w + lp[ps].max(), w + rw[ps].mean()
+        feats += [sp, lp, rw]
+    self.paths = np.stack(feats, 1)  # [n, K]
+
+
+def baseline(nets, label_costs):
+  """nn_comparators.OTMANNDistanceComputer: Python loops over pairs i < j, per pair a numpy
+  cost matrix, per pair and nu one `ot.emd` on masses normalised to 1 (utils/oper_utils.py)."""
+  n = len(nets)
+  d = np.zeros((len(NU), n, n))
+  for i in range(n):
+    for j in range(i + 1, n):
+      x, y = nets[i], nets[j]
+      lmm = label_costs[np.ix_(x.labels, y.labels)]
+      struct = np.abs(x.paths[:, None, :] - y.paths[None, :, :]).mean(-1)
+      supply = np.append(x.masses, y.masses.sum())
+      demand = np.append(y.masses, x.masses.sum())
+      total = supply.sum()
+      for k, nu in enumerate(NU):
+        cost = np.ones((len(x.labels) + 1, len(y.labels) + 1))
+        cost[:-1, :-1] = lmm + nu * struct
+        cost[-1, -1] = 0.0
+        plan = ot.emd(supply / total, demand / total, cost)
+        d[k, i, j] = d[k, j, i] = total * np.sum(plan * cost)
+  return d
+
+
+def timed(fn, repeats):
+  """Median wall time of `repeats` calls, and the last result."""
+  times, out = [], None
+  for _ in range(repeats):
+    t = time.perf_counter()
+    out = fn()
+    times.append(time.perf_counter() - t)
+  return statistics.median(times), out
+
+
+def lp_share(archs):
+  """Seconds spent inside the network simplex during one exact run: the floor of that solver."""
+  spent, solve = [0.0], otmann._solve_lps
+
+  def clocked(*args):
+    t = time.perf_counter()
+    out = solve(*args)
+    spent[0] += time.perf_counter() - t
+    return out
+
+  otmann._solve_lps = clocked
+  try:
+    otmann.otmann_distances(archs, nu_str=NU, params=PARAMS)
+  finally:
+    otmann._solve_lps = solve
+  return spent[0]
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--n_large", type=int, default=1000, help="size of the large sinkhorn matrix (0 skips it)")
+  ap.add_argument("--large_nu", type=float, nargs="+", default=[0.5], help="nu_str values of the large matrix")
+  ap.add_argument("--repeats", type=int, default=5)
+  args = ap.parse_args()
+  rng = np.random.default_rng(0)
+  archs = pools.initial_pool("cnn") + [random_arch.random_architecture("cnn", rng) for _ in range(50)]
+  n_pairs = len(archs) * (len(archs) - 1) // 2
+  print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}, pot {ot.__version__}, "
+        f"cpu affinity {sorted(os.sched_getaffinity(0))}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
+  sizes = [int(a.mask.sum()) for a in archs]
+  print(f"{len(archs)} CNNs ({min(sizes)}-{max(sizes)} layers), {n_pairs} pairs x {len(NU)} nu_str values {NU}")
+
+  m = otmann_costs.label_cost_matrix("cnn", PARAMS.label_costs)
+  m = np.where(np.isinf(m), PARAMS.inf_cost, m)
+  t_base, d_base = timed(lambda: baseline([_Net(a) for a in archs], m), args.repeats)
+  results = {}
+  for solver in otmann.SOLVERS:
+    run = lambda: otmann.otmann_distances(archs, solver=solver, nu_str=NU, params=PARAMS)
+    t0 = time.perf_counter()
+    run()
+    first = time.perf_counter() - t0
+    results[solver] = (*timed(run, args.repeats), first)
+  exact, sink = results["exact"][1], results["sinkhorn"][1]
+
+  np.testing.assert_allclose(exact.d, d_base, rtol=1e-9, atol=1e-6)
+  off = np.broadcast_to(~np.eye(len(archs), dtype=bool), exact.d.shape)
+  rel = np.abs(sink.d - exact.d)[off] / exact.d[off]
+  assert rel.max() <= 1e-2, f"sinkhorn vs exact: max relative error {rel.max():.3g}"
+  assert np.all(sink.d >= exact.d * (1 - 1e-9)), "a rounded Sinkhorn plan is feasible, so d >= exact"
+  print(f"agreement: exact == baseline (rtol 1e-9); sinkhorn vs exact max rel err {rel.max():.2e}, "
+        f"median {np.median(rel):.2e}, never below exact")
+  print(f"{'method':30s} {'median s':>9s} {'pairs/s':>10s} {'vs baseline':>11s}")
+  print(f"{'baseline (per pair, ot.emd)':30s} {t_base:9.3f} {n_pairs / t_base:10.0f} {1.0:10.2f}x")
+  for solver, (t, _, first) in results.items():
+    print(f"{solver:30s} {t:9.3f} {n_pairs / t:10.0f} {t_base / t:10.2f}x"
+          f"   (first call, with compilation: {first:.2f} s)")
+  print(f"network simplex alone inside one exact run: {lp_share(archs):.3f} s")
+
+  if args.n_large:
+    large = archs + [random_arch.random_architecture("cnn", rng) for _ in range(args.n_large - len(archs))]
+    n = len(large)
+    nu = args.large_nu[0] if len(args.large_nu) == 1 else args.large_nu
+    t0 = time.perf_counter()
+    r = otmann.otmann_distances(large, solver="sinkhorn", nu_str=nu, params=PARAMS)
+    t = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert np.all(np.isfinite(r.d)) and np.array_equal(r.d, np.swapaxes(r.d, -1, -2))
+    print(f"sinkhorn {n}x{n} ({n * (n - 1) // 2} pairs, nu_str {args.large_nu}): {t:.1f} s incl. compilation, "
+          f"{n * (n - 1) / 2 / t:.0f} pairs/s, peak RSS {rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,108 @@
+"""Plots of architecture distance matrices: a labelled heatmap and a 2-D t-SNE embedding (App. A.4).
+
+Figures are drawn on matplotlib's Agg canvas, so nothing touches pyplot's global state.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from sklearn.manifold import TSNE
+
+__all__ = ["distance_heatmap", "embedding_2d"]
+
+_MAX_TICKS = 60  # beyond this many rows, label every k-th one so the labels stay legible
+
+
+def _matrix(d, name: str, square: bool) -> np.ndarray:
+  d = np.asarray(d, dtype=np.float64)
+  if d.ndim != 2 or d.size == 0 or (square and d.shape[0] != d.shape[1]):
+    raise ValueError(f"{name}: shape {d.shape}; expected a non-empty {'square ' if square else ''}[n, m] matrix")
+  if not np.all(np.isfinite(d)) or np.any(d < 0):
+    raise ValueError(f"{name}: has negative or non-finite entries; expected distances")
+  return d
+
+
+def _labels(labels: Sequence[str] | None, n: int, name: str) -> list[str]:
+  if labels is None:
+    return [str(i) for i in range(n)]
+  if len(labels) != n:
+    raise ValueError(f"{name}: {len(labels)} labels for {n} rows; give one per row")
+  return [str(x) for x in labels]
+
+
+def _ticks(axis_set, labels: list[str]) -> None:
+  step = -(-len(labels) // _MAX_TICKS)
+  pos = np.arange(0, len(labels), step)
+  axis_set(pos, [labels[i] for i in pos], fontsize=max(4, 10 - len(pos) // 10))
+
+
+def distance_heatmap(d, path: str, *, row_labels: Sequence[str] | None = None,
+                     col_labels: Sequence[str] | None = None, title: str = "") -> Figure:
+  """Writes a PNG heatmap of a distance matrix, one labelled row and column per architecture.
+
+  Args:
+    d: [n, m] non-negative distances (e.g. `OtmannDistances.d`).
+    path: the PNG to write.
+    row_labels, col_labels: n and m names; default to the indices.
+    title: figure title.
+
+  Returns:
+    The Figure (already written to `path`).
+  """
+  d = _matrix(d, "d", square=False)
+  rows, cols = _labels(row_labels, d.shape[0], "row_labels"), _labels(col_labels, d.shape[1], "col_labels")
+  fig = Figure(figsize=(7, 6))
+  ax = fig.add_subplot()
+  image = ax.imshow(d, cmap="viridis", interpolation="nearest", aspect="auto")
+  fig.colorbar(image, ax=ax, label="distance")
+  _ticks(ax.set_yticks, rows)
+  _ticks(ax.set_xticks, cols)
+  ax.tick_params(axis="x", labelrotation=90)
+  ax.set_title(title)
+  fig.subplots_adjust(left=0.15, right=0.95, bottom=0.15, top=0.93)
+  FigureCanvasAgg(fig).print_png(path)
+  return fig
+
+
+def embedding_2d(d, path: str | None = None, *, labels: Sequence[str] | None = None, title: str = "",
+                 seed: int = 0, perplexity: float | None = None) -> np.ndarray:
+  """2-D t-SNE embedding of a symmetric distance matrix, as the paper's Fig. 4 (App. A.4).
+
+  Args:
+    d: [n, n] symmetric non-negative distances, n >= 3.
+    path: if given, a scatter plot of the embedding (points annotated with `labels`) goes there.
+    labels: n names; default to the indices.
+    title: figure title.
+    seed: seed of t-SNE's random initialisation.
+    perplexity: t-SNE perplexity; default min(30, (n - 1) / 3), which keeps it below n.
+
+  Returns:
+    [n, 2] float64 coordinates.
+  """
+  d = _matrix(d, "d", square=True)
+  n = d.shape[0]
+  if n < 3:
+    raise ValueError(f"d: {n} architectures; a t-SNE embedding needs at least 3")
+  if not np.allclose(d, d.T, rtol=1e-6, atol=1e-9 * max(d.max(), 1.0)):
+    raise ValueError("d: not symmetric; embed a matrix of distances within one set")
+  names = _labels(labels, n, "labels")
+  perplexity = min(30.0, (n - 1) / 3) if perplexity is None else perplexity
+  if not 0 < perplexity < n:
+    raise ValueError(f"perplexity: {perplexity!r}; expected 0 < perplexity < n = {n}")
+  tsne = TSNE(n_components=2, metric="precomputed", init="random", perplexity=perplexity, random_state=seed)
+  xy = tsne.fit_transform((d + d.T) / 2).astype(np.float64)
+  if path is not None:
+    fig = Figure(figsize=(6, 6))
+    ax = fig.add_subplot()
+    ax.scatter(xy[:, 0], xy[:, 1], s=14)
+    if n <= _MAX_TICKS:
+      for (x, y), name in zip(xy, names):
+        ax.annotate(name, (x, y), fontsize=7, xytext=(2, 2), textcoords="offset points")
+    ax.set_title(title)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    FigureCanvasAgg(fig).print_png(path)
+  return xy
