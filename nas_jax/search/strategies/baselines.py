@@ -9,6 +9,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from nas_jax.acquisition import evolution
 from nas_jax.search.state import GOALS
 from nas_jax.search.strategies import common
 from nas_jax.search.strategy import Strategy
@@ -95,7 +96,8 @@ class EAState:
 
 
 def selection_probabilities(scores: np.ndarray) -> np.ndarray:
-  """pi(z_i) proportional to exp(f_i / sigma), sigma the std of the f_i (spec nasbot.md 8.1.a).
+  """pi(z_i) proportional to exp(f_i / sigma), sigma the std of the f_i (spec nasbot.md 8.1.a):
+  the EA acquisition optimiser's rule (`evolution.selection_probs`) applied to true scores.
 
   Args:
     scores: [n] finite scores (higher is better).
@@ -103,12 +105,7 @@ def selection_probabilities(scores: np.ndarray) -> np.ndarray:
   Returns:
     [n] float64 probabilities; uniform when sigma = 0 (e.g. n = 1).
   """
-  scores = np.asarray(scores, np.float64)
-  sigma = scores.std()
-  if not sigma > 0:
-    return np.full(scores.shape, 1.0 / scores.size)
-  w = np.exp((scores - scores.max()) / sigma)  # shifting by the max changes nothing but overflow
-  return w / w.sum()
+  return evolution.selection_probs(scores, selection="paper")
 
 
 def _generation(space: Any, history: common.History, n_mut: int, key: jax.Array, exclude: set) -> tuple:

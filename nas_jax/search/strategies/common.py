@@ -9,6 +9,8 @@ from typing import Any, Iterable, Sequence
 import jax
 import numpy as np
 
+from nas_jax.spaces.graph_edit import host_rng  # re-exported: strategies draw host randomness here
+
 from nas_jax.search.state import Observation, Status, to_score
 
 __all__ = ["History", "empty_history", "add_observations", "fresh", "step_key", "host_rng"]
@@ -75,11 +77,3 @@ def step_key(key: jax.Array, history: History, pending: Sequence) -> jax.Array:
   """The key of one propose call, folded with how many points are observed or pending, so a
   resumed search that has replayed the same observations draws the same proposals."""
   return jax.random.fold_in(key, len(history) + len(pending))
-
-
-def host_rng(key: jax.Array) -> np.random.Generator:
-  """A numpy Generator determined by a JAX key, for host-side draws of varying sizes (which in
-  jax.random would compile once per size)."""
-  data = np.asarray(jax.random.key_data(key)) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) \
-      else np.asarray(key)
-  return np.random.default_rng(data.ravel().tolist())
