@@ -9,7 +9,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from nas_jax.acquisition import evolution
+from nas_jax.acquisition.evolution import selection_probs
 from nas_jax.search.state import GOALS
 from nas_jax.search.strategies import common
 from nas_jax.search.strategy import Strategy
@@ -97,7 +97,7 @@ class EAState:
 
 def selection_probabilities(scores: np.ndarray) -> np.ndarray:
   """pi(z_i) proportional to exp(f_i / sigma), sigma the std of the f_i (spec nasbot.md 8.1.a):
-  the EA acquisition optimiser's rule (`evolution.selection_probs`) applied to true scores.
+  the EA acquisition optimiser's rule (`selection_probs`) applied to true scores.
 
   Args:
     scores: [n] finite scores (higher is better).
@@ -105,7 +105,7 @@ def selection_probabilities(scores: np.ndarray) -> np.ndarray:
   Returns:
     [n] float64 probabilities; uniform when sigma = 0 (e.g. n = 1).
   """
-  return evolution.selection_probs(scores, selection="paper")
+  return selection_probs(scores, selection="paper")
 
 
 def _generation(space: Any, history: common.History, n_mut: int, key: jax.Array, exclude: set) -> tuple:
