@@ -76,10 +76,12 @@ def _scores(score_fn: Callable[[list], Any], points: list) -> np.ndarray:
 
 def ea_maximize(key, score_fn: Callable[[list], Any], population: Sequence, space: Space, *,
                 n_ea: int, n_mut: int, n: int = 1, exclude: Collection[Hashable] = frozenset(),
-                selection: str = "paper", max_mutations: int | None = None) -> tuple[list, np.ndarray]:
+                selection: str = "paper", max_mutations: int | None = None,
+                population_scores=None) -> tuple[list, np.ndarray]:
   """Maximises a cheap score g over `space` by evolution (spec nasbot.md 8.1).
 
-  The population (de-duplicated by canonical key) is scored once. Then, until `n_ea` new points
+  The population (de-duplicated by canonical key) is scored once, or its scores are given.
+  Then, until `n_ea` new points
   have been scored: draw N_mut parents with replacement from every point scored so far with
   `selection_probs`, mutate each with `space.mutate`, drop children whose canonical key was
   already scored, is excluded, or repeats in the round, and score the rest in one call.
@@ -100,6 +102,8 @@ def ea_maximize(key, score_fn: Callable[[list], Any], population: Sequence, spac
       the population still serve as parents.
     selection: "paper" (exp(g / sigma)) or "nasbot_code" (exp((g - mean) / (2 sigma))).
     max_mutations: the most mutations in all; 10 * n_ea by default.
+    population_scores: [len(population)] scores of the population, when the caller has them
+      cheaper than `score_fn` (e.g. from a cache); `score_fn` then only scores children.
 
   Returns:
     (points, scores): the best min(n, available) scored points not in `exclude`, highest g
@@ -114,15 +118,22 @@ def ea_maximize(key, score_fn: Callable[[list], Any], population: Sequence, spac
     raise ValueError(f"selection: {selection!r} is unknown; choose one of: {', '.join(SELECTIONS)}")
   if len(population) == 0:
     raise ValueError("population: empty; pass at least one point (e.g. space.initial())")
+  if population_scores is not None and np.shape(population_scores) != (len(population),):
+    raise ValueError(f"population_scores: shape {np.shape(population_scores)}; expected"
+                     f" [{len(population)}], one score per population point")
   exclude = set(exclude)
-  points, keys, seen = [], [], set()
-  for p in population:
+  points, keys, firsts, seen = [], [], [], set()
+  for i, p in enumerate(population):
     k = space.canonical_key(p)
     if k not in seen:
       seen.add(k)
       points.append(p)
       keys.append(k)
-  g = _scores(score_fn, points)
+      firsts.append(i)
+  if population_scores is None:
+    g = _scores(score_fn, points)
+  else:
+    g = np.asarray(population_scores, np.float64)[firsts]
   rng = graph_edit.host_rng(key)
   used, tried = 0, 0
   while used < n_ea and tried < max_mutations:

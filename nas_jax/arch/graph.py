@@ -26,6 +26,7 @@ __all__ = [
     "path_lengths",
     "PATH_FEATURES",
     "topological_order",
+    "adjacency_lists",
     "host_topological_order",
 ]
 
@@ -191,17 +192,27 @@ def topological_order(arch: Architecture) -> jax.Array:
   return jnp.argsort(key, stable=True).astype(jnp.int32)
 
 
+def adjacency_lists(adjacency: np.ndarray) -> tuple[list[list[int]], list[list[int]]]:
+  """(parents, children) index lists, ascending, of a dense [n, n] bool adjacency on the host."""
+  n = adjacency.shape[0]
+  parents, children = [[] for _ in range(n)], [[] for _ in range(n)]
+  for u, v in zip(*(x.tolist() for x in np.nonzero(adjacency))):
+    children[u].append(v)
+    parents[v].append(u)
+  return parents, children
+
+
 def host_topological_order(adjacency: np.ndarray) -> list[int] | None:
   """Kahn's order of a dense [n, n] bool adjacency on the host; None if it has a cycle."""
-  n = adjacency.shape[0]
-  indeg = adjacency.sum(0).astype(int)
-  ready = [i for i in range(n) if indeg[i] == 0]
+  parents, children = adjacency_lists(adjacency)
+  indeg = [len(p) for p in parents]
+  ready = [i for i, d in enumerate(indeg) if d == 0]
   order = []
   while ready:
     u = ready.pop(0)
     order.append(u)
-    for v in np.flatnonzero(adjacency[u]):
+    for v in children[u]:
       indeg[v] -= 1
       if indeg[v] == 0:
-        ready.append(int(v))
-  return order if len(order) == n else None
+        ready.append(v)
+  return order if len(order) == len(parents) else None

@@ -115,17 +115,12 @@ def _reach(kids: list[list[int]], start: int) -> np.ndarray:
   return seen
 
 
-def _neighbours(adj: np.ndarray) -> tuple[list[list[int]], list[list[int]]]:
-  """(parents, children) index lists of a dense adjacency, built once for the checks below."""
-  return [np.flatnonzero(c).tolist() for c in adj.T], [np.flatnonzero(r).tolist() for r in adj]
-
-
 def _check_graph(kind: str, lids: np.ndarray, adj: np.ndarray, limits: Limits) -> list[int]:
   """Structure rules of spec nasbot.md 1.4; returns a topological order."""
   table = labels_lib.label_table(kind)
   role = table.role[lids]
   names = [table.names[i] for i in lids]
-  parents, kids = _neighbours(adj)
+  parents, kids = graph.adjacency_lists(adj)
   for r, name in ((_IP, "ip"), (_OP, "op")):
     where_r = np.flatnonzero(role == r)
     if len(where_r) != 1:
@@ -179,7 +174,7 @@ def image_sizes(kind: str, lids: np.ndarray, strides: np.ndarray, adj: np.ndarra
   if kind != "cnn":
     return size
   table = labels_lib.label_table(kind)
-  parents, _ = _neighbours(adj)
+  parents, _ = graph.adjacency_lists(adj)
   for u in graph.host_topological_order(adj):
     role, name = int(table.role[lids[u]]), table.names[lids[u]]
     if role == _IP:
@@ -203,7 +198,7 @@ def host_masses(kind: str, lids: np.ndarray, units: np.ndarray, adj: np.ndarray,
   roles = table.role[lids].tolist()
   has_units = table.has_units[lids].tolist()
   coeff = {_RES: params.res_mass_factor, _FC: params.fc_mass_coeff}
-  parents, _ = _neighbours(adj)
+  parents, _ = graph.adjacency_lists(adj)
   out, mass = [0.0] * len(lids), [0.0] * len(lids)
   for u in order:
     incoming = sum(out[p] for p in parents[u])

@@ -5,7 +5,9 @@ LP with POT on the host, "sinkhorn" runs the chunk's Sinkhorn problems in the sa
 """
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import os
 from typing import NamedTuple, Sequence, Union
 
 import jax
@@ -33,6 +35,7 @@ KERNEL_NU_STR = (0.1, 0.2, 0.4, 0.8)  # the structural weights of the NASBOT ker
 Archs = Union[Architecture, Sequence[Architecture]]
 _EMD_MAX_ITER = 100_000  # POT's default; these LPs need a few hundred pivots at most
 _SLOTS = 8  # pair problems are trimmed to a multiple of this many slots, one compile per size
+_MIN_THREAD_PAIRS = 16  # fewer pairs per thread than this are not worth the hand-off
 _ROUND = 100  # Sinkhorn iterations between two checks for finished problems
 
 
@@ -105,13 +108,20 @@ def _features(batch: Architecture, params: costs.OtmannParams) -> costs.OtmannFe
 
 
 def _host_features(batch: Architecture, params: costs.OtmannParams) -> costs.OtmannFeatures:
-  """Features of every architecture as numpy arrays. The batch is padded to a power-of-two count
-  and a multiple of _SLOTS slots first, so growing sets compile O(log n) times."""
-  n, slots = np.shape(batch.labels)
-  to_n, to_s = max(8, 1 << (n - 1).bit_length()), -(-slots // _SLOTS) * _SLOTS
-  widths = lambda x: [(0, to_n - n)] + [(0, to_s - slots)] * (np.ndim(x) - 1)
-  padded = jax.tree.map(lambda x: np.pad(np.asarray(x), widths(x)), batch)
-  return jax.tree.map(lambda x: np.asarray(x)[:n], _features(padded, params))
+  """Features of every architecture as numpy arrays. The batch is padded to a power-of-two count,
+  and its slots cut or padded to the smallest multiple of _SLOTS holding every real layer (the
+  path-length relaxation costs O(slots^3)), so growing sets compile O(log n) times."""
+  mask = np.asarray(batch.mask)
+  n, slots = mask.shape
+  used = np.flatnonzero(mask.any(0))
+  to_n, to_s = max(8, 1 << (n - 1).bit_length()), max(_SLOTS, -(-(used[-1] + 1) // _SLOTS) * _SLOTS)
+
+  def fit(x):
+    x = np.asarray(x)
+    x = x[(slice(None),) + (slice(0, to_s),) * (x.ndim - 1)]
+    return np.pad(x, [(0, to_n - n)] + [(0, to_s - min(slots, to_s))] * (x.ndim - 1))
+
+  return jax.tree.map(lambda x: np.asarray(x)[:n], _features(jax.tree.map(fit, batch), params))
 
 
 @functools.partial(jax.jit, static_argnames=("kind", "params"))
@@ -132,6 +142,8 @@ def _exact_problems(pa, pb, nus, kind, params):
 def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
   """d_bar of each pair and nu by network simplex, on each problem trimmed to its real layers.
 
+  POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core.
+
   Args:
     cost: [C, n_nu, S+1, S+1] float64 augmented costs, sinks at slots na and nb.
     a, b: [C, S+1] normalised supplies and demands.
@@ -141,13 +153,34 @@ def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, n
     [n_nu, C] float64.
   """
   out = np.empty(cost.shape[1::-1])
-  for p in range(cost.shape[0]):
-    r, c = na[p] + 1, nb[p] + 1
-    for k in range(cost.shape[1]):
-      _, out[k, p], _, _, status = emd_c(a[p, :r], b[p, :c], np.ascontiguousarray(cost[p, k, :r, :c]), _EMD_MAX_ITER, 1)
-      if status != 1:
-        raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {p}, nu index {k})")
+
+  def block(pairs: range) -> None:
+    for p in pairs:
+      r, c = na[p] + 1, nb[p] + 1
+      ap, bp = a[p, :r], b[p, :c]
+      for k in range(cost.shape[1]):
+        _, out[k, p], _, _, status = emd_c(ap, bp, np.ascontiguousarray(cost[p, k, :r, :c]), _EMD_MAX_ITER, 1)
+        if status != 1:
+          raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {p}, nu index {k})")
+
+  n, cores = cost.shape[0], _cores()
+  if cores == 1 or n < 2 * _MIN_THREAD_PAIRS:
+    block(range(n))
+  else:
+    step = -(-n // cores)
+    for f in [_lp_pool().submit(block, range(i, min(n, i + step))) for i in range(0, n, step)]:
+      f.result()
   return out
+
+
+@functools.lru_cache(maxsize=1)
+def _cores() -> int:
+  return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=1)
+def _lp_pool() -> concurrent.futures.ThreadPoolExecutor:
+  return concurrent.futures.ThreadPoolExecutor(_cores(), thread_name_prefix="otmann-lp")
 
 
 def _rounded_d_bar(plan, cost, supply, demand, na, nb, nas_cost):

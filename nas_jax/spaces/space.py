@@ -13,6 +13,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture, pad
+from nas_jax.arch.graph import adjacency_lists
 from nas_jax.arch.json_io import Limits, from_json, to_json
 from nas_jax.spaces import graph_edit, modifiers as modifiers_lib
 from nas_jax.spaces.pools import initial_pool
@@ -59,7 +60,7 @@ def canonical_key(arch: Architecture) -> str:
   Colour refinement (1-dimensional Weisfeiler-Lehman on the directed graph): a layer starts with
   its (label, units, stride) and is recoloured from its colour and the sorted colours of its
   parents and of its children until the colour partition stops refining; the key hashes the
-  kind and the sorted final colours. Guarantee: graphs equal up to renumbering the layers get
+  kind and the multiset of signatures of every round. Guarantee: graphs equal up to renumbering the layers get
   equal keys (every step is permutation-equivariant). The converse holds unless colour
   refinement fails to tell two graphs apart, which needs regular-like structure that the tests
   did not meet among NASBOT networks; such graphs would be treated as duplicates.
@@ -72,20 +73,21 @@ def canonical_key(arch: Architecture) -> str:
   """
   g = graph_edit.from_arch(arch)
   names = labels_lib.label_table(g.kind).names
-  colour = [_digest(f"{names[l]}|{u}|{s}") for l, u, s in zip(g.labels, g.units, g.strides)]
-  parents = [np.flatnonzero(g.adj[:, i]).tolist() for i in range(g.n)]
-  children = [np.flatnonzero(g.adj[i]).tolist() for i in range(g.n)]
-  n_classes = len(set(colour))
-  for _ in range(g.n):
-    colour = [
-        _digest(colour[i] + "<" + ",".join(sorted(colour[p] for p in parents[i])) + ">"
-                + ",".join(sorted(colour[c] for c in children[i])))
-        for i in range(g.n)
-    ]
-    if len(set(colour)) == n_classes:
+  signature = [(names[l], int(u), int(st)) for l, u, st in zip(g.labels, g.units, g.strides)]
+  parents, children = adjacency_lists(g.adj)
+  # Colours are ranks among the round's sorted distinct signatures, so equal signature
+  # multisets give equal colourings; the key hashes every round's multiset, i.e. the history.
+  rounds = []
+  for _ in range(g.n + 1):
+    rank = {sig: r for r, sig in enumerate(sorted(set(signature)))}
+    colour = [rank[sig] for sig in signature]
+    rounds.append(sorted(signature))
+    if len(rounds) > 1 and len(rank) == n_classes:
       break
-    n_classes = len(set(colour))
-  return f"{g.kind}:{_digest(','.join(sorted(colour)))}"
+    n_classes = len(rank)
+    signature = [(colour[i], tuple(sorted(colour[p] for p in parents[i])),
+                  tuple(sorted(colour[c] for c in children[i]))) for i in range(g.n)]
+  return f"{g.kind}:{_digest(repr(rounds))}"
 
 
 def _within(arch: Architecture, limits: Limits) -> bool:

@@ -91,6 +91,20 @@ def test_ea_scores_exactly_n_ea_new_distinct_points(n_ea, n_mut):
   assert len(scored) == 2 + n_ea and len(set(scored)) == len(scored)
 
 
+def test_given_population_scores_replace_the_first_call_and_change_nothing_else():
+  f = lambda x: -abs(x - 80)
+  population = [10, 20, 10, 55]
+  plain = ea_maximize(jax.random.PRNGKey(4), _Spy(f), population, _line_space(), n_ea=40, n_mut=6, n=4)
+  spy = _Spy(f)
+  given_ = ea_maximize(jax.random.PRNGKey(4), spy, population, _line_space(), n_ea=40, n_mut=6, n=4,
+                       population_scores=[f(x) for x in population])
+  assert given_[0] == plain[0] and given_[1].tolist() == plain[1].tolist()
+  assert not set(sum(spy.calls, [])) & set(population)  # only children were scored
+  with pytest.raises(ValueError, match=r"population_scores: shape \(3,\); expected \[4\]"):
+    ea_maximize(jax.random.PRNGKey(4), spy, population, _line_space(), n_ea=4, n_mut=2,
+                population_scores=[0.0, 1.0, 2.0])
+
+
 def test_ea_never_returns_or_scores_excluded_points():
   spy = _Spy(lambda x: -abs(x - 137))
   exclude = set(range(130, 145)) | {20}

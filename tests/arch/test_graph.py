@@ -215,3 +215,11 @@ def test_masses_are_differentiable_free_of_nan_under_jit_float32():
     m = jax.jit(nas_jax.layer_masses)(arch)
   assert m.dtype == jnp.float32
   np.testing.assert_allclose(np.asarray(m)[5], 1024.0)
+
+
+def test_adjacency_lists_match_the_dense_matrix():
+  rng = np.random.default_rng(0)
+  adj = rng.random((9, 9)) < 0.3
+  parents, children = graph.adjacency_lists(adj)
+  assert children == [np.flatnonzero(r).tolist() for r in adj]
+  assert parents == [np.flatnonzero(c).tolist() for c in adj.T]

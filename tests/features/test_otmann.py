@@ -191,6 +191,13 @@ def test_shapes_batches_chunks_and_mlps():
   assert np.all(one.d > 0)
 
 
+def test_threaded_and_serial_lp_solves_agree(triple_set):
+  """A 66-pair chunk is split over threads; chunks of 8 pairs run on the calling thread."""
+  archs, full = triple_set
+  serial = otmann.otmann_distances(archs, nu_str=otmann.KERNEL_NU_STR, chunk_size=8)
+  np.testing.assert_array_equal(serial.d, full.d)
+
+
 def test_extend_distances_equals_a_full_recomputation():
   archs = _mixed_cnns(7, seed=6)
   old = otmann.otmann_distances(archs[:4], nu_str=otmann.KERNEL_NU_STR)

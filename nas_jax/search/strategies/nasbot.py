@@ -111,7 +111,8 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
     return out.d, out.d_bar
 
   def bo_score_fn(key, history, d, d_bar, pending):
-    """Hallucinated EI over candidates, given the history's distance cache."""
+    """Hallucinated EI, given the history's distance cache: `(score, score_known)` where
+    `score(cands)` solves OTMANN for new points and `score_known(idx)` reads history rows."""
     points = list(history.points) + list(pending)
     n_hist, n_all = len(history), len(history) + len(pending)
     c = _capacity(n_all)
@@ -129,15 +130,15 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
                           jnp.asarray(pending_mask)) if pending else state
     best = float(history.scores[history.ok].max())
 
-    def score(cands):
-      m = len(cands)
-      cd, cdb = dist(list(cands), points)
+    def hei(cd, cdb):
+      m = cd.shape[1]
       rows = _capacity(m, 8)
       cross = OtmannPair(jnp.asarray(_pad(cd, rows, c)), jnp.asarray(_pad(cdb, rows, c)))
       values = acq.hei(surrogate.predict(state, cross), surrogate.predict(state_p, cross), best)
       return np.asarray(values)[:m]
 
-    return score
+    return (lambda cands: hei(*dist(list(cands), points)),
+            lambda idx: hei(d[:, idx, :n_all], d_bar[:, idx, :n_all]))
 
   def init(key):
     empty = np.zeros((len(nus), 0, 0))
@@ -160,15 +161,22 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
         break
       t = len(history)
       n_ea = evolution.n_ea_schedule(t, scale=ea_scale, lo=ea_min, hi=ea_max)
+      pool = [q for q in space.initial() if space.canonical_key(q) not in history.keys]
+      known = np.flatnonzero(history.ok)
       if acquisition == "random":
         rng = common.host_rng(k_rand)
         score = lambda cands: rng.uniform(size=len(cands))
+        known_scores = score(known)
       else:
-        score = bo_score_fn(k_fit, history, state.d, state.d_bar, pending + out)
-      population = [history.points[i] for i in np.flatnonzero(history.ok)] + list(space.initial())
+        score, score_known = bo_score_fn(k_fit, history, state.d, state.d_bar, pending + out)
+        known_scores = score_known(known)
+      # The evaluated networks' acquisition comes from the distance cache; only the pool
+      # networks not evaluated yet (failed or in flight) and the EA's children need new LPs.
+      population = [history.points[i] for i in known] + pool
+      scores = np.concatenate([known_scores, score(pool) if pool else np.zeros(0)])
       chosen, values = evolution.ea_maximize(
           k_ea, score, population, space, n_ea=n_ea, n_mut=evolution.n_mut_schedule(n_ea),
-          exclude=exclude, selection=selection,
+          exclude=exclude, selection=selection, population_scores=scores,
       )
       if not chosen:
         break
