@@ -1,26 +1,32 @@
 """The paper's EA baseline (spec nasbot.md 10.4) on a synthetic objective of spec nasbot.md 10.6
 (default f1 on CNNs).
 
-Run (`:smoke` = tiny budget, used by tests and CI):
+The config arg is a comma-separated list of tokens: `smoke` (tiny budget, used by tests and
+CI) and a function `f0`..`f3` (f1 and f0 on CNNs, f2 and f3 on MLPs, spec 10.6), e.g.
   python launch/search.py --config=configs/ea_synthetic.py[:smoke] --config.workdir=runs/ea_f1
-f2 on MLPs (f3 likewise; f0 takes either kind):
-  python launch/search.py --config=configs/ea_synthetic.py --config.task.function=f2 \
-    --config.space.kind=mlp --config.workdir=runs/ea_f2
+  python launch/search.py --config=configs/ea_synthetic.py:f2 --config.workdir=runs/ea_f2
 """
 import ml_collections
 from ml_collections import config_dict
 
 
+FUNCTIONS = {"f0": "cnn", "f1": "cnn", "f2": "mlp", "f3": "mlp"}  # function -> space kind
+
+
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  if arg not in ("", "smoke"):
-    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
-  smoke = arg == "smoke"
+  tokens = [t for t in arg.split(",") if t]
+  bad = [t for t in tokens if t != "smoke" and t not in FUNCTIONS]
+  if bad or sum(t in FUNCTIONS for t in tokens) > 1:
+    raise ValueError(f"get_config: arg must be comma-separated tokens, smoke and at most one of"
+                     f" {', '.join(FUNCTIONS)}; got {arg!r}")
+  smoke = "smoke" in tokens
+  function = next((t for t in tokens if t in FUNCTIONS), "f1")
   c = ml_collections.ConfigDict()
   c.strategy = "ea"
   c.strategy_config = ml_collections.ConfigDict({"n_mut": 10})  # mutants per generation (spec 10.4)
-  c.space = ml_collections.ConfigDict({"name": "layer_graph", "kind": "cnn", "max_layers": 60})
+  c.space = ml_collections.ConfigDict({"name": "layer_graph", "kind": FUNCTIONS[function], "max_layers": 60})
   # delay_s: seconds each evaluation sleeps, to stand in for training when testing executors.
-  c.task = ml_collections.ConfigDict({"name": "synthetic", "function": "f1", "delay_s": 0.0})
+  c.task = ml_collections.ConfigDict({"name": "synthetic", "function": function, "delay_s": 0.0})
   c.budget = 6 if smoke else 200  # Fig. 7 runs 200 evaluations
   c.num_workers = 1
   c.executor = "inline"  # "inline" | "local" (process pool) | "ray"

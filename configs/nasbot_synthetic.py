@@ -1,12 +1,13 @@
 """NASBOT (spec nasbot.md 7-9) on a synthetic objective of spec 10.6 (default f1 on CNNs); the
 task, space and executor fields are those of `ea_synthetic.py`.
 
-Run (`:smoke` = the initial pool plus two BO steps, used by tests and CI):
-  python launch/search.py --config=configs/nasbot_synthetic.py[:smoke] --config.workdir=runs/nasbot_f1
-The paper's ablations (App. C.4, Fig. 7):
-  --config.strategy_config.kernel=d|d_bar            (a: distance terms of the kernel)
-  --config.space.modifiers=unit|structure            (b: modifier subsets)
-  --config.strategy_config.p=2 --config.strategy_config.p_bar=1   (c: powers)
+The config arg takes `ea_synthetic.py`'s tokens (`smoke`: the initial pool plus two BO steps,
+used by tests and CI; `f0`..`f3`) and the paper's ablations (App. C.4, Fig. 7), comma-separated:
+  d | d_bar                  (a: one distance term in the kernel; default both)
+  unit | structure           (b: modifier subsets; default all nine)
+  p11 | p12 | p21 | p22      (c: the powers (p, p_bar) of eq. (7); default p12)
+e.g. the modifier ablation on f2, as `launch/compare.py --configs=...` takes it:
+  python launch/search.py --config=configs/nasbot_synthetic.py:f2,unit --config.workdir=runs/f2_unit
 """
 import os
 import runpy
@@ -35,10 +36,22 @@ def nasbot_options(smoke: bool) -> ml_collections.ConfigDict:
   })
 
 
+_KERNELS, _MODIFIERS = ("d", "d_bar"), ("unit", "structure")
+_POWERS = {"p11": (1.0, 1.0), "p12": (1.0, 2.0), "p21": (2.0, 1.0), "p22": (2.0, 2.0)}
+
+
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  tokens = [t for t in arg.split(",") if t]
+  for group in (_KERNELS, _MODIFIERS, tuple(_POWERS)):
+    if sum(t in group for t in tokens) > 1:
+      raise ValueError(f"get_config: arg {arg!r} names more than one of {', '.join(group)}")
+  own = [t for t in tokens if t in _KERNELS + _MODIFIERS + tuple(_POWERS)]
+  c = _BASE(",".join(t for t in tokens if t not in own))
+  smoke = "smoke" in tokens
   c.strategy = "nasbot"
-  c.strategy_config = nasbot_options(arg == "smoke")
-  c.space.modifiers = "all"  # "all" | "unit" | "structure" (Fig. 7b)
-  c.budget = 12 if arg == "smoke" else 200
+  c.strategy_config = nasbot_options(smoke)
+  c.strategy_config.kernel = next((t for t in own if t in _KERNELS), "combined")
+  c.strategy_config.p, c.strategy_config.p_bar = _POWERS[next((t for t in own if t in _POWERS), "p12")]
+  c.space.modifiers = next((t for t in own if t in _MODIFIERS), "all")  # "all" | "unit" | "structure"
+  c.budget = 12 if smoke else 200
   return c

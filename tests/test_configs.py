@@ -110,3 +110,26 @@ def test_missing_workdir_and_train_mismatch_are_named(tmp_path):
   c.task.dataset, c.task.optimizer = "diabetes", "lbfgs"
   with pytest.raises(ValueError, match=r"config\.task\.optimizer: 'lbfgs'"):
     config_lib.check_search_config(c)
+
+
+@pytest.mark.parametrize("arg, strategy, kind, function, kernel, modifiers, powers", [
+    ("", "nasbot", "cnn", "f1", "combined", "all", (1.0, 2.0)),
+    ("f2,unit", "nasbot", "mlp", "f2", "combined", "unit", (1.0, 2.0)),
+    ("d_bar,smoke", "nasbot", "cnn", "f1", "d_bar", "all", (1.0, 2.0)),
+    ("f3,structure,p21", "nasbot", "mlp", "f3", "combined", "structure", (2.0, 1.0)),
+])
+def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, function, kernel,
+                                                          modifiers, powers):
+  c = compare.load_config(os.path.join(ROOT, "configs", "nasbot_synthetic.py") + f":{arg}")
+  assert (c.strategy, c.space.kind, c.task.function) == (strategy, kind, function)
+  assert (c.strategy_config.kernel, c.space.modifiers) == (kernel, modifiers)
+  assert (c.strategy_config.p, c.strategy_config.p_bar) == powers
+  rand = compare.load_config(os.path.join(ROOT, "configs", "rand_synthetic.py") + f":{arg}")
+  assert (rand.strategy, rand.task.function, rand.space.modifiers) == ("rand", function, modifiers)
+
+
+@pytest.mark.parametrize("name, arg", [("nasbot_synthetic.py", "d,d_bar"), ("nasbot_synthetic.py", "f1,f2"),
+                                       ("ea_synthetic.py", "unit"), ("random_synthetic.py", "f4")])
+def test_synthetic_config_args_refuse_conflicts_and_unknown_tokens(name, arg):
+  with pytest.raises(ValueError, match="get_config: arg"):
+    compare.load_config(os.path.join(ROOT, "configs", name) + f":{arg}")
