@@ -1,7 +1,7 @@
 """The paper's EA baseline (spec nasbot.md 10.4) on a synthetic objective of spec nasbot.md 10.6
 (default f1 on CNNs).
 
-The config arg is a comma-separated list of tokens: `smoke` (tiny budget, used by tests and
+The config arg is a "+"-separated list of tokens: `smoke` (tiny budget, used by tests and
 CI) and a function `f0`..`f3` (f1 and f0 on CNNs, f2 and f3 on MLPs, spec 10.6), e.g.
   python launch/search.py --config=configs/ea_synthetic.py[:smoke] --config.workdir=runs/ea_f1
   python launch/search.py --config=configs/ea_synthetic.py:f2 --config.workdir=runs/ea_f2
@@ -14,10 +14,10 @@ FUNCTIONS = {"f0": "cnn", "f1": "cnn", "f2": "mlp", "f3": "mlp"}  # function -> 
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  tokens = [t for t in arg.split(",") if t]
+  tokens = [t for t in arg.split("+") if t]
   bad = [t for t in tokens if t != "smoke" and t not in FUNCTIONS]
   if bad or sum(t in FUNCTIONS for t in tokens) > 1:
-    raise ValueError(f"get_config: arg must be comma-separated tokens, smoke and at most one of"
+    raise ValueError(f"get_config: arg must be '+'-separated tokens, smoke and at most one of"
                      f" {', '.join(FUNCTIONS)}; got {arg!r}")
   smoke = "smoke" in tokens
   function = next((t for t in tokens if t in FUNCTIONS), "f1")

@@ -2,12 +2,12 @@
 task, space and executor fields are those of `ea_synthetic.py`.
 
 The config arg takes `ea_synthetic.py`'s tokens (`smoke`: the initial pool plus two BO steps,
-used by tests and CI; `f0`..`f3`) and the paper's ablations (App. C.4, Fig. 7), comma-separated:
+used by tests and CI; `f0`..`f3`) and the paper's ablations (App. C.4, Fig. 7), "+"-separated (commas would split --configs lists):
   d | d_bar                  (a: one distance term in the kernel; default both)
   unit | structure           (b: modifier subsets; default all nine)
   p11 | p12 | p21 | p22      (c: the powers (p, p_bar) of eq. (7); default p12)
 e.g. the modifier ablation on f2, as `launch/compare.py --configs=...` takes it:
-  python launch/search.py --config=configs/nasbot_synthetic.py:f2,unit --config.workdir=runs/f2_unit
+  python launch/search.py --config=configs/nasbot_synthetic.py:f2+unit --config.workdir=runs/f2_unit
 """
 import os
 import runpy
@@ -41,12 +41,12 @@ _POWERS = {"p11": (1.0, 1.0), "p12": (1.0, 2.0), "p21": (2.0, 1.0), "p22": (2.0,
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  tokens = [t for t in arg.split(",") if t]
+  tokens = [t for t in arg.split("+") if t]
   for group in (_KERNELS, _MODIFIERS, tuple(_POWERS)):
     if sum(t in group for t in tokens) > 1:
       raise ValueError(f"get_config: arg {arg!r} names more than one of {', '.join(group)}")
   own = [t for t in tokens if t in _KERNELS + _MODIFIERS + tuple(_POWERS)]
-  c = _BASE(",".join(t for t in tokens if t not in own))
+  c = _BASE("+".join(t for t in tokens if t not in own))
   smoke = "smoke" in tokens
   c.strategy = "nasbot"
   c.strategy_config = nasbot_options(smoke)

@@ -114,9 +114,9 @@ def test_missing_workdir_and_train_mismatch_are_named(tmp_path):
 
 @pytest.mark.parametrize("arg, strategy, kind, function, kernel, modifiers, powers", [
     ("", "nasbot", "cnn", "f1", "combined", "all", (1.0, 2.0)),
-    ("f2,unit", "nasbot", "mlp", "f2", "combined", "unit", (1.0, 2.0)),
-    ("d_bar,smoke", "nasbot", "cnn", "f1", "d_bar", "all", (1.0, 2.0)),
-    ("f3,structure,p21", "nasbot", "mlp", "f3", "combined", "structure", (2.0, 1.0)),
+    ("f2+unit", "nasbot", "mlp", "f2", "combined", "unit", (1.0, 2.0)),
+    ("d_bar+smoke", "nasbot", "cnn", "f1", "d_bar", "all", (1.0, 2.0)),
+    ("f3+structure+p21", "nasbot", "mlp", "f3", "combined", "structure", (2.0, 1.0)),
 ])
 def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, function, kernel,
                                                           modifiers, powers):
@@ -128,7 +128,7 @@ def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, f
   assert (rand.strategy, rand.task.function, rand.space.modifiers) == ("rand", function, modifiers)
 
 
-@pytest.mark.parametrize("name, arg", [("nasbot_synthetic.py", "d,d_bar"), ("nasbot_synthetic.py", "f1,f2"),
+@pytest.mark.parametrize("name, arg", [("nasbot_synthetic.py", "d+d_bar"), ("nasbot_synthetic.py", "f1+f2"),
                                        ("ea_synthetic.py", "unit"), ("random_synthetic.py", "f4")])
 def test_synthetic_config_args_refuse_conflicts_and_unknown_tokens(name, arg):
   with pytest.raises(ValueError, match="get_config: arg"):

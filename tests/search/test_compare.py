@@ -61,7 +61,7 @@ def test_compare_writes_results_table_and_curves_and_resumes(tmp_path):
 
 def test_compare_refuses_different_tasks_and_bad_arguments(tmp_path):
   with pytest.raises(ValueError, match="different tasks"):
-    compare.compare([RANDOM, f"{EA},f2"], [0], 2, str(tmp_path / "out"))
+    compare.compare([RANDOM, f"{EA}+f2"], [0], 2, str(tmp_path / "out"))
   with pytest.raises(ValueError, match="repeat a name"):
     compare.compare([RANDOM, RANDOM], [0], 2, str(tmp_path / "out"))
   with pytest.raises(ValueError, match="budget=0"):
