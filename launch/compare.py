@@ -2,6 +2,8 @@
 
   python launch/compare.py --configs=configs/random_synthetic.py,configs/ea_synthetic.py \
     --seeds=5 --budget=100 --out=runs/compare_f1
+  python launch/compare.py --configs=configs/nasbot_cnn_digits.py,configs/random_cnn_digits.py \
+    --seeds=5 --budget=16 --set=task.epochs=3 --out=runs/compare_digits
 
 Writes OUT/table.md (mean ± standard error of the best value at the budget), OUT/curves.png and
 OUT/results.json. Each run has its own workdir, OUT/<config>/seed<s>, so rerunning resumes.
@@ -18,6 +20,8 @@ flags.DEFINE_integer("seeds", 3, "Number of seeds: runs seeds 0 .. seeds-1.", lo
 flags.DEFINE_list("seed_list", None, "Explicit seeds, e.g. 0,3,7; overrides --seeds.")
 flags.DEFINE_integer("budget", None, "Evaluations per run (every config gets the same).", lower_bound=1)
 flags.DEFINE_string("out", None, "Output folder.")
+flags.DEFINE_multi_string("set", [], "dotted.field=value set in every config, e.g. --set=task.epochs=3;"
+                          " repeat the flag for several fields.")
 flags.DEFINE_bool("progress", False, "Show each run's progress bar.")
 
 
@@ -29,7 +33,11 @@ def main(argv):
     seeds = [int(s) for s in FLAGS.seed_list] if FLAGS.seed_list else list(range(FLAGS.seeds))
   except ValueError:
     raise app.UsageError(f"--seed_list={','.join(FLAGS.seed_list)}: expected integers") from None
-  compare.compare(FLAGS.configs, seeds, FLAGS.budget, FLAGS.out, progress=FLAGS.progress)
+  try:
+    overrides = compare.parse_overrides(FLAGS.set)
+  except ValueError as e:
+    raise app.UsageError(f"--set: {e}") from None
+  compare.compare(FLAGS.configs, seeds, FLAGS.budget, FLAGS.out, progress=FLAGS.progress, overrides=overrides)
   with open(f"{FLAGS.out}/{compare.TABLE}") as f:
     logging.info("\n%s", f.read())
   print(f"wrote {FLAGS.out}/{compare.TABLE}, {compare.CURVES}, {compare.RESULTS}")

@@ -3,6 +3,7 @@ its own workdir, then tabulate mean ± standard error of the best value and plot
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import logging
@@ -16,7 +17,8 @@ from nas_jax.search import config as config_lib
 from nas_jax.search import curves
 from nas_jax.search.state import Observation, to_score
 
-__all__ = ["load_config", "run_name", "run_curves", "compare", "write_table"]
+__all__ = ["load_config", "parse_overrides", "apply_overrides", "run_name", "run_curves", "compare",
+           "write_table"]
 
 RESULTS, TABLE, CURVES = "results.json", "table.md", "curves.png"
 
@@ -32,6 +34,33 @@ def load_config(spec: str) -> ml_collections.ConfigDict:
   module = importlib.util.module_from_spec(module_spec)
   module_spec.loader.exec_module(module)
   return module.get_config(arg) if arg else module.get_config()
+
+
+def parse_overrides(items: Sequence[str]) -> dict:
+  """`["task.epochs=3", "num_workers=2"]` -> {"task.epochs": 3, "num_workers": 2}; values are
+  Python literals, anything else is kept as a string."""
+  out = {}
+  for item in items:
+    key, eq, text = item.partition("=")
+    if not eq or not key or not all(key.split(".")):
+      raise ValueError(f"overrides: {item!r}; expected dotted.field=value, e.g. task.epochs=3")
+    try:
+      out[key] = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+      out[key] = text
+  return out
+
+
+def apply_overrides(config: ml_collections.ConfigDict, overrides: dict, spec: str) -> None:
+  """Sets each dotted field of `overrides` in `config`; a field the config lacks is an error."""
+  for key, value in overrides.items():
+    *parents, leaf = key.split(".")
+    section = config
+    for name in parents:
+      section = section.get(name) if isinstance(section, ml_collections.ConfigDict) else None
+    if not isinstance(section, ml_collections.ConfigDict) or leaf not in section:
+      raise ValueError(f"overrides: {key!r} is not a field of {spec}")
+    section[leaf] = value
 
 
 def run_name(spec: str) -> str:
@@ -93,7 +122,8 @@ def write_table(results: dict, path: str, budget: int) -> None:
     f.write("\n".join(lines) + "\n\n(mean ± one standard error over seeds; n/N = seeds with a value)\n")
 
 
-def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *, progress: bool = False) -> dict:
+def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *, progress: bool = False,
+            overrides: dict | None = None) -> dict:
   """Runs every config of `specs` for every seed with `budget` evaluations, then writes
   `out/results.json`, `out/table.md` and `out/curves.png`.
 
@@ -106,9 +136,10 @@ def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *
     budget: evaluations per run (overrides `config.budget`).
     out: output folder.
     progress: progress bars for each run.
+    overrides: dotted field -> value set in every config (`parse_overrides`), e.g. fewer epochs.
 
   Returns:
-    The results: {"goal", "budget", "runs": {name: [[best-so-far per evaluation] per seed]},
+    The results: {"goal", "budget", "overrides", "runs": {name: [[best-so-far per evaluation] per seed]},
     "test_runs": {name: [[test value of the best-so-far architecture] per seed]}}.
   """
   if not specs:
@@ -123,6 +154,7 @@ def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *
   configs = {}
   for spec, name in zip(specs, names):
     c = load_config(spec)
+    apply_overrides(c, overrides or {}, spec)
     c.budget, c.workdir = budget, os.path.join(out, name, "seed0")
     config_lib.check_search_config(c)
     configs[name] = c
@@ -131,7 +163,7 @@ def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *
     raise ValueError(f"compare: configs optimise different tasks {sorted({(t.name, t.goal) for t in tasks.values()})};"
                      " a comparison needs one task")
   goal = next(iter(tasks.values())).goal
-  results = {"goal": goal, "budget": budget, "runs": {}, "test_runs": {}}
+  results = {"goal": goal, "budget": budget, "overrides": dict(overrides or {}), "runs": {}, "test_runs": {}}
   for name, c in configs.items():
     results["runs"][name], results["test_runs"][name] = [], []
     for seed in seeds:

@@ -59,6 +59,19 @@ def test_compare_writes_results_table_and_curves_and_resumes(tmp_path):
   assert sizes == {p: os.path.getsize(p) for p in sizes}
 
 
+def test_overrides_reach_every_config_and_the_results(tmp_path):
+  assert compare.parse_overrides(["task.function=f0", "num_workers=2", "task.delay_s=0.0"]) == {
+      "task.function": "f0", "num_workers": 2, "task.delay_s": 0.0}
+  results = compare.compare([RANDOM, EA], [0], 3, str(tmp_path / "cmp"), overrides={"task.function": "f0"})
+  assert results["overrides"] == {"task.function": "f0"}
+  plain = compare.compare([RANDOM, EA], [0], 3, str(tmp_path / "plain"))
+  assert results["runs"] != plain["runs"]  # f0 and f1 score the same networks differently
+  with pytest.raises(ValueError, match=r"'task\.epochs' is not a field of .*random_synthetic"):
+    compare.compare([RANDOM], [0], 3, str(tmp_path / "bad"), overrides={"task.epochs": 3})
+  with pytest.raises(ValueError, match=r"expected dotted\.field=value"):
+    compare.parse_overrides(["epochs"])
+
+
 def test_compare_refuses_different_tasks_and_bad_arguments(tmp_path):
   with pytest.raises(ValueError, match="different tasks"):
     compare.compare([RANDOM, f"{EA}+f2"], [0], 2, str(tmp_path / "out"))
