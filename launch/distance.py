@@ -1,10 +1,11 @@
 """OTMANN distance matrix of architectures in JSON files, with an optional heatmap and t-SNE plot.
 
   python launch/distance.py --archs=A.json [--archs_b=B.json] --solver=exact --nu_str=0.5 \
-    --params=paper --out=D.json [--plot=heatmap.png] [--embed=tsne.png]
+    --params=paper --out=D.json [--plot=heatmap.png] [--embed=tsne.png] [--draw=DIR --draw_count=4]
 
 A.json is a JSON list of architectures in the interchange format. D.json gets {"d", "d_bar",
-"params"}; with several --nu_str values, d and d_bar gain a leading nu axis.
+"params"}; with several --nu_str values, d and d_bar gain a leading nu axis. --draw writes
+DIR/arch<i>.png, a drawing of each of the first --draw_count architectures of --archs.
 """
 import _threads  # noqa: F401  (before jax: sets OpenBLAS to one thread)
 import json
@@ -13,6 +14,7 @@ import sys
 
 from absl import app, flags
 import jax
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from nas_jax import plots
 from nas_jax.arch.architecture import Architecture
@@ -27,6 +29,8 @@ flags.DEFINE_enum("params", "paper", list(otmann_costs.OTMANN_PARAMS), "OTMANN c
 flags.DEFINE_string("out", None, "Output JSON file.")
 flags.DEFINE_string("plot", None, "Optional heatmap PNG of d (the first nu_str).")
 flags.DEFINE_string("embed", None, "Optional 2-D t-SNE PNG of d (the first nu_str; needs no --archs_b).")
+flags.DEFINE_string("draw", None, "Optional folder for PNG drawings of the first --draw_count networks of --archs.")
+flags.DEFINE_integer("draw_count", 4, "How many networks --draw draws.", lower_bound=1)
 
 
 def _load(path: str) -> list:
@@ -69,6 +73,11 @@ def _run(nus: list) -> str:
     plots.distance_heatmap(first, FLAGS.plot, title=title)
   if FLAGS.embed:
     plots.embedding_2d(first, FLAGS.embed, title=f"t-SNE of {title}")
+  if FLAGS.draw:
+    os.makedirs(FLAGS.draw, exist_ok=True)
+    for i, arch in enumerate(a[:FLAGS.draw_count]):
+      ax = plots.draw(arch, title=f"{os.path.basename(FLAGS.archs)}[{i}]")
+      FigureCanvasAgg(ax.figure).print_png(os.path.join(FLAGS.draw, f"arch{i}.png"))
   return f"wrote {FLAGS.out}: {first.shape[0]}x{first.shape[1]} distances"
 
 

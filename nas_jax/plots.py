@@ -1,17 +1,20 @@
-"""Plots of architecture distance matrices: a labelled heatmap and a 2-D t-SNE embedding (App. A.4).
+"""Plots of architecture distance matrices: a labelled heatmap and a 2-D t-SNE embedding (App. A.4);
+`draw` (one architecture as a layered DAG) lives in `nas_jax.drawing` and is re-exported here.
 
 Figures are drawn on matplotlib's Agg canvas, so nothing touches pyplot's global state.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import IO, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from sklearn.manifold import TSNE
 
-__all__ = ["distance_heatmap", "embedding_2d"]
+from nas_jax.drawing import draw
+
+__all__ = ["distance_heatmap", "embedding_2d", "draw"]
 
 _MAX_TICKS = 60  # beyond this many rows, label every k-th one so the labels stay legible
 
@@ -39,13 +42,13 @@ def _ticks(axis_set, labels: list[str]) -> None:
   axis_set(pos, [labels[i] for i in pos], fontsize=max(4, 10 - len(pos) // 10))
 
 
-def distance_heatmap(d, path: str, *, row_labels: Sequence[str] | None = None,
+def distance_heatmap(d, path: str | IO[bytes], *, row_labels: Sequence[str] | None = None,
                      col_labels: Sequence[str] | None = None, title: str = "") -> Figure:
   """Writes a PNG heatmap of a distance matrix, one labelled row and column per architecture.
 
   Args:
     d: [n, m] non-negative distances (e.g. `OtmannDistances.d`).
-    path: the PNG to write.
+    path: the PNG to write: a file name or a binary file object.
     row_labels, col_labels: n and m names; default to the indices.
     title: figure title.
 

@@ -1,5 +1,6 @@
 """Imports flow one way down the pipeline: arch -> spaces -> features -> surrogates ->
-acquisition -> search -> tasks. A module never imports from a package listed after its own."""
+acquisition -> search -> tasks. A module never imports from a package listed after its own, and
+no pipeline module imports the modules on top of it (plots, drawing, report)."""
 import ast
 import os
 
@@ -9,6 +10,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 ORDER = ["arch", "spaces", "features", "surrogates", "acquisition", "search", "tasks"]
 # tasks/ evaluates architectures; besides arch it may only see the Task/Observation types.
 TASKS_MAY_IMPORT = {"arch", "spaces", "search.task", "search.state"}
+TOP = ("plots", "drawing", "report")  # nas_jax/<name>.py: they read the pipeline, never the reverse
 
 
 def _modules():
@@ -36,6 +38,7 @@ def test_imports_flow_down_the_pipeline(rel, path):
   level = ORDER.index(package)
   for name in _imports(path):
     parts = name.split(".")
+    assert len(parts) < 2 or parts[1] not in TOP, f"{rel} imports {name}, which sits on top of the pipeline"
     if len(parts) < 2 or parts[1] not in ORDER:
       continue
     target = parts[1]

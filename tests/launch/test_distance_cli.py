@@ -16,11 +16,12 @@ def _run(*args):
                         text=True, timeout=300)
 
 
-def test_cli_writes_distances_heatmap_and_embedding(tmp_path):
+def test_cli_writes_distances_heatmap_embedding_and_drawings(tmp_path):
   archs = tmp_path / "A.json"
   archs.write_text(json.dumps([FIG1A, FIG1B, FIG3_LEFT]))
   out, heat, tsne = tmp_path / "D.json", tmp_path / "h.png", tmp_path / "t.png"
-  p = _run(f"--archs={archs}", "--nu_str=0.5", f"--out={out}", f"--plot={heat}", f"--embed={tsne}")
+  p = _run(f"--archs={archs}", "--nu_str=0.5", f"--out={out}", f"--plot={heat}", f"--embed={tsne}",
+           f"--draw={tmp_path / 'drawings'}", "--draw_count=2")
   assert p.returncode == 0, p.stderr[-3000:]
   record = json.loads(out.read_text())
   assert record["d"][0][1] == pytest.approx(0.5 * 275.32, rel=1e-9)  # spec 11.3, experiment masses
@@ -28,6 +29,7 @@ def test_cli_writes_distances_heatmap_and_embedding(tmp_path):
   assert record["d_bar"][0][1] == pytest.approx(137.66 / (2 * 2458.56), rel=1e-9)
   assert record["params"]["preset"] == "paper" and record["params"]["mass"]["res_mass_factor"] == 2.0
   assert heat.stat().st_size > 0 and tsne.stat().st_size > 0
+  assert sorted(os.listdir(tmp_path / "drawings")) == ["arch0.png", "arch1.png"]
 
 
 def test_cli_rectangular_several_nus_and_sinkhorn(tmp_path):
