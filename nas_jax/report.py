@@ -1,0 +1,297 @@
+"""The search report: a workdir (journal.jsonl, search.json, config.json, summary.json) turned into
+one self-contained HTML page, with plots as base64 PNGs and a few lines of inline JS to sort the
+table. It reads the journal as a resume would, so a running or killed search reports too.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from nas_jax import drawing, plots
+from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.labels import LAYER_GRAPH_KINDS
+from nas_jax.features import encodings
+from nas_jax.features.otmann import otmann_distances
+from nas_jax.features.pairwise import hamming
+from nas_jax.search import curves, journal, loop
+from nas_jax.search.state import GOALS, Observation, to_score
+from nas_jax.spaces.cells import Cell, cell_to_architecture
+from nas_jax.spaces.space import SPACES
+
+__all__ = ["REPORT", "GP_STRATEGIES", "Run", "load_run", "best_trials", "run_space", "to_architecture",
+           "distances", "progress_figure", "report_html", "write_report"]
+
+REPORT = "report.html"
+# Strategies whose surrogate is a GP over distances between networks: the report shows those.
+GP_STRATEGIES = ("nasbot", "gp_bo")
+_META = "search.json"  # {"task", "goal"}: written by the loop before the first evaluation
+_CONFIG = "config.json"
+_DEFAULT_SPACE = {"cnn": "layer_graph", "mlp": "layer_graph", "nb201": "nb201", "nb101": "nb101"}
+
+
+class Run(NamedTuple):
+  """What a workdir holds.
+
+  Attributes:
+    workdir: the directory.
+    task, goal: from search.json ("max" or "min").
+    config: config.json as a dict, or None when absent.
+    summary: summary.json, or None (the search is running or was killed).
+    observations: the journal's observations, in the order recorded (a torn last line skipped).
+  """
+
+  workdir: str
+  task: str
+  goal: str
+  config: dict | None
+  summary: dict | None
+  observations: list[Observation]
+
+
+def _read_json(path: str) -> Any:
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    try:
+      return json.load(f)
+    except ValueError as e:
+      raise ValueError(f"{path}: not valid JSON ({e})") from None
+
+
+def load_run(workdir: str | os.PathLike) -> Run:
+  """Reads a search workdir written by `search_from_config` or `loop.run`.
+
+  Raises:
+    ValueError naming `workdir` when it holds no journal or no search.json, or a journal line
+    other than the last is corrupt (`journal.replay`).
+  """
+  workdir = os.fspath(workdir)
+  path = os.path.join(workdir, loop.JOURNAL)
+  if not os.path.exists(path):
+    raise ValueError(f"workdir: {workdir!r} has no {loop.JOURNAL}; expected the --config.workdir of a search")
+  meta = _read_json(os.path.join(workdir, _META))
+  if not isinstance(meta, dict) or meta.get("goal") not in GOALS:
+    raise ValueError(f"workdir: {workdir!r} has no valid {_META} ({meta!r}); expected {{'task', 'goal'}}")
+  return Run(workdir=workdir, task=str(meta.get("task", "")), goal=meta["goal"],
+             config=_read_json(os.path.join(workdir, _CONFIG)),
+             summary=_read_json(os.path.join(workdir, loop.SUMMARY)), observations=journal.replay(path))
+
+
+def best_trials(run: Run, k: int) -> list[Observation]:
+  """The k OK observations with the best values (the earlier trial first among equals)."""
+  ok = [o for o in run.observations if o.ok]
+  scores = to_score([o.value for o in ok], run.goal)
+  order = sorted(range(len(ok)), key=lambda i: (-scores[i], ok[i].trial_id))
+  return [ok[i] for i in order[:k]]
+
+
+def run_space(run: Run):
+  """The run's Space: built from config.json's space section, else the default space of the
+  first network's kind (None for an empty journal)."""
+  section = (run.config or {}).get("space")
+  if not section:
+    if not run.observations:
+      return None
+    kind = run.observations[0].arch_json.get("kind")
+    section = {"name": _DEFAULT_SPACE.get(kind, "layer_graph"), "kind": kind}
+  kwargs = {k: v for k, v in section.items() if k != "name"}
+  return SPACES[section["name"]](**kwargs)
+
+
+def to_architecture(space: Any, arch_json: dict) -> Architecture:
+  """A journalled network (`space.to_json` output) as an Architecture; cells are converted."""
+  point = space.from_json(arch_json)
+  return cell_to_architecture(point) if isinstance(point, Cell) else point
+
+
+def distances(run: Run, max_networks: int = 40) -> tuple[np.ndarray, list[int], str] | None:
+  """The distance matrix a GP strategy's kernel reads, over its best evaluated networks.
+
+  Layer graphs: OTMANN d (exact solver, nu_str 0.5, the run's `otmann_params`). Cells (gp_bo):
+  Hamming distances of the run's encoding (`strategy_config.encoding`, default "path").
+
+  Args:
+    run: a loaded run.
+    max_networks: at most this many networks, the best ones (the exact solver's cost grows as
+      their number squared).
+
+  Returns:
+    (d [n, n] float64, the n trial ids in increasing order, a title), or None when the run's
+    strategy is not a GP strategy or fewer than 2 networks succeeded.
+  """
+  config = run.config or {}
+  if config.get("strategy") not in GP_STRATEGIES:
+    return None
+  chosen = sorted(best_trials(run, max_networks), key=lambda o: o.trial_id)
+  if len(chosen) < 2:
+    return None
+  space = run_space(run)
+  archs = [to_architecture(space, o.arch_json) for o in chosen]
+  options = config.get("strategy_config") or {}
+  if archs[0].kind in LAYER_GRAPH_KINDS:
+    params = options.get("otmann_params", "paper")
+    d = otmann_distances(archs, solver="exact", nu_str=0.5, params=params).d
+    title = f"OTMANN d (exact, nu_str 0.5, {params})"
+  else:
+    name = options.get("encoding", "path")
+    cells = [space.from_json(o.arch_json) for o in chosen]
+    d = np.asarray(hamming(np.asarray(encodings.encode(name, cells))).sq_dist, np.float64)
+    title = f"Hamming distance of {name} encodings"
+  return d, [o.trial_id for o in chosen], title
+
+
+def _png(fig: Figure) -> str:
+  buf = io.BytesIO()
+  FigureCanvasAgg(fig).print_png(buf)
+  return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _img(b64: str, alt: str) -> str:
+  return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
+
+
+def progress_figure(run: Run) -> Figure:
+  """Best value so far against evaluations (left) and against summed evaluation seconds (right)."""
+  values = [o.value for o in run.observations]
+  best = curves.best_so_far(values, run.goal)
+  seconds = np.cumsum([o.seconds for o in run.observations])
+  fig = Figure(figsize=(11, 4))
+  for ax, x, xlabel in zip(fig.subplots(1, 2), (np.arange(1, len(values) + 1), seconds),
+                           ("evaluations", "evaluation seconds (cumulative, summed over workers)")):
+    ax.plot(x, [np.nan if v is None else v for v in values], ".", color="0.6", label="evaluations")
+    ax.step(x, best, where="post", label="best so far")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"value ({'higher' if run.goal == 'max' else 'lower'} is better)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+  fig.subplots_adjust(left=0.07, right=0.98, bottom=0.14, top=0.95, wspace=0.25)
+  return fig
+
+
+def _network(arch_json: dict) -> str:
+  """A short description of a network for the table."""
+  if "arch_str" in arch_json:
+    return str(arch_json["arch_str"])
+  if "layers" in arch_json:
+    return f"{len(arch_json['layers'])} layers, {len(arch_json.get('edges', []))} edges"
+  return ", ".join(str(o) for o in arch_json.get("ops", []))
+
+
+def _cell(value: Any) -> str:
+  """A table cell; numbers carry data-sort so that the inline JS sorts them as numbers."""
+  if value is None:
+    return '<td data-sort="">&ndash;</td>'
+  if isinstance(value, (int, float)) and not isinstance(value, bool):
+    shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+    return f'<td data-sort="{value!r}">{shown}</td>'
+  return f"<td>{html.escape(str(value))}</td>"
+
+
+_COLUMNS = ("trial", "status", "value", "test value", "seconds", "worker", "network")
+
+
+def _table(observations: Sequence[Observation]) -> str:
+  head = "".join(f'<th onclick="sortTable({i})">{c}</th>' for i, c in enumerate(_COLUMNS))
+  rows = []
+  for o in observations:
+    cells = (o.trial_id, o.status.name, o.value, o.test_value, round(o.seconds, 3), o.worker, _network(o.arch_json))
+    rows.append(f'<tr data-trial="{o.trial_id}">' + "".join(_cell(c) for c in cells) + "</tr>")
+  return f'<table id="evaluations"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _failures(observations: Sequence[Observation]) -> str:
+  failed = [o for o in observations if not o.ok]
+  if not failed:
+    return "<p>No evaluation failed.</p>"
+  items = [f"<li><b>trial {o.trial_id}</b>: {o.status.name} after {o.seconds:.1f} s on "
+           f"{html.escape(o.worker)}<pre>{html.escape(o.error)}</pre></li>" for o in failed]
+  return f"<ul>{''.join(items)}</ul>"
+
+
+def _drawings(run: Run, top_k: int) -> str:
+  parts = []
+  space = run_space(run)
+  for rank, o in enumerate(best_trials(run, top_k), start=1):
+    ax = drawing.draw(to_architecture(space, o.arch_json), title=f"#{rank}: trial {o.trial_id}, value {o.value:.6g}")
+    parts.append(f'<figure class="network">{_img(_png(ax.figure), f"trial {o.trial_id}")}</figure>')
+  return "".join(parts) or "<p>No evaluation has succeeded yet.</p>"
+
+
+def _heatmap(run: Run, max_networks: int) -> str:
+  found = distances(run, max_networks)
+  if found is None:
+    return ""
+  d, ids, title = found
+  fig = plots.distance_heatmap(d, io.BytesIO(), row_labels=ids, col_labels=ids, title=title)
+  return (f'<h2 id="distances">Distances between evaluated networks</h2><p>The {len(ids)} best networks,'
+          f" ordered by trial id; the GP's kernel reads these distances.</p>{_img(_png(fig), title)}")
+
+
+_STYLE = """body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}th{cursor:pointer;background:#eee}
+pre{background:#f6f6f6;padding:6px;overflow-x:auto;font-size:12px}img{max-width:100%}
+figure.network{display:inline-block;vertical-align:top;margin:0 1em}"""
+# Sorts the evaluations table by a column: numbers by data-sort (blanks last), text otherwise;
+# a second click on the same column reverses the order.
+_SCRIPT = """function sortTable(col){var t=document.getElementById('evaluations').tBodies[0];
+var rows=Array.prototype.slice.call(t.rows);var dir=(t.dataset.col==String(col)&&t.dataset.dir=='1')?-1:1;
+rows.sort(function(a,b){var x=a.cells[col],y=b.cells[col];var nx=x.dataset.sort,ny=y.dataset.sort;
+if(nx!==undefined&&ny!==undefined){if(nx===''||ny==='')return (nx==='')-(ny==='');
+return dir*(parseFloat(nx)-parseFloat(ny));}
+return dir*x.textContent.localeCompare(y.textContent);});
+rows.forEach(function(r){t.appendChild(r);});t.dataset.col=String(col);t.dataset.dir=String(dir);}"""
+
+
+def report_html(run: Run, *, top_k: int = 3, max_networks: int = 40) -> str:
+  """The report page of a run, as one self-contained HTML string.
+
+  Args:
+    run: from `load_run`.
+    top_k: how many of the best networks are drawn.
+    max_networks: cap on the networks of the distance heatmap (GP strategies only).
+  """
+  for name, v in (("top_k", top_k), ("max_networks", max_networks)):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+      raise ValueError(f"{name}: {v!r}; expected an integer >= 1")
+  obs = run.observations
+  n_failed = sum(not o.ok for o in obs)
+  state = ("finished" if run.summary is not None else
+           "running or stopped early: no summary.json, so this reports the journal as it stands")
+  best = best_trials(run, 1)
+  best_line = f"best value {best[0].value:.6g} (trial {best[0].trial_id})" if best else "no successful evaluation yet"
+  config = json.dumps(run.config, indent=1, sort_keys=True) if run.config is not None else "(no config.json)"
+  progress = _img(_png(progress_figure(run)), "best so far") if obs else "<p>The journal is empty.</p>"
+  strategy = (run.config or {}).get("strategy", "?")
+  return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(run.task)} search report</title>
+<style>{_STYLE}</style></head><body>
+<h1>{html.escape(strategy)} on {html.escape(run.task)}</h1>
+<p id="status">{len(obs)} evaluations, {n_failed} failed; {best_line}; goal: {run.goal}. Search {state}.</p>
+<h2 id="progress">Best so far</h2>{progress}
+<h2 id="best">Best networks</h2>{_drawings(run, top_k)}
+{_heatmap(run, max_networks)}
+<h2 id="evaluations-title">Evaluations</h2><p>Click a column header to sort.</p>{_table(obs)}
+<h2 id="failures-title">Failures</h2><div id="failures">{_failures(obs)}</div>
+<h2 id="config">Config</h2><pre>{html.escape(config)}</pre>
+<script>{_SCRIPT}</script>
+</body></html>
+"""
+
+
+def write_report(workdir: str | os.PathLike, *, top_k: int = 3, max_networks: int = 40) -> str:
+  """Writes `workdir/report.html` (see `report_html`) and returns its path."""
+  page = report_html(load_run(workdir), top_k=top_k, max_networks=max_networks)
+  path = os.path.join(os.fspath(workdir), REPORT)
+  tmp = f"{path}.tmp"
+  with open(tmp, "w") as f:
+    f.write(page)
+  os.replace(tmp, path)  # a browser reloading the page never sees half of it
+  return path
