@@ -26,7 +26,10 @@ setuptools.setup(
         "tqdm>=4.66",
     ],
     extras_require={
-        "test": ["pytest>=7.4", "hypothesis>=6.90", "networkx>=3.1"],
+        # CI installs only this extra: it runs the notebooks (nbclient) and, where a system
+        # Chromium is found, the report in a headless browser (selenium).
+        "test": ["pytest>=7.4", "hypothesis>=6.90", "networkx>=3.1", "nbclient>=0.10", "nbformat>=5.9",
+                 "ipykernel>=6.25", "selenium>=4.10"],
         "ray": ["ray>=2.9"],
         "colab": ["nbclient>=0.10", "ipykernel>=6.25", "nbformat>=5.9"],
     },

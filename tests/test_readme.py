@@ -1,10 +1,18 @@
-"""Every ```python block of the README runs (blocks preceded by `<!-- no-test -->` are skipped)."""
+"""Every ```python block of the README and of docs/*.md runs (blocks preceded by `<!-- no-test -->`
+are skipped). Blocks may register spaces or strategies; the registries are restored after each."""
+import glob
 import os
 import re
 
 import pytest
 
+from nas_jax.search import config as config_lib
+from nas_jax.search import strategy as strategy_lib
+from nas_jax.spaces import space as space_lib
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+REGISTRIES = (space_lib.SPACES, strategy_lib.STRATEGIES, config_lib.TASKS, config_lib.EXECUTORS)
 
 
 def _blocks(path):
@@ -16,8 +24,28 @@ def _blocks(path):
   return out
 
 
-@pytest.mark.parametrize("index, code", list(enumerate(_blocks(os.path.join(ROOT, "README.md")))))
-def test_readme_python_block_runs(index, code, tmp_path, monkeypatch):
-  del index
+def _params():
+  for path in DOCS:
+    name = os.path.relpath(path, ROOT)
+    for index, code in enumerate(_blocks(path)):
+      yield pytest.param(name, code, id=f"{name}-{index}")
+
+
+def test_docs_have_python_blocks():
+  assert os.path.join(ROOT, "docs", "extending.md") in DOCS
+  assert all(_blocks(path) for path in DOCS)
+
+
+@pytest.fixture
+def restore_registries():
+  saved = [dict(r) for r in REGISTRIES]
+  yield
+  for registry, old in zip(REGISTRIES, saved):
+    registry.clear()
+    registry.update(old)
+
+
+@pytest.mark.parametrize("name, code", list(_params()))
+def test_docs_python_block_runs(name, code, tmp_path, monkeypatch, restore_registries):
   monkeypatch.chdir(tmp_path)
-  exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+  exec(compile(code, name, "exec"), {"__name__": "__docs__"})
