@@ -158,14 +158,23 @@ def _img(b64: str, alt: str) -> str:
   return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
 
 
+def _time_axis(observations) -> tuple[np.ndarray, str]:
+  """Wall-clock seconds since the first evaluation started, when every observation has its
+  `finished_at`; else (journals older than that field) evaluation seconds summed over workers."""
+  if observations and all(o.finished_at is not None for o in observations):
+    start = min(o.finished_at - o.seconds for o in observations)
+    return np.array([o.finished_at - start for o in observations]), "wall-clock seconds since the first evaluation began"
+  return np.cumsum([o.seconds for o in observations]), "evaluation seconds (cumulative, summed over workers)"
+
+
 def progress_figure(run: Run) -> Figure:
-  """Best value so far against evaluations (left) and against summed evaluation seconds (right)."""
+  """Best value so far against evaluations (left) and against seconds (right, `_time_axis`)."""
   values = [o.value for o in run.observations]
   best = curves.best_so_far(values, run.goal)
-  seconds = np.cumsum([o.seconds for o in run.observations])
+  seconds, seconds_label = _time_axis(run.observations)
   fig = Figure(figsize=(11, 4))
   for ax, x, xlabel in zip(fig.subplots(1, 2), (np.arange(1, len(values) + 1), seconds),
-                           ("evaluations", "evaluation seconds (cumulative, summed over workers)")):
+                           ("evaluations", seconds_label)):
     ax.plot(x, [np.nan if v is None else v for v in values], ".", color="0.6", label="evaluations")
     ax.step(x, best, where="post", label="best so far")
     ax.set_xlabel(xlabel)

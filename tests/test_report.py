@@ -1,6 +1,7 @@
 """The search report: built from a real (tiny) search's workdir, its table holds exactly the journal's
 evaluations, its plots are embedded, failures show their error text, a killed search (torn journal,
 no summary) still reports, GP runs get the distance heatmap, and the page needs nothing external."""
+import dataclasses
 import html.parser
 import itertools
 import json
@@ -109,6 +110,16 @@ def test_plots_are_embedded_and_nothing_is_external(workdir, tmp_path):
   assert len(page.images) == 1 + 2  # best-so-far plots, then the 2 best networks (no GP: no heatmap)
   assert all(src.startswith("data:image/png;base64,") and len(src) > 1000 for src in page.images)
   assert "distances" not in page.ids and {"progress", "best", "evaluations", "failures", "config"} <= page.ids
+
+
+def test_time_axis_is_wall_clock_when_recorded_and_summed_seconds_otherwise(workdir):
+  done = journal.replay(os.path.join(workdir, loop.JOURNAL))
+  assert all(o.finished_at is not None for o in done)
+  wall, label = report._time_axis(done)
+  assert "wall-clock" in label and np.all(np.diff(wall) >= 0) and wall[0] >= 0
+  old = [dataclasses.replace(o, finished_at=None) for o in done]
+  summed, label = report._time_axis(old)
+  assert "summed" in label and summed.tolist() == pytest.approx(np.cumsum([o.seconds for o in done]).tolist())
 
 
 def test_failures_list_the_injected_error(workdir, tmp_path):

@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import os
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -57,7 +58,8 @@ def _finite(x: Any) -> float | None:
 
 def _observe(trial_id: int, arch_json: dict, outcome: Outcome, info: dict) -> Observation:
   """The Observation of a finished call: TIMEOUT, FAILED, NAN (a non-finite value) or OK."""
-  common = dict(trial_id=trial_id, arch_json=arch_json, seconds=float(outcome.seconds), worker=outcome.worker)
+  common = dict(trial_id=trial_id, arch_json=arch_json, seconds=float(outcome.seconds), worker=outcome.worker,
+                finished_at=time.time())
   if outcome.timed_out or outcome.error:
     status = Status.TIMEOUT if outcome.timed_out else Status.FAILED
     return Observation(value=None, status=status, error=outcome.error, info=_jsonable(info), **common)

@@ -47,6 +47,8 @@ class Observation:
     test_value: the task's test metric of this architecture, when the task has one.
     info: JSON-able extras: "seed" (the evaluation seed), "task" (the task's own info) and
       "strategy" (what the strategy noted when it proposed the point, e.g. a parent id).
+    finished_at: Unix time at which the search recorded it (None in journals written before
+      the field existed); with `seconds`, it places evaluations on a wall-clock axis.
   """
 
   trial_id: int
@@ -58,6 +60,7 @@ class Observation:
   worker: str
   test_value: float | None = None
   info: dict = dataclasses.field(default_factory=dict)
+  finished_at: float | None = None
 
   def __post_init__(self):
     object.__setattr__(self, "status", Status(self.status))

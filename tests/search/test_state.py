@@ -38,11 +38,13 @@ _finite = st.floats(allow_nan=False, allow_infinity=False)
     test_value=st.none() | _finite,
     error=st.text(),
     info=st.dictionaries(st.text(), st.integers() | st.text() | st.none()),
+    finished_at=st.none() | st.floats(0, 4e9),
 )
-def test_observation_json_round_trip(trial_id, status, value, test_value, error, info):
+def test_observation_json_round_trip(trial_id, status, value, test_value, error, info, finished_at):
   obs = Observation(trial_id=trial_id, arch_json={"kind": "bits", "bits": [0, 1]},
                     value=value if status == Status.OK else None, status=status, error=error,
-                    seconds=1.5, worker="process-0/pid1", test_value=test_value, info=info)
+                    seconds=1.5, worker="process-0/pid1", test_value=test_value, info=info,
+                    finished_at=finished_at)
   text = json.dumps(obs.to_json(), allow_nan=False)
   back = Observation.from_json(json.loads(text))
   assert back == obs
@@ -58,4 +60,6 @@ def test_observation_json_names_status_and_rejects_unknown_ones():
     Observation.from_json({**obj, "status": "LOST"})
   with pytest.raises(ValueError, match="missing.*worker"):
     Observation.from_json({k: v for k, v in obj.items() if k != "worker"})
+  # Journals written before finished_at existed still load.
+  assert Observation.from_json({k: v for k, v in obj.items() if k != "finished_at"}) == obs
   assert math.isnan(float(to_score(obs.value, "max")))
