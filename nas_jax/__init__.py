@@ -23,6 +23,21 @@ from nas_jax.spaces.modifiers import (
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_architecture, random_json
 from nas_jax.spaces.space import SPACES, Space, canonical_key, layer_graph_space
+from nas_jax.features.bourgain import (
+    BourgainAnchors,
+    anchors_from_sets,
+    bourgain_anchors,
+    bourgain_embed,
+)
+from nas_jax.features.edit_distance import (
+    Descriptor,
+    EditDistances,
+    descriptor,
+    edit_distance_terms,
+    edit_distances,
+    pad_descriptor,
+    stack_descriptors,
+)
 from nas_jax.features.encodings import ENCODINGS, encode
 from nas_jax.features.otmann import KERNEL_NU_STR, OtmannDistances, otmann_distances
 from nas_jax.features.pairwise import arc_pair, hamming, otmann_pair, sq_euclidean, vector_pair
@@ -32,6 +47,7 @@ from nas_jax.surrogates.kernels import (
     ArcKernel,
     ExpSquared,
     Hamming,
+    Matern12,
     Matern52,
     NasbotKernel,
     Product,
@@ -56,12 +72,15 @@ __all__ = [
     "MODIFIERS", "STRUCTURE_MODIFIERS", "UNIT_MODIFIERS", "compound_mutation",
     "initial_pool", "random_architecture", "random_json",
     "SPACES", "Space", "canonical_key", "layer_graph_space",
+    "BourgainAnchors", "anchors_from_sets", "bourgain_anchors", "bourgain_embed",
+    "Descriptor", "EditDistances", "descriptor", "edit_distance_terms", "edit_distances",
+    "pad_descriptor", "stack_descriptors",
     "ENCODINGS", "encode",
     "KERNEL_NU_STR", "OtmannDistances", "otmann_distances",
     "arc_pair", "hamming", "otmann_pair", "sq_euclidean", "vector_pair",
     "ensemble_surrogate",
     "Box", "fit_map", "sample_hypers",
-    "ArcKernel", "ExpSquared", "Hamming", "Matern52", "NasbotKernel", "Product", "Sum",
+    "ArcKernel", "ExpSquared", "Hamming", "Matern12", "Matern52", "NasbotKernel", "Product", "Sum",
     "Predictive", "Surrogate", "gp_surrogate", "hallucinate",
     "ea_maximize", "n_ea_schedule", "n_mut_schedule",
     "ei", "hei", "independent_thompson", "lcb", "pi", "thompson", "ucb",

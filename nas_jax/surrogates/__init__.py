@@ -5,11 +5,13 @@ from nas_jax.surrogates.kernels import (
     ArcKernel,
     ExpSquared,
     Hamming,
+    Matern12,
     Matern52,
     NasbotKernel,
     Product,
     Sum,
     exp_squared_profile,
+    matern12_profile,
     matern52_profile,
 )
 from nas_jax.surrogates.surrogate import (
@@ -31,6 +33,7 @@ __all__ = [
     "Hamming",
     "Hypers",
     "JointInputs",
+    "Matern12",
     "Matern52",
     "NasbotKernel",
     "Predictive",
@@ -41,6 +44,7 @@ __all__ = [
     "fit_map",
     "gp_surrogate",
     "hallucinate",
+    "matern12_profile",
     "matern52_profile",
     "sample_hypers",
 ]

@@ -2,6 +2,7 @@
 and rank-one (Cholesky append) updates. Algebra is in normalised units,
 z = (y - y_shift) / y_scale over the real points; padded points (mask False) change nothing.
 """
+import logging
 from typing import Any
 
 import flax.struct
@@ -11,6 +12,7 @@ import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 __all__ = [
+    "FIXED_NOISES",
     "GPPosterior",
     "Hypers",
     "add_point",
@@ -18,6 +20,7 @@ __all__ = [
     "cholesky",
     "cholesky_with_jitter",
     "condition",
+    "condition_fixed",
     "log_marginal_likelihood",
     "normalise",
     "predict",
@@ -26,8 +29,12 @@ __all__ = [
     "validate_data",
 ]
 
+log = logging.getLogger(__name__)
+
 # Relative to the mean diagonal; tried in order until the factor is finite.
 _JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
+# autokeras.md 4.5: alpha_GP = 1e-10 on the diagonal, raised x10 up to 1e-6 if Cholesky fails.
+FIXED_NOISES = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 
 
 @flax.struct.dataclass
@@ -160,7 +167,7 @@ def _gram(hypers: Hypers, pair: Any, mask: jax.Array, project: bool) -> jax.Arra
 
 def condition(
     hypers: Hypers, pair: Any, y: jax.Array, mask: jax.Array, *, project: bool = False,
-    y_shift: jax.Array | None = None, y_scale: jax.Array | None = None,
+    y_shift: jax.Array | None = None, y_scale: jax.Array | None = None, jitter: bool = True,
 ) -> GPPosterior:
   """Conditions the GP on the real points (nasbot.md 7.1).
 
@@ -170,17 +177,69 @@ def condition(
     y: [C] float targets (any value at padding); mask: [C] bool.
     project: clip the Gram matrix's eigenvalues at 0 first (non-PSD kernels, nasbot.md 7.4).
     y_shift, y_scale: [] float normalisation; default: normalise(y, mask).
+    jitter: escalate the jitter until the factor is finite; False factorises K + noise once,
+      for callers that run their own noise ladder (condition_fixed).
 
   Returns:
-    GPPosterior; its ok flag is False if even the largest jitter failed.
+    GPPosterior; its ok flag is False if even the largest jitter (or, with jitter=False, the one
+    factorisation) failed.
   """
   y, mask = jnp.asarray(y), jnp.asarray(mask)
   if y_shift is None or y_scale is None:
     y_shift, y_scale = normalise(y, mask)
   z = jnp.where(mask, (y - y_shift) / y_scale, 0.0)
-  chol, ok = cholesky_with_jitter(_gram(hypers, pair, mask, project))
+  gram = _gram(hypers, pair, mask, project)
+  if jitter:
+    chol, ok = cholesky_with_jitter(gram)
+  else:
+    chol = jnp.linalg.cholesky(gram)
+    ok = jnp.all(jnp.isfinite(chol))
   alpha = cho_solve((chol, True), z)
   return GPPosterior(hypers, chol, alpha, z, jnp.asarray(y_shift), jnp.asarray(y_scale), mask, ok)
+
+
+@jax.jit
+def _condition_raw(kernel: Any, pair: Any, y: jax.Array, mask: jax.Array, noise: jax.Array):
+  zero = jnp.zeros((), y.dtype)
+  hypers = Hypers(kernel, jnp.log(noise))
+  return condition(hypers, pair, y, mask, y_shift=zero, y_scale=zero + 1, jitter=False)
+
+
+def condition_fixed(
+    kernel: Any, pair: Any, y, mask, *, noises: tuple[float, ...] = FIXED_NOISES
+) -> GPPosterior:
+  """Conditions a GP with a fixed kernel, zero prior mean and raw targets (autokeras.md 4.5).
+
+  Nothing is fitted or normalised: mu = k*^T (K + a I)^-1 y. Each noise variance a in `noises`
+  is tried in turn (one compiled call, run from plain Python) until the Cholesky factor is
+  finite; any a after the first is logged as a warning.
+
+  Args:
+    kernel: a kernel pytree, e.g. Matern12.create() on Bourgain coordinates.
+    pair: Pairwise of the C points with themselves, shape (C, C).
+    y: [C] float targets (any value at padding); mask: [C] bool.
+    noises: increasing positive noise variances; default FIXED_NOISES (1e-10, x10 up to 1e-6).
+
+  Returns:
+    GPPosterior with y_shift = 0, y_scale = 1; exp(hypers.log_noise) is the noise that worked.
+
+  Raises:
+    ValueError on bad data or noises; LinAlgError if even the last noise fails.
+  """
+  validate_data(pair, y, mask, where="condition_fixed")
+  if not noises or any(not 0 < a < np.inf for a in noises) or list(noises) != sorted(noises):
+    raise ValueError(f"condition_fixed: noises={noises!r}; expected increasing positive numbers")
+  y, mask = jnp.asarray(y, float), jnp.asarray(mask)
+  for a in noises:
+    post = _condition_raw(kernel, pair, y, mask, jnp.asarray(a, y.dtype))
+    if bool(post.ok):
+      if a != noises[0]:
+        log.warning("condition_fixed: Cholesky needed noise %g (first try %g)", a, noises[0])
+      return post
+  raise np.linalg.LinAlgError(
+      f"condition_fixed: the kernel matrix is not positive definite even with noise {noises[-1]:g};"
+      " is the kernel PSD? (raw exp(-d) is not, autokeras.md 4.2)"
+  )
 
 
 def log_marginal_likelihood(

@@ -16,11 +16,13 @@ __all__ = [
     "ArcKernel",
     "ExpSquared",
     "Hamming",
+    "Matern12",
     "Matern52",
     "NasbotKernel",
     "Product",
     "Sum",
     "exp_squared_profile",
+    "matern12_profile",
     "matern52_profile",
 ]
 
@@ -28,6 +30,15 @@ __all__ = [
 def exp_squared_profile(r2: jax.Array) -> jax.Array:
   """exp(-r^2 / 2) of scaled squared distances r2: [...] -> [...]."""
   return jnp.exp(-0.5 * r2)
+
+
+def matern12_profile(r2: jax.Array) -> jax.Array:
+  """Matern-1/2 (exponential, Laplace) exp(-r) of r2: [...] -> [...].
+
+  The double `where` keeps the gradient in r2 finite at r = 0, where sqrt has none.
+  """
+  positive = r2 > 0
+  return jnp.exp(-jnp.where(positive, jnp.sqrt(jnp.where(positive, r2, 1.0)), 0.0))
 
 
 def matern52_profile(r2: jax.Array) -> jax.Array:
@@ -108,6 +119,41 @@ class ExpSquared:
 
   @classmethod
   def create(cls, variance=1.0, length_scale=1.0) -> "ExpSquared":
+    """From positive values; length_scale: scalar or [D]. Raises ValueError."""
+    return cls(_positive("variance", variance), _positive("length_scale", length_scale))
+
+  @classmethod
+  def bounds(cls, dim=None, *, variance=(0.01, 100.0), length_scale=(0.01, 100.0)):
+    """(lower, upper) kernels of a log-uniform box; dim=None: one length-scale, else [dim]."""
+    return _stationary_bounds(cls, dim, variance, length_scale)
+
+
+@flax.struct.dataclass
+class Matern12:
+  """sigma^2 exp(-|x - x'|_l) on a VectorPair (ARD) or a DistancePair (isotropic).
+
+  log_variance: [] float; log_length_scale: [] or [D] float. With variance = length_scale = 1
+  it is the Auto-Keras kernel exp(-rho) on Bourgain coordinates (autokeras.md 4.1).
+  """
+
+  log_variance: jax.Array
+  log_length_scale: jax.Array
+
+  def __call__(self, pair: VectorPair | DistancePair) -> jax.Array:
+    if isinstance(pair, VectorPair):
+      # Differences, not |x|^2 + |x'|^2 - 2 x.x': sqrt would turn that form's ~1e-16 rounding
+      # into r ~ 1e-8 at x = x', and exp(-r) is not flat there, so k(x, x) would fall below 1.
+      diff = (pair.x1[:, None, :] - pair.x2[None, :, :]) * jnp.exp(-self.log_length_scale)
+      r2 = (diff**2).sum(-1)
+    else:
+      r2 = _scaled_sq_dist(self, pair, self.log_length_scale)
+    return jnp.exp(self.log_variance) * matern12_profile(r2)
+
+  def diag(self, pair: VectorPair | DistancePair) -> jax.Array:
+    return _stationary_diag(self.log_variance, pair)
+
+  @classmethod
+  def create(cls, variance=1.0, length_scale=1.0) -> "Matern12":
     """From positive values; length_scale: scalar or [D]. Raises ValueError."""
     return cls(_positive("variance", variance), _positive("length_scale", length_scale))
 

@@ -14,7 +14,7 @@ from nas_jax.surrogates import gp, kernels
 NOISE = 0.05
 LENGTH = np.array([0.7, 1.3])
 # Jitted once per shape: eager dispatch of every small op costs more than the algebra here.
-condition = jax.jit(gp.condition, static_argnames=("project",))
+condition = jax.jit(gp.condition, static_argnames=("project", "jitter"))
 predict = jax.jit(gp.predict)
 add_point = jax.jit(gp.add_point)
 predict_joint = jax.jit(gp.predict_joint)
@@ -48,6 +48,8 @@ def _padded(x, y, capacity, seed=1):
          sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.RBF(LENGTH, "fixed")),
         (kernels.Matern52.create(1.7, LENGTH),
          sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.Matern(LENGTH, "fixed", nu=2.5)),
+        (kernels.Matern12.create(1.7, LENGTH),
+         sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.Matern(LENGTH, "fixed", nu=0.5)),
     ],
 )
 def test_posterior_and_likelihood_equal_sklearn(ours, theirs):
@@ -199,3 +201,33 @@ def test_validate_data_names_the_problem():
     gp.validate_data(pair, np.array([0.0, np.nan, 1.0]), np.ones(3, bool), where="f")
   with pytest.raises(ValueError, match="no True entry"):
     gp.validate_data(pair, np.zeros(3), np.zeros(3, bool), where="f")
+
+
+def _unit_diagonal_with_min_eigenvalue(lam_min, n=6):
+  """A DistancePair whose Matern12 Gram matrix (unit diagonal, positive entries) has lam_min."""
+  x = np.linspace(0.0, 1.0, n)[:, None]
+  k0 = np.exp(-np.abs(x - x.T) * 0.3)
+  t = (np.linalg.eigvalsh(k0).min() - lam_min) / (1.0 - lam_min)  # (w - t) / (1 - t) = lam_min
+  k = (k0 - t * np.eye(n)) / (1.0 - t)
+  assert np.linalg.eigvalsh(k).min() == pytest.approx(lam_min, rel=1e-3)
+  return pairwise.DistancePair(jnp.asarray(np.log(k) ** 2))
+
+
+def test_condition_fixed_climbs_the_noise_ladder_and_says_so(caplog):
+  """autokeras.md 4.5: alpha 1e-10, then x10 up to 1e-6; lam_min = -5e-9 first works at 1e-8."""
+  pair, y, mask = _unit_diagonal_with_min_eigenvalue(-5e-9), np.linspace(0, 1, 6), np.ones(6, bool)
+  with caplog.at_level("WARNING"):
+    post = gp.condition_fixed(kernels.Matern12.create(), pair, y, mask)
+  assert float(jnp.exp(post.hypers.log_noise)) == pytest.approx(1e-8)
+  assert "needed noise 1e-08" in caplog.text
+  assert float(post.y_shift) == 0.0 and float(post.y_scale) == 1.0  # raw targets, zero mean
+  with pytest.raises(np.linalg.LinAlgError, match="even with noise 1e-09"):
+    gp.condition_fixed(kernels.Matern12.create(), pair, y, mask, noises=(1e-10, 1e-9))
+
+
+def test_condition_without_jitter_factorises_once():
+  pair = _unit_diagonal_with_min_eigenvalue(-5e-9)
+  hypers = gp.Hypers(kernels.Matern12.create(), jnp.log(1e-10))
+  y, mask = np.zeros(6), np.ones(6, bool)
+  assert not bool(condition(hypers, pair, y, mask, jitter=False).ok)
+  assert bool(condition(hypers, pair, y, mask).ok)  # the default escalates

@@ -143,6 +143,7 @@ def test_arc_distance_is_a_pseudometric(seed):
         lambda v, a: _arc_kernel()(pairwise.arc_pair(v, a, lower=LOWER, upper=UPPER)),
         lambda v, a: kernels.ExpSquared.create(2.0, [0.5, 1.0, 2.0])(pairwise.vector_pair(v)),
         lambda v, a: kernels.Matern52.create(2.0, 0.7)(pairwise.sq_euclidean(v)),
+        lambda v, a: kernels.Matern12.create(1.0, 1.0)(pairwise.sq_euclidean(v)),
         lambda v, a: kernels.Hamming.create(1.5, [0.5, 1.0, 3.0])(pairwise.vector_pair(a * 1.0)),
     ],
 )
@@ -165,6 +166,8 @@ def test_vector_kernels_equal_closed_forms():
   expected = 3.0 * (1 + math.sqrt(5) * r + 5 * r2 / 3) * math.exp(-math.sqrt(5) * r)
   np.testing.assert_allclose(m52[0, 1], expected, rtol=1e-12)
   np.testing.assert_allclose(np.diag(m52), [3.0, 3.0], rtol=1e-12)
+  m12 = kernels.Matern12.create(3.0, ls)(pairwise.vector_pair(x))
+  np.testing.assert_allclose(m12[0, 1], 3.0 * math.exp(-r), rtol=1e-12)
 
 
 def test_isotropic_kernel_on_distances_equals_vectors():
@@ -233,6 +236,7 @@ def _all_kernels():
   return [
       (se, vec),
       (kernels.Matern52.create(1.0, 0.3), vec),
+      (kernels.Matern12.create(1.0, 0.3), vec),
       (kernels.Hamming.create(1.0, 2.0), pairwise.vector_pair((x > 0.5) * 1.0)),
       (nas, otm),
       (arc, arc_pair),

@@ -1,0 +1,394 @@
+"""Auto-Keras edit distance between network descriptors (autokeras.md 1.5, 3): the Descriptor
+pytree, the layer term D_l by a masked dynamic programme (jit, vmapped over pairs) and the skip
+term D_s by an exact rectangular assignment on the host.
+"""
+from __future__ import annotations
+
+import functools
+import numbers
+from typing import NamedTuple, Sequence, Union
+
+import chex
+import flax.struct
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+__all__ = [
+    "LAYER_MATCHES",
+    "SKIP_TYPES",
+    "Descriptor",
+    "EditDistances",
+    "descriptor",
+    "edit_distance_terms",
+    "edit_distances",
+    "layer_edit_distance",
+    "pad_descriptor",
+    "skip_distance",
+    "stack_descriptors",
+    "width_distance",
+]
+
+SKIP_TYPES = ("add", "concat")  # stored as their index: 0 = add, 1 = concat
+LAYER_MATCHES = ("separate", "joint")
+# Padded slots hold these values, so that every formula stays finite on them (a width of 0 would
+# divide 0 by 0); masks and lengths keep them out of every result.
+_PAD_WIDTH = 1
+_PAD_SKIP = (1, 2, 0)
+
+
+@flax.struct.dataclass
+class Descriptor:
+  """desc(f) of autokeras.md 1.5 as padded arrays; real entries come first.
+
+  conv: [Lc] int32, widths of the convolutions with kernel > 1, in main-chain order;
+  conv_mask: [Lc] bool. dense: [Ld] int32, widths of the dense layers, classifier included;
+  dense_mask: [Ld] bool. skips: [S, 3] int32 triples (u, v, type), type an index into
+  SKIP_TYPES; skip_mask: [S] bool. A batch adds a leading axis B to every leaf.
+  """
+
+  conv: jax.Array
+  conv_mask: jax.Array
+  dense: jax.Array
+  dense_mask: jax.Array
+  skips: jax.Array
+  skip_mask: jax.Array
+
+
+def _widths(name: str, widths) -> list[int]:
+  if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence):
+    raise TypeError(f"{name}: {type(widths).__name__} given; expected a list of integer widths")
+  for i, w in enumerate(widths):
+    if isinstance(w, bool) or not isinstance(w, numbers.Integral) or w < 1:
+      raise ValueError(f"{name}[{i}]: {w!r} is not allowed; a width is an integer >= 1")
+  return [int(w) for w in widths]
+
+
+def _skip_triples(skips) -> list[tuple[int, int, int]]:
+  if isinstance(skips, (str, bytes)) or not isinstance(skips, Sequence):
+    raise TypeError(f"skips: {type(skips).__name__} given; expected a list of (u, v, type) triples")
+  out = []
+  for i, s in enumerate(skips):
+    if isinstance(s, (str, bytes)) or not isinstance(s, Sequence) or len(s) != 3:
+      raise ValueError(f"skips[{i}]: {s!r} is not a triple; expected (u, v, type)")
+    u, v, kind = s
+    if any(isinstance(x, bool) or not isinstance(x, numbers.Integral) for x in (u, v)):
+      raise ValueError(f"skips[{i}]: u, v = {u!r}, {v!r}; they must be integers with 1 <= u < v")
+    if not 1 <= u < v:
+      raise ValueError(f"skips[{i}]: u, v = {u}, {v}; a skip needs 1 <= u < v")
+    if kind not in SKIP_TYPES:
+      raise ValueError(f"skips[{i}]: type {kind!r} is unknown; allowed: {', '.join(SKIP_TYPES)}")
+    out.append((int(u), int(v), SKIP_TYPES.index(kind)))
+  return out
+
+
+def _check_sizes(sizes, counts: tuple[int, int, int], where: str) -> tuple[int, int, int]:
+  names = ("conv", "dense", "skips")
+  if sizes is None:
+    return tuple(max(1, c) for c in counts)
+  if not isinstance(sizes, Sequence) or len(sizes) != 3:
+    raise ValueError(f"{where}: sizes={sizes!r}; expected (Lc, Ld, S) or None")
+  for name, size, count in zip(names, sizes, counts):
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < max(1, count):
+      raise ValueError(
+          f"{where}: sizes={tuple(sizes)} has room for {size!r} {name} entries; it needs an"
+          f" integer >= {max(1, count)}"
+      )
+  return tuple(int(s) for s in sizes)
+
+
+def descriptor(conv, dense=(), skips=(), *, sizes=None) -> Descriptor:
+  """A Descriptor from plain Python lists (autokeras.md 1.5), checked before any array exists.
+
+  Args:
+    conv: conv widths in main-chain order, integers >= 1 (may be empty).
+    dense: dense widths in order, classifier included, integers >= 1 (may be empty).
+    skips: (u, v, type) triples with integers 1 <= u < v and type in SKIP_TYPES.
+    sizes: capacities (Lc, Ld, S) to pad to; default the real counts (at least 1 each).
+
+  Returns:
+    Descriptor with leaves [Lc], [Lc], [Ld], [Ld], [S, 3], [S].
+
+  Raises:
+    TypeError / ValueError naming the field, the value and what is allowed.
+  """
+  conv, dense = _widths("conv", conv), _widths("dense", dense)
+  triples = _skip_triples(skips)
+  lc, ld, ls = _check_sizes(sizes, (len(conv), len(dense), len(triples)), "descriptor")
+
+  def padded(values, size, fill):
+    return np.array(values + [fill] * (size - len(values)), np.int32)
+
+  return Descriptor(
+      conv=jnp.asarray(padded(conv, lc, _PAD_WIDTH)),
+      conv_mask=jnp.arange(lc) < len(conv),
+      dense=jnp.asarray(padded(dense, ld, _PAD_WIDTH)),
+      dense_mask=jnp.arange(ld) < len(dense),
+      skips=jnp.asarray(padded(triples, ls, _PAD_SKIP).reshape(ls, 3)),
+      skip_mask=jnp.arange(ls) < len(triples),
+  )
+
+
+def _counts(desc: Descriptor) -> np.ndarray:
+  """Real entries of each kind: [..., 3] int (conv, dense, skips)."""
+  masks = (desc.conv_mask, desc.dense_mask, desc.skip_mask)
+  return np.stack([np.asarray(m).sum(-1) for m in masks], -1)
+
+
+def _fit(x, size: int, axis: int, fill) -> jax.Array:
+  """x cut or padded with `fill` to `size` entries along `axis` (real entries come first)."""
+  x = np.asarray(x)
+  x = np.take(x, np.arange(min(size, x.shape[axis])), axis=axis)
+  tail_shape = list(x.shape)
+  tail_shape[axis] = size - x.shape[axis]
+  tail = np.broadcast_to(np.asarray(fill, x.dtype), tail_shape)
+  return jnp.asarray(np.concatenate([x, tail], axis))
+
+
+def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
+  """desc (one or a batch) at capacities (Lc, Ld, S); padding never changes a distance.
+
+  Raises:
+    ValueError if a capacity is smaller than the real entries, or a mask has a real entry after
+    a padded one.
+  """
+  axis = np.ndim(desc.conv) - 1  # the slot axis, after any batch axis
+  for name in ("conv_mask", "dense_mask", "skip_mask"):
+    mask = np.asarray(getattr(desc, name))
+    if not np.array_equal(mask, np.arange(mask.shape[-1]) < mask.sum(-1, keepdims=True)):
+      raise ValueError(
+          f"pad_descriptor: {name} has a real entry after a padded one; real entries come first"
+      )
+  counts = tuple(int(c) for c in _counts(desc).reshape(-1, 3).max(0))
+  lc, ld, ls = _check_sizes(sizes, counts, "pad_descriptor")
+  return Descriptor(
+      conv=_fit(desc.conv, lc, axis, _PAD_WIDTH),
+      conv_mask=_fit(desc.conv_mask, lc, axis, False),
+      dense=_fit(desc.dense, ld, axis, _PAD_WIDTH),
+      dense_mask=_fit(desc.dense_mask, ld, axis, False),
+      skips=_fit(desc.skips, ls, axis, _PAD_SKIP),
+      skip_mask=_fit(desc.skip_mask, ls, axis, False),
+  )
+
+
+def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
+  """A batch of descriptors padded to common capacities.
+
+  Args:
+    descs: a non-empty list of unbatched Descriptor.
+    sizes: capacities (Lc, Ld, S); default the largest capacities among descs, rounded up to
+      powers of two, so that a growing history compiles O(log n) shapes.
+
+  Returns:
+    Descriptor with leaves [B, Lc], [B, Lc], [B, Ld], [B, Ld], [B, S, 3], [B, S].
+  """
+  if isinstance(descs, Descriptor) or not isinstance(descs, Sequence) or not descs:
+    raise TypeError(f"descs: {type(descs).__name__} given; expected a non-empty list of Descriptor")
+  for i, d in enumerate(descs):
+    if not isinstance(d, Descriptor) or np.ndim(d.conv) != 1:
+      raise TypeError(f"descs[{i}]: {type(d).__name__} given; expected an unbatched Descriptor")
+  if sizes is None:
+    most = np.max([(d.conv.shape[0], d.dense.shape[0], d.skips.shape[0]) for d in descs], axis=0)
+    sizes = tuple(1 << (int(c) - 1).bit_length() for c in most)
+  padded = [pad_descriptor(d, sizes) for d in descs]
+  return jax.tree.map(lambda *xs: jnp.stack(xs), *padded)
+
+
+def width_distance(w_a: jax.Array, w_b: jax.Array) -> jax.Array:
+  """d_l = |w_a - w_b| / max(w_a, w_b) in [0, 1) (eq. 5): widths >= 1, broadcast -> float."""
+  w_a, w_b = jnp.asarray(w_a, float), jnp.asarray(w_b, float)
+  return jnp.abs(w_a - w_b) / jnp.maximum(w_a, w_b)
+
+
+def skip_distance(s_a: jax.Array, s_b: jax.Array) -> jax.Array:
+  """d_s of eq. (8) in [0, 1]: triples (u, v, type) [..., 3] int, broadcast -> [...] float.
+
+  With delta = v - u, (|u_a - u_b| + |delta_a - delta_b|) / (max u + max delta); 1 when the
+  types differ (autokeras.md 3.3). The denominator is >= 2 since u, delta >= 1.
+  """
+  s_a, s_b = jnp.asarray(s_a), jnp.asarray(s_b)
+  u_a, u_b = s_a[..., 0].astype(float), s_b[..., 0].astype(float)
+  delta_a = (s_a[..., 1] - s_a[..., 0]).astype(float)
+  delta_b = (s_b[..., 1] - s_b[..., 0]).astype(float)
+  num = jnp.abs(u_a - u_b) + jnp.abs(delta_a - delta_b)
+  same = num / (jnp.maximum(u_a, u_b) + jnp.maximum(delta_a, delta_b))
+  return jnp.where(s_a[..., 2] == s_b[..., 2], same, 1.0)
+
+
+def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
+  """A[n_a][n_b] of the DP of autokeras.md 3.2: unit insertions and deletions, substitution
+  costs sub: [La, Lb] float; n_a, n_b: [] int real lengths. One lax.scan step per row.
+
+  Column j of a row depends only on columns <= j of it and of the row before, so entries past
+  n_b (and rows past n_a) never reach the answer: padding needs no mask here.
+  """
+  cols = jnp.arange(sub.shape[1] + 1, dtype=sub.dtype)
+
+  def row(carry, inputs):
+    prev, ans = carry
+    i, sub_i = inputs
+    # Best ways into (i, j) that do not come from (i, j-1): delete a_i, or substitute.
+    best = jnp.concatenate([i[None], jnp.minimum(prev[1:] + 1.0, prev[:-1] + sub_i)])
+    # An insertion costs 1 per column, so A[i][j] = min_{k <= j} best[k] + (j - k).
+    cur = jax.lax.cummin(best - cols) + cols
+    return (cur, jnp.where(i == n_a, cur[n_b], ans)), None
+
+  rows = jnp.arange(1, sub.shape[0] + 1, dtype=sub.dtype)
+  (_, ans), _ = jax.lax.scan(row, (cols, cols[n_b]), (rows, sub))
+  return ans
+
+
+def layer_edit_distance(
+    a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: jax.Array
+) -> jax.Array:
+  """D_l of two padded width lists (autokeras.md 3.2, eq. 6 corrected); jit- and vmap-safe.
+
+  Args:
+    a: [La] int widths, real ones first; a_mask: [La] bool. b: [Lb] int; b_mask: [Lb] bool.
+
+  Returns:
+    [] float: the weighted Levenshtein distance with substitution cost d_l (eq. 5).
+  """
+  chex.assert_rank([a, a_mask, b, b_mask], 1)
+  sub = width_distance(a[:, None], b[None, :])
+  return _levenshtein(sub, a_mask.sum(), b_mask.sum())
+
+
+def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax.Array):
+  """Conv then dense widths as one list [Lc + Ld] with its mask, real entries first."""
+  n_conv = mask.sum()
+  k = jnp.arange(widths.shape[0] + dense.shape[0])
+  from_conv = widths[jnp.clip(k, 0, widths.shape[0] - 1)]
+  from_dense = dense[jnp.clip(k - n_conv, 0, dense.shape[0] - 1)]
+  return jnp.where(k < n_conv, from_conv, from_dense), k < n_conv + dense_mask.sum()
+
+
+def _layer_term(a: Descriptor, b: Descriptor, layer_match: str) -> jax.Array:
+  if layer_match == "joint":
+    return layer_edit_distance(
+        *_joint(a.conv, a.conv_mask, a.dense, a.dense_mask),
+        *_joint(b.conv, b.conv_mask, b.dense, b.dense_mask),
+    )
+  return layer_edit_distance(a.conv, a.conv_mask, b.conv, b.conv_mask) + layer_edit_distance(
+      a.dense, a.dense_mask, b.dense, b.dense_mask
+  )
+
+
+@functools.partial(jax.jit, static_argnames=("layer_match",))
+def _pair_terms(pa: Descriptor, pb: Descriptor, layer_match: str):
+  """D_l [W] and the d_s cost matrices [W, Sa, Sb] of W pairs (pa[p], pb[p])."""
+
+  def one(a, b):
+    return _layer_term(a, b, layer_match), skip_distance(a.skips[:, None], b.skips[None, :])
+
+  return jax.vmap(one)(pa, pb)
+
+
+def _assignments(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
+  """D_s (eq. 7) of each pair: [W] float64 from cost [W, Sa, Sb] and real counts n_a, n_b [W].
+
+  The optimal matching pairs min(n_a, n_b) skips (d_s <= 1 < 2, autokeras.md 3.3); each
+  unmatched skip of the larger set costs 1.
+  """
+  out = np.abs(n_a - n_b).astype(np.float64)
+  for p in np.flatnonzero((n_a > 0) & (n_b > 0)):
+    c = cost[p, : n_a[p], : n_b[p]]
+    rows, cols = linear_sum_assignment(c)
+    out[p] += c[rows, cols].sum()
+  return out
+
+
+class EditDistances(NamedTuple):
+  """The two terms of eq. (3), numpy float64 [n_a, n_b]: layers D_l and skips D_s."""
+
+  layers: np.ndarray
+  skips: np.ndarray
+
+  def total(self, lam: float = 1.0) -> np.ndarray:
+    """d = D_l + lam * D_s (eq. 3): [n_a, n_b] float64."""
+    return self.layers + _check_lam(lam) * self.skips
+
+
+Descs = Union[Descriptor, Sequence[Descriptor]]
+
+
+def _check_lam(lam) -> float:
+  if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not 0 <= lam < np.inf:
+    raise ValueError(f"lam: {lam!r}; expected a finite number >= 0")
+  return float(lam)
+
+
+def _as_batch(descs: Descs, name: str) -> Descriptor:
+  if isinstance(descs, Descriptor):
+    if np.ndim(descs.conv) != 2:
+      raise ValueError(f"{name}: one Descriptor given; pass a list or a batch (conv [B, Lc])")
+    return descs
+  if isinstance(descs, (str, bytes)) or not isinstance(descs, Sequence) or not descs:
+    raise TypeError(
+        f"{name}: {type(descs).__name__} given; expected a non-empty list of Descriptor or a batch"
+    )
+  return stack_descriptors(descs)
+
+
+def _host(desc: Descriptor) -> Descriptor:
+  return jax.tree.map(np.asarray, desc)
+
+
+def edit_distance_terms(descs_a: Descs, descs_b: Descs | None = None, *,
+                        layer_match: str = "separate", chunk_size: int = 1024) -> EditDistances:
+  """Both terms of the edit distance (autokeras.md 3) between two sets of descriptors.
+
+  Args:
+    descs_a: a list of Descriptor or a batch (conv [n_a, Lc]).
+    descs_b: the same for the columns; None gives the symmetric matrix of descs_a: pairs i < j
+      are computed and mirrored, the diagonal is 0.
+    layer_match: "separate" (default, the code: conv and dense lists matched apart, summed) or
+      "joint" (one list, conv then dense, with conv-dense substitution allowed).
+    chunk_size: pairs per jitted call; each call is padded to a power of two <= chunk_size.
+
+  Returns:
+    EditDistances(layers, skips), numpy float64 [n_a, n_b]; `.total(lam)` gives d.
+
+  Raises:
+    TypeError / ValueError naming the bad argument.
+  """
+  if layer_match not in LAYER_MATCHES:
+    raise ValueError(
+        f"layer_match: {layer_match!r} is unknown; choose one of: {', '.join(LAYER_MATCHES)}"
+    )
+  if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+    raise ValueError(f"chunk_size: {chunk_size!r}; expected a positive integer")
+  ha = _host(_as_batch(descs_a, "descs_a"))
+  hb = ha if descs_b is None else _host(_as_batch(descs_b, "descs_b"))
+  n_a, n_b = ha.conv.shape[0], hb.conv.shape[0]
+  if descs_b is None:
+    ia, ib = np.triu_indices(n_a, 1)
+  else:
+    ia, ib = (x.ravel() for x in np.indices((n_a, n_b)))
+  skips_a, skips_b = ha.skip_mask.sum(-1), hb.skip_mask.sum(-1)
+  layers, skips = np.zeros((n_a, n_b)), np.zeros((n_a, n_b))
+  for start in range(0, len(ia), chunk_size):
+    sel_a, sel_b = ia[start:start + chunk_size], ib[start:start + chunk_size]
+    width = 1 << (len(sel_a) - 1).bit_length()
+    idx = np.arange(width) % len(sel_a)  # padded with repeats of real pairs
+    pick = lambda h, sel: jax.tree.map(lambda x: x[sel[idx]], h)
+    d_l, cost = _pair_terms(pick(ha, sel_a), pick(hb, sel_b), layer_match)
+    layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel_a)]
+    skips[sel_a, sel_b] = _assignments(
+        np.asarray(cost, np.float64)[: len(sel_a)], skips_a[sel_a], skips_b[sel_b]
+    )
+  if descs_b is None:
+    layers[ib, ia], skips[ib, ia] = layers[ia, ib], skips[ia, ib]
+  return EditDistances(layers, skips)
+
+
+def edit_distances(descs_a: Descs, descs_b: Descs | None = None, *, lam: float = 1.0,
+                   layer_match: str = "separate", chunk_size: int = 1024) -> np.ndarray:
+  """d = D_l + lam * D_s (eq. 3) between two sets of descriptors: numpy float64 [n_a, n_b].
+
+  Arguments as in `edit_distance_terms`; lam: the skip weight, >= 0 (1 in the code, spec 11).
+  """
+  lam = _check_lam(lam)
+  terms = edit_distance_terms(descs_a, descs_b, layer_match=layer_match, chunk_size=chunk_size)
+  return terms.total(lam)
