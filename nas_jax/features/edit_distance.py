@@ -136,14 +136,15 @@ def _counts(desc: Descriptor) -> np.ndarray:
   return np.stack([np.asarray(m).sum(-1) for m in masks], -1)
 
 
-def _fit(x, size: int, axis: int, fill) -> jax.Array:
-  """x cut or padded with `fill` to `size` entries along `axis` (real entries come first)."""
+def _fit(x, size: int, axis: int, fill) -> np.ndarray:
+  """x cut or padded with `fill` to `size` entries along `axis` (real entries come first); on
+  the host, since eager jnp calls per descriptor would cost more than the distances."""
   x = np.asarray(x)
   x = np.take(x, np.arange(min(size, x.shape[axis])), axis=axis)
   tail_shape = list(x.shape)
   tail_shape[axis] = size - x.shape[axis]
   tail = np.broadcast_to(np.asarray(fill, x.dtype), tail_shape)
-  return jnp.asarray(np.concatenate([x, tail], axis))
+  return np.concatenate([x, tail], axis)
 
 
 def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
@@ -192,7 +193,7 @@ def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
     most = np.max([(d.conv.shape[0], d.dense.shape[0], d.skips.shape[0]) for d in descs], axis=0)
     sizes = tuple(1 << (int(c) - 1).bit_length() for c in most)
   padded = [pad_descriptor(d, sizes) for d in descs]
-  return jax.tree.map(lambda *xs: jnp.stack(xs), *padded)
+  return jax.tree.map(lambda *xs: np.stack(xs), *padded)
 
 
 def width_distance(w_a: jax.Array, w_b: jax.Array) -> jax.Array:
