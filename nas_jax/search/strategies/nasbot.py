@@ -170,8 +170,8 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
       else:
         score, score_known = bo_score_fn(k_fit, history, state.d, state.d_bar, pending + out)
         known_scores = score_known(known)
-      # The evaluated networks' acquisition comes from the distance cache; only the pool
-      # networks not evaluated yet (failed or in flight) and the EA's children need new LPs.
+      # The evaluated networks' acquisition comes from the distance cache; only the EA's
+      # children and pool networks without an observation yet (in flight) need new LPs.
       population = [history.points[i] for i in known] + pool
       scores = np.concatenate([known_scores, score(pool) if pool else np.zeros(0)])
       chosen, values = evolution.ea_maximize(
