@@ -55,6 +55,7 @@ from nas_jax.surrogates.kernels import (
 )
 from nas_jax.surrogates.surrogate import Predictive, Surrogate, gp_surrogate, hallucinate
 from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule
+from nas_jax.acquisition.tree_search import TreeResult, tree_maximize
 from nas_jax.acquisition.functions import ei, hei, independent_thompson, lcb, pi, thompson, ucb
 from nas_jax.search.config import check_search_config, search_from_config
 from nas_jax.search.executors import InlineExecutor, ProcessExecutor, RayExecutor
@@ -82,7 +83,7 @@ __all__ = [
     "Box", "fit_map", "sample_hypers",
     "ArcKernel", "ExpSquared", "Hamming", "Matern12", "Matern52", "NasbotKernel", "Product", "Sum",
     "Predictive", "Surrogate", "gp_surrogate", "hallucinate",
-    "ea_maximize", "n_ea_schedule", "n_mut_schedule",
+    "ea_maximize", "n_ea_schedule", "n_mut_schedule", "TreeResult", "tree_maximize",
     "ei", "hei", "independent_thompson", "lcb", "pi", "thompson", "ucb",
     "check_search_config", "search_from_config",
     "InlineExecutor", "ProcessExecutor", "RayExecutor",
