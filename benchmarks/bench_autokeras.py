@@ -12,7 +12,7 @@ strategy, which are still to be built.
 """
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before jax: see launch/_threads.py
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before jax: see launch/_env.py
 
 import time  # noqa: E402
 

@@ -8,7 +8,7 @@ the run needs no training. Compile time (first call at each capacity) is reporte
 """
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before jax: see launch/_threads.py
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before jax: see launch/_env.py
 
 import dataclasses  # noqa: E402
 import time  # noqa: E402

@@ -8,7 +8,7 @@
 Writes OUT/table.md (mean ± standard error of the best value at the budget), OUT/curves.png and
 OUT/results.json. Each run has its own workdir, OUT/<config>/seed<s>, so rerunning resumes.
 """
-import _threads  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 from absl import app, flags, logging
 import jax
 

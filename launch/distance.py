@@ -7,7 +7,7 @@ A.json is a JSON list of architectures in the interchange format. D.json gets {"
 "params"}; with several --nu_str values, d and d_bar gain a leading nu axis. --draw writes
 DIR/arch<i>.png, a drawing of each of the first --draw_count architectures of --archs.
 """
-import _threads  # noqa: F401  (before jax: sets OpenBLAS to one thread)
+import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 import os
 import sys

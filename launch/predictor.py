@@ -7,7 +7,7 @@
 Prints, per encoding and training size, the ensemble's MAE on its training cells and on held-out
 cells (val error, percentage points), and writes them as JSON to --out.
 """
-import _threads  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 
 from absl import app, flags

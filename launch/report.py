@@ -6,7 +6,7 @@ evaluations, the best networks drawn, failures, and (GP strategies) the distance
 It reads the journal as a resume does, so it works while the search runs or after it was killed.
 The page is one file with everything embedded; open it in any browser, offline.
 """
-import _threads  # noqa: F401  (before jax: sets OpenBLAS to one thread)
+import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import sys
 
 from absl import app, flags

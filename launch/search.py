@@ -5,7 +5,7 @@
 Rerunning with the same --config.workdir resumes: finished evaluations are replayed from
 workdir/journal.jsonl, never run again. Results: workdir/summary.json and workdir/progress.png.
 """
-import _threads  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 import os
 

@@ -5,7 +5,7 @@
 Peak RSS is this process's high-water mark so far; benchmarks/bench_train.py measures each
 network in its own process.
 """
-import _threads  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 import os
 import resource

@@ -1,10 +1,10 @@
-"""launch/_threads.py: the environment every launch script sets before importing jax."""
+"""launch/_env.py: the environment every launch script sets before importing jax."""
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SHOW = ("import sys; sys.path.insert(0, 'launch'); import _threads, os; "
+_SHOW = ("import sys; sys.path.insert(0, 'launch'); import _env, os; "
          "print(os.environ['OPENBLAS_NUM_THREADS'], repr(os.environ['JAX_COMPILATION_CACHE_DIR']))")
 
 
