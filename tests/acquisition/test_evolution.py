@@ -1,5 +1,8 @@
 """NASBOT's EA acquisition optimiser (spec nasbot.md 8.1, property 12): selection probabilities,
 schedules, budget accounting, exclusion, and known optima on a toy space and on MLP graphs."""
+import os
+import sys
+
 import jax
 import numpy as np
 import pytest
@@ -9,6 +12,9 @@ from nas_jax.acquisition.evolution import (ea_maximize, n_ea_schedule, n_mut_sch
                                            selection_probs)
 from nas_jax.spaces.graph_edit import host_rng
 from nas_jax.spaces.space import Space, layer_graph_space
+
+sys.path.insert(0, os.path.dirname(__file__))
+from score_spy import ScoreSpy  # noqa: E402
 
 _FLOATS = st.floats(-1e3, 1e3, allow_nan=False)
 
@@ -21,17 +27,6 @@ def _line_space():
 
   return Space(name="line", kind="int", sample=None, mutate=mutate, neighbours=None,
                canonical_key=lambda x: x, to_json=None, from_json=None, initial=None)
-
-
-class _Spy:
-  """A batched score function that records every call."""
-
-  def __init__(self, fn):
-    self.fn, self.calls = fn, []
-
-  def __call__(self, points):
-    self.calls.append(list(points))
-    return np.array([self.fn(p) for p in points], float)
 
 
 # --- selection (property 12) ---------------------------------------------------------------------
@@ -76,7 +71,7 @@ def test_schedules_known_values():
 
 
 def test_ea_finds_the_known_optimum_on_a_line():
-  spy = _Spy(lambda x: -abs(x - 80))
+  spy = ScoreSpy(lambda x: -abs(x - 80))
   best, scores = ea_maximize(jax.random.PRNGKey(0), spy, [10, 20], _line_space(), n_ea=150, n_mut=10)
   assert best == [80] and scores.tolist() == [0.0]
   assert spy.calls[0] == [10, 20] and all(len(c) <= 10 for c in spy.calls[1:])
@@ -84,7 +79,7 @@ def test_ea_finds_the_known_optimum_on_a_line():
 
 @pytest.mark.parametrize("n_ea, n_mut", [(40, 7), (45, 100), (0, 5)])
 def test_ea_scores_exactly_n_ea_new_distinct_points(n_ea, n_mut):
-  spy = _Spy(lambda x: 0.0)  # uniform parents: new points stay easy to find
+  spy = ScoreSpy(lambda x: 0.0)  # uniform parents: new points stay easy to find
   ea_maximize(jax.random.PRNGKey(1), spy, [100, 100, 120], _line_space(), n_ea=n_ea, n_mut=n_mut)
   scored = sum(spy.calls, [])
   assert spy.calls[0] == [100, 120]  # the population, de-duplicated, scored once
@@ -94,8 +89,8 @@ def test_ea_scores_exactly_n_ea_new_distinct_points(n_ea, n_mut):
 def test_given_population_scores_replace_the_first_call_and_change_nothing_else():
   f = lambda x: -abs(x - 80)
   population = [10, 20, 10, 55]
-  plain = ea_maximize(jax.random.PRNGKey(4), _Spy(f), population, _line_space(), n_ea=40, n_mut=6, n=4)
-  spy = _Spy(f)
+  plain = ea_maximize(jax.random.PRNGKey(4), ScoreSpy(f), population, _line_space(), n_ea=40, n_mut=6, n=4)
+  spy = ScoreSpy(f)
   given_ = ea_maximize(jax.random.PRNGKey(4), spy, population, _line_space(), n_ea=40, n_mut=6, n=4,
                        population_scores=[f(x) for x in population])
   assert given_[0] == plain[0] and given_[1].tolist() == plain[1].tolist()
@@ -106,7 +101,7 @@ def test_given_population_scores_replace_the_first_call_and_change_nothing_else(
 
 
 def test_ea_never_returns_or_scores_excluded_points():
-  spy = _Spy(lambda x: -abs(x - 137))
+  spy = ScoreSpy(lambda x: -abs(x - 137))
   exclude = set(range(130, 145)) | {20}
   best, scores = ea_maximize(jax.random.PRNGKey(2), spy, [20, 60], _line_space(), n_ea=120,
                              n_mut=10, n=5, exclude=exclude)
@@ -116,7 +111,7 @@ def test_ea_never_returns_or_scores_excluded_points():
 
 
 def test_ea_stops_when_no_new_points_exist_and_skips_nan():
-  spy = _Spy(lambda x: np.nan if x % 2 else float(x))
+  spy = ScoreSpy(lambda x: np.nan if x % 2 else float(x))
   best, scores = ea_maximize(jax.random.PRNGKey(3), spy, [0], _line_space(), n_ea=10_000,
                              n_mut=20, n=3, max_mutations=3000)
   scored = sum(spy.calls, [])
@@ -126,7 +121,7 @@ def test_ea_stops_when_no_new_points_exist_and_skips_nan():
 
 
 def test_ea_checks_its_arguments():
-  space, score = _line_space(), _Spy(float)
+  space, score = _line_space(), ScoreSpy(float)
   with pytest.raises(ValueError, match="n_mut: 0"):
     ea_maximize(jax.random.PRNGKey(0), score, [1], space, n_ea=5, n_mut=0)
   with pytest.raises(ValueError, match="population: empty"):

@@ -1,9 +1,15 @@
 """Auto-Keras's tree-structured SA optimiser (spec autokeras.md 6.1, 9.4) on toy spaces."""
+import os
+import sys
+
 import jax
 import numpy as np
 import pytest
 
 from nas_jax.acquisition.tree_search import acceptance, tree_maximize
+
+sys.path.insert(0, os.path.dirname(__file__))
+from score_spy import ScoreSpy  # noqa: E402
 
 _MOVES = (("+1", 1), ("-1", -1), ("+3", 3), ("-3", -3))
 
@@ -15,15 +21,6 @@ def _expand(x):
 
 def _replay(x, ops):
   return x + sum(dict(_MOVES)[o] for o in ops)
-
-
-class _Spy:
-  def __init__(self, fn):
-    self.fn, self.calls = fn, []
-
-  def __call__(self, points):
-    self.calls.append(list(points))
-    return np.array([self.fn(p) for p in points], float)
 
 
 def _peak(x):
@@ -40,11 +37,11 @@ def test_acceptance_known_values():
 
 def test_exactly_88_pops_while_the_queue_lasts():
   history = list(range(100))
-  out = tree_maximize(jax.random.PRNGKey(0), _Spy(_peak), history, [_peak(x) for x in history],
+  out = tree_maximize(jax.random.PRNGKey(0), ScoreSpy(_peak), history, [_peak(x) for x in history],
                       lambda x: [], lambda x: x)
   assert out is None  # nothing new to expand into
   # Scores rise down a binary tree, so every child is kept and the queue never runs dry.
-  wide = tree_maximize(jax.random.PRNGKey(0), _Spy(float), [0], [0.0],
+  wide = tree_maximize(jax.random.PRNGKey(0), ScoreSpy(float), [0], [0.0],
                        lambda x: [("a", 2 * x + 1), ("b", 2 * x + 2)], lambda x: x)
   assert wide.n_pops == 88 and wide.n_scored == 2 * 88  # 0.9^87 > 1e-4 >= 0.9^88
 
@@ -52,7 +49,7 @@ def test_exactly_88_pops_while_the_queue_lasts():
 @pytest.mark.parametrize("variant", ["paper", "code"])
 def test_finds_the_peak_and_its_ops_replay_from_the_ancestor(variant):
   history = [0, 10]
-  spy = _Spy(_peak)
+  spy = ScoreSpy(_peak)
   out = tree_maximize(jax.random.PRNGKey(1), spy, history, [_peak(x) for x in history], _expand,
                       lambda x: x, variant=variant)
   assert out.point == 37 and out.score == _peak(37)
@@ -63,23 +60,23 @@ def test_finds_the_peak_and_its_ops_replay_from_the_ancestor(variant):
 
 def test_seen_points_are_never_scored_or_returned_and_search_is_deterministic():
   seen = set(range(30, 45))
-  args = (_Spy(_peak), [0, 10], [_peak(0), _peak(10)], _expand, lambda x: x)
+  args = (ScoreSpy(_peak), [0, 10], [_peak(0), _peak(10)], _expand, lambda x: x)
   out = tree_maximize(jax.random.PRNGKey(2), *args, seen=seen)
   assert out.point not in seen and out.point in (29, 45)  # the best points left
   assert not set(sum(args[0].calls, [])) & seen
-  again = tree_maximize(jax.random.PRNGKey(2), _Spy(_peak), *args[1:], seen=seen)
+  again = tree_maximize(jax.random.PRNGKey(2), ScoreSpy(_peak), *args[1:], seen=seen)
   assert again == out
 
 
 def test_without_an_improvement_the_best_scored_child_is_returned():
   # Every child scores below the history's best: none is "chosen", so the fallback applies.
-  spy = _Spy(lambda x: -1.0 - x / 100)
+  spy = ScoreSpy(lambda x: -1.0 - x / 100)
   out = tree_maximize(jax.random.PRNGKey(3), spy, [50], [10.0], _expand, lambda x: x)
   assert out.score == max(spy.fn(p) for p in sum(spy.calls, [])) and out.point == 47
 
 
 def test_ruled_out_children_are_never_chosen():
-  out = tree_maximize(jax.random.PRNGKey(4), _Spy(lambda x: np.nan if x > 10 else _peak(x)), [10], [_peak(10)],
+  out = tree_maximize(jax.random.PRNGKey(4), ScoreSpy(lambda x: np.nan if x > 10 else _peak(x)), [10], [_peak(10)],
                       _expand, lambda x: x)
   assert out.point <= 10
 
@@ -89,8 +86,8 @@ def test_ruled_out_children_are_never_chosen():
 ])
 def test_bad_arguments_are_named(kwargs, match):
   with pytest.raises(ValueError, match=match):
-    tree_maximize(jax.random.PRNGKey(0), _Spy(_peak), [0], [0.0], _expand, lambda x: x, **kwargs)
+    tree_maximize(jax.random.PRNGKey(0), ScoreSpy(_peak), [0], [0.0], _expand, lambda x: x, **kwargs)
   with pytest.raises(ValueError, match="no finite score"):
-    tree_maximize(jax.random.PRNGKey(0), _Spy(_peak), [0], [np.nan], _expand, lambda x: x)
+    tree_maximize(jax.random.PRNGKey(0), ScoreSpy(_peak), [0], [np.nan], _expand, lambda x: x)
   with pytest.raises(ValueError, match="one score each"):
-    tree_maximize(jax.random.PRNGKey(0), _Spy(_peak), [0, 1], [0.0], _expand, lambda x: x)
+    tree_maximize(jax.random.PRNGKey(0), ScoreSpy(_peak), [0, 1], [0.0], _expand, lambda x: x)
