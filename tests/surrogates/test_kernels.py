@@ -252,3 +252,16 @@ def test_kernels_round_trip_as_pytrees_under_jit(kernel, pair):
   np.testing.assert_allclose(jax.jit(lambda k, p: k(p))(rebuilt, pair), kernel(pair), rtol=1e-12)
   doubled = jax.jit(lambda k: jax.tree.map(lambda v: v * 2.0, k))(kernel)
   assert jax.tree.structure(doubled) == tree
+
+
+def test_kernels_with_the_same_leaves_have_different_tree_structures():
+  """jax compares dataclass tree structures without their class; a jit cache then mixed up
+  ExpSquared, Matern52 and Matern12 traces, so each kernel carries its class as static data."""
+  same_leaves = [cls.create(1.3, np.array([0.7, 1.2])) for cls in (kernels.ExpSquared, kernels.Matern52, kernels.Matern12)]
+  trees = [jax.tree_util.tree_structure(k) for k in same_leaves]
+  assert all((a == b) == (i == j) for i, a in enumerate(trees) for j, b in enumerate(trees))
+  pair = pairwise.vector_pair(np.array([[0.0, 0.0], [1.0, 2.0]]))
+  gram = jax.jit(lambda k, p: k(p))
+  for _ in range(20):  # every call must run its own kernel, whatever the cache holds
+    values = [float(gram(k, pair)[0, 1]) for k in same_leaves]
+    assert len(set(values)) == 3
