@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
+    "typed_dataclass",
     "ArcPair",
     "DistancePair",
     "OtmannPair",
@@ -32,7 +33,21 @@ def _pad_axis(x: jax.Array, axis: int, size: int) -> jax.Array:
   return jnp.pad(x, widths)
 
 
-@flax.struct.dataclass
+def typed_dataclass(cls):
+  """flax.struct.dataclass plus a static `pytree_type` field holding the class name.
+
+  jax 0.10's PyTreeDef equality ignores a dataclass node's class and field names, so two classes
+  with alike leaves (ExpSquared and Matern52, or two Pairwise types) had equal structures, and a
+  jitted function's cache could hand one's compiled trace to the other when their hashes
+  collided (seen as a flaky GP test). The static field makes the structures differ. Used by
+  the Pairwise types and the kernels, which meet in the same jitted GP functions.
+  """
+  cls.__annotations__ = {**cls.__annotations__, "pytree_type": str}
+  cls.pytree_type = flax.struct.field(pytree_node=False, default=cls.__name__, repr=False)
+  return flax.struct.dataclass(cls)
+
+
+@typed_dataclass
 class VectorPair:
   """Raw feature vectors, for kernels with ARD length-scales: x1: [n1, D], x2: [n2, D] float."""
 
@@ -48,7 +63,7 @@ class VectorPair:
     return VectorPair(_pad_axis(self.x1, 0, n1), _pad_axis(self.x2, 0, n2))
 
 
-@flax.struct.dataclass
+@typed_dataclass
 class DistancePair:
   """Precomputed squared distances for isotropic kernels: sq_dist: [n1, n2] float, >= 0."""
 
@@ -62,7 +77,7 @@ class DistancePair:
     return DistancePair(_pad_axis(_pad_axis(self.sq_dist, 0, n1), 1, n2))
 
 
-@flax.struct.dataclass
+@typed_dataclass
 class OtmannPair:
   """OTMANN distances (nasbot.md 6.3) for several nu_str: d, d_bar: [n_nu, n1, n2] float, >= 0."""
 
@@ -80,7 +95,7 @@ class OtmannPair:
     return OtmannPair(pad(self.d), pad(self.d_bar))
 
 
-@flax.struct.dataclass
+@typed_dataclass
 class ArcPair:
   """Conditional parameters for the arc kernel (arc_kernel.md 2).
 

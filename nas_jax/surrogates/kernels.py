@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair
+from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, typed_dataclass
 
 __all__ = [
     "ArcKernel",
@@ -25,19 +25,6 @@ __all__ = [
     "matern12_profile",
     "matern52_profile",
 ]
-
-
-def _kernel_dataclass(cls):
-  """flax.struct.dataclass plus a static `kernel_type` field holding the class name.
-
-  jax 0.10's PyTreeDef equality ignores a dataclass node's class and field names, so two kernels
-  with the same leaves (ExpSquared and Matern52) had equal structures, and a jitted function's
-  cache could hand one kernel's compiled trace to the other when their hashes collided (seen
-  as a flaky GP test). The static field makes the structures differ.
-  """
-  cls.__annotations__ = {**cls.__annotations__, "kernel_type": str}
-  cls.kernel_type = flax.struct.field(pytree_node=False, default=cls.__name__, repr=False)
-  return flax.struct.dataclass(cls)
 
 
 def exp_squared_profile(r2: jax.Array) -> jax.Array:
@@ -113,7 +100,7 @@ def _stationary_diag(log_variance: jax.Array, pair: Any) -> jax.Array:
   return jnp.full(pair.shape[0], jnp.exp(log_variance))
 
 
-@_kernel_dataclass
+@typed_dataclass
 class ExpSquared:
   """sigma^2 exp(-|x - x'|^2_l / 2) on a VectorPair (ARD) or a DistancePair (isotropic).
 
@@ -141,7 +128,7 @@ class ExpSquared:
     return _stationary_bounds(cls, dim, variance, length_scale)
 
 
-@_kernel_dataclass
+@typed_dataclass
 class Matern12:
   """sigma^2 exp(-|x - x'|_l) on a VectorPair (ARD) or a DistancePair (isotropic).
 
@@ -176,7 +163,7 @@ class Matern12:
     return _stationary_bounds(cls, dim, variance, length_scale)
 
 
-@_kernel_dataclass
+@typed_dataclass
 class Matern52:
   """sigma^2 Matern-5/2(|x - x'|_l) on a VectorPair (ARD) or a DistancePair (isotropic).
 
@@ -204,7 +191,7 @@ class Matern52:
     return _stationary_bounds(cls, dim, variance, length_scale)
 
 
-@_kernel_dataclass
+@typed_dataclass
 class Hamming:
   """sigma^2 exp(-sum_i [x_i != x'_i] / l_i) on a VectorPair of 0/1 encodings.
 
@@ -235,7 +222,7 @@ class Hamming:
     return _stationary_bounds(cls, dim, variance, length_scale)
 
 
-@_kernel_dataclass
+@typed_dataclass
 class NasbotKernel:
   """alpha exp(-sum_i beta_i d_i^p) + alpha_bar exp(-sum_i beta_bar_i d_bar_i^p_bar), eq. (7).
 
@@ -289,7 +276,7 @@ class NasbotKernel:
     return cls(a0, a0, b0, c0, float(p), float(p_bar)), cls(a1, a1, b1, c1, float(p), float(p_bar))
 
 
-@_kernel_dataclass
+@typed_dataclass
 class ArcKernel:
   """sigma^2 profile(d^2), d the cylindrical-embedding distance of arc_kernel.md 2 (l = 1, 3).
 
@@ -345,7 +332,7 @@ class ArcKernel:
     return cls(v0, w0, r0, profile), cls(v1, w1, r1, profile)
 
 
-@_kernel_dataclass
+@typed_dataclass
 class Sum:
   """k1(pair) + k2(pair); both kernels read the same pair."""
 
@@ -359,7 +346,7 @@ class Sum:
     return self.k1.diag(pair) + self.k2.diag(pair)
 
 
-@_kernel_dataclass
+@typed_dataclass
 class Product:
   """k1(pair) * k2(pair); both kernels read the same pair."""
 

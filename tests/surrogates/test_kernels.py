@@ -260,6 +260,8 @@ def test_kernels_with_the_same_leaves_have_different_tree_structures():
   same_leaves = [cls.create(1.3, np.array([0.7, 1.2])) for cls in (kernels.ExpSquared, kernels.Matern52, kernels.Matern12)]
   trees = [jax.tree_util.tree_structure(k) for k in same_leaves]
   assert all((a == b) == (i == j) for i, a in enumerate(trees) for j, b in enumerate(trees))
+  x = np.zeros((3, 3))  # Pairwise types with alike leaves differ too
+  assert jax.tree_util.tree_structure(pairwise.VectorPair(x, x)) != jax.tree_util.tree_structure(pairwise.OtmannPair(x, x))
   pair = pairwise.vector_pair(np.array([[0.0, 0.0], [1.0, 2.0]]))
   gram = jax.jit(lambda k, p: k(p))
   for _ in range(20):  # every call must run its own kernel, whatever the cache holds
