@@ -3,10 +3,7 @@
 Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never downloaded):
   python launch/search.py --config=configs/gp_nb201.py[:smoke] --config.workdir=runs/gp_nb201 \\
     --config.task.path=../shared/data/nasbench201
-Comparison (spec 11.2: 150 queries; regret = best test - test of the best-valid cell):
-  python launch/compare.py --configs=configs/bananas_nb201.py,configs/re_nb201.py,\\
-configs/ls_nb201.py,configs/gp_nb201.py,configs/random_nb201.py --seeds=20 --budget=150 \\
-    --out=runs/compare_nb201
+The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.py`.
 
 Space, task and executor fields are those of `random_nb201.py`.
 """
