@@ -101,7 +101,7 @@ def layer_masses(arch: Architecture, params: MassParams = MassParams()) -> jax.A
   a = _edges(arch)
   units = arch.units.astype(_float())
   is_ip = (role == Role.IP) & arch.mask
-  is_pool = role == Role.POOL
+  is_pool = (role == Role.POOL) | (role == Role.GAP)  # both pass their input's mass on
   has_units = jnp.asarray(labels_lib.label_table(arch.kind).has_units)[arch.labels]
 
   def body(_, out):

@@ -1,6 +1,6 @@
 """The JSON interchange format of architectures, and every validity rule, checked in plain Python.
 
-Format: `{"kind": "cnn"|"mlp", "layers": [{"label": "conv3", "units": 64, "stride": 1}, ...],
+Format: `{"kind": "cnn"|"mlp"|"autokeras", "layers": [{"label": "conv3", "units": 64, "stride": 1}, ...],
 "edges": [[0, 1], ...]}`; `units` and `stride` are omitted where a layer has none. Any JSON value
 gives either a valid Architecture or a ValueError whose message names the field and what is
 allowed; nothing here is traced.
@@ -14,13 +14,15 @@ import numpy as np
 
 from nas_jax.arch import graph
 from nas_jax.arch import labels as labels_lib
+from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture, pad
 
 __all__ = ["Limits", "FLAT", "from_json", "to_json", "host_masses", "image_sizes"]
 
 Role = labels_lib.Role
 # Plain ints: IntEnum attribute lookups dominate the validation time of a network otherwise.
-_IP, _OP, _RES, _POOL, _FC, _DECISION = (int(r) for r in (Role.IP, Role.OP, Role.RES, Role.POOL, Role.FC, Role.DECISION))
+_IP, _OP, _RES, _POOL, _FC, _DECISION, _GAP = (
+    int(r) for r in (Role.IP, Role.OP, Role.RES, Role.POOL, Role.FC, Role.DECISION, Role.GAP))
 _IMAGE_ROLES = (int(Role.CONV), _RES, _POOL)
 _POOL_STRIDE = 2
 FLAT = 0  # image-size code of flattened data (after fc or a decision layer)
@@ -204,7 +206,7 @@ def host_masses(kind: str, lids: np.ndarray, units: np.ndarray, adj: np.ndarray,
     incoming = sum(out[p] for p in parents[u])
     if roles[u] == _IP:
       out[u] = 1.0
-    elif roles[u] == _POOL:
+    elif roles[u] in (_POOL, _GAP):
       out[u] = mass[u] = incoming
     elif has_units[u]:
       out[u], mass[u] = float(units[u]), coeff.get(roles[u], 1.0) * float(units[u]) * incoming
@@ -240,8 +242,8 @@ def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = No
   if missing or extra:
     raise ValueError(f"architecture: keys {sorted(map(str, obj))}; expected exactly kind, layers, edges")
   kind = obj["kind"]
-  if kind not in labels_lib.LAYER_GRAPH_KINDS:
-    raise ValueError(f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.LAYER_GRAPH_KINDS)}"
+  if kind not in labels_lib.JSON_KINDS:
+    raise ValueError(f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.JSON_KINDS)}"
                      " (cell kinds are built by nas_jax.spaces.cells)")
   layers = obj["layers"]
   if not isinstance(layers, list) or not layers:
@@ -254,8 +256,12 @@ def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = No
   parsed = np.array([_parse_layer(kind, i, l, limits) for i, l in enumerate(layers)], np.int32).reshape(n, 3)
   lids, units, strides = parsed.T
   adj = _parse_edges(obj["edges"], n, limits)
-  order = _check_graph(kind, lids, adj, limits)
-  image_sizes(kind, lids, strides, adj)
+  if kind == main_chain.KIND:
+    main_chain.check_arrays(lids, adj)
+    order = graph.host_topological_order(adj)
+  else:
+    order = _check_graph(kind, lids, adj, limits)
+    image_sizes(kind, lids, strides, adj)
   tm = host_masses(kind, lids, units, adj, order, graph.mass_params(mass_params)).sum()
   if tm > limits.max_mass:
     raise ValueError(f"architecture: total mass {tm:.6g} exceeds the limit {limits.max_mass:.6g}")

@@ -14,6 +14,7 @@ __all__ = [
     "Role",
     "KINDS",
     "LAYER_GRAPH_KINDS",
+    "JSON_KINDS",
     "LabelTable",
     "vocabulary",
     "label_table",
@@ -34,6 +35,9 @@ class Role(enum.IntEnum):
   ACT = 6  # MLP dense layer followed by the named activation
   DECISION = 7  # softmax (classification) or linear (regression); feeds op
   CELL_OP = 8  # an operation node of a cell space (NAS-Bench-101/201); no units
+  SKIP = 9  # autokeras add-skip branch: max-pools to the target's size, then a 1x1 conv with bias
+  CONCAT = 10  # autokeras concat-skip: concat(main, pooled skip) -> 1x1 conv -> BN -> ReLU
+  GAP = 11  # global average pool: [B, H, W, C] -> [B, C]
 
 
 _CNN = (
@@ -79,6 +83,22 @@ _NB101 = (
     ("maxpool3x3", Role.CELL_OP, 3),
 )
 
+# The Auto-Keras reference family (autokeras.md 1.4, 12): conv blocks conv -> BN -> merge of
+# add-skips -> ReLU, 2x2 max-pools, a global-average-pool head with ReLU dense blocks. Skips are
+# vertices: `conv1` (add) and `concat` (the projection of a concatenation).
+_AUTOKERAS = (
+    ("ip", Role.IP, 0),
+    ("op", Role.OP, 0),
+    ("conv3", Role.CONV, 3),
+    ("conv5", Role.CONV, 5),
+    ("conv1", Role.SKIP, 1),
+    ("concat", Role.CONCAT, 1),
+    ("max-pool", Role.POOL, 2),
+    ("gap", Role.GAP, 0),
+    ("fc", Role.FC, 0),
+    ("softmax", Role.DECISION, 0),
+)
+
 # Layer groups of the grouped structural cost (spec nasbot.md 4.3); "all" is always first.
 _GROUPS = {
     "cnn": (
@@ -92,14 +112,23 @@ _GROUPS = {
         ("rec", ("relu", "crelu", "leaky-relu", "softplus", "elu")),
         ("sig", ("logistic", "tanh")),
     ),
+    "autokeras": (
+        ("all", None),
+        ("conv", ("conv3", "conv5", "conv1", "concat")),
+        ("pool", ("max-pool", "gap")),
+        ("fc", ("fc",)),
+    ),
     "nb201": (("all", None),),
     "nb101": (("all", None),),
 }
-_VOCAB = {"cnn": _CNN, "mlp": _MLP, "nb201": _NB201, "nb101": _NB101}
+_VOCAB = {"cnn": _CNN, "mlp": _MLP, "nb201": _NB201, "nb101": _NB101, "autokeras": _AUTOKERAS}
 KINDS = tuple(_VOCAB)
 # Kinds whose architectures use the layer-graph interchange JSON and NASBOT's validity rules;
 # cell kinds are built by `nas_jax.spaces.cells` (ops as nodes, input and output as ip/op).
 LAYER_GRAPH_KINDS = ("cnn", "mlp")
+# Kinds written as interchange JSON: the layer graphs and the Auto-Keras family, whose
+# main-chain rules live in `nas_jax.arch.main_chain`.
+JSON_KINDS = LAYER_GRAPH_KINDS + ("autokeras",)
 
 
 class LabelTable(NamedTuple):
@@ -165,8 +194,8 @@ def label_table(kind: str) -> LabelTable:
         names=names,
         role=role,
         kernel=np.array([k for _, _, k in entries], np.int32),
-        has_units=np.isin(role, (Role.CONV, Role.RES, Role.FC, Role.ACT)),
-        has_stride=np.isin(role, (Role.CONV, Role.RES)),
+        has_units=np.isin(role, (Role.CONV, Role.RES, Role.FC, Role.ACT, Role.SKIP, Role.CONCAT)),
+        has_stride=np.isin(role, (Role.CONV, Role.RES)) & (kind != "autokeras"),  # its convs keep the size
         groups=groups,
     )
   return _TABLES[kind]

@@ -15,11 +15,15 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from nas_jax.arch import main_chain
+from nas_jax.arch.architecture import Architecture
+
 __all__ = [
     "LAYER_MATCHES",
     "SKIP_TYPES",
     "Descriptor",
     "EditDistances",
+    "arch_descriptor",
     "descriptor",
     "edit_distance_terms",
     "edit_distances",
@@ -128,6 +132,15 @@ def descriptor(conv, dense=(), skips=(), *, sizes=None) -> Descriptor:
       skips=jnp.asarray(padded(triples, ls, _PAD_SKIP).reshape(ls, 3)),
       skip_mask=jnp.arange(ls) < len(triples),
   )
+
+
+def arch_descriptor(arch: Architecture, num_classes: int, *, sizes=None) -> Descriptor:
+  """desc(f) of an autokeras Architecture (spec 1.5): conv block widths in chain order, hidden fc
+  widths then the classifier's `num_classes`, and the skip triples (`main_chain.Chain`)."""
+  chain = main_chain.chain_view(arch)
+  units = np.asarray(arch.units)
+  return descriptor([int(units[c]) for c in chain.convs], [int(units[f]) for f in chain.fcs] + [num_classes],
+                    chain.skip_triples(), sizes=sizes)
 
 
 def _counts(desc: Descriptor) -> np.ndarray:

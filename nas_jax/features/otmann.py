@@ -158,6 +158,7 @@ def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, n
     for p in pairs:
       r, c = na[p] + 1, nb[p] + 1
       ap, bp = a[p, :r], b[p, :c]
+      ap, bp = ap / ap.sum(), bp / bp.sum()  # float32 masses sum to 1 only within ~1e-7: "infeasible"
       for k in range(cost.shape[1]):
         _, out[k, p], _, _, status = emd_c(ap, bp, np.ascontiguousarray(cost[p, k, :r, :c]), _EMD_MAX_ITER, 1)
         if status != 1:

@@ -113,6 +113,24 @@ def _cnn_cost(rule: str, table: labels_lib.LabelTable, i: int, j: int) -> float:
   return math.inf
 
 
+_AK_CONVS = (Role.CONV, Role.SKIP, Role.CONCAT)
+
+
+def _autokeras_cost(rule: str, table: labels_lib.LabelTable, i: int, j: int) -> float:
+  """Ours (no paper defines it): convs of every kernel size by the cnn rule, with 1x1 next to 3x3
+  as 3x3 is to 5x5; the add and concat 1x1 helpers 0.1 apart; max-pool and gap as two pools."""
+  ri, rj = Role(int(table.role[i])), Role(int(table.role[j]))
+  if ri in _AK_CONVS and rj in _AK_CONVS:
+    ki, kj = sorted((int(table.kernel[i]), int(table.kernel[j])))
+    if ki == kj:
+      return 0.1
+    shift = 2 if ki == 1 else 0  # the cnn table has kernels 3, 5, 7: shift 1, 3, 5 onto it
+    return _conv_cost(rule, ki + shift, kj + shift)
+  if {ri, rj} <= {Role.POOL, Role.GAP}:
+    return 0.25 if rule == "paper" else 0.5
+  return math.inf
+
+
 def _mlp_cost(names: tuple[str, ...], i: int, j: int) -> float:
   a, b = names[i], names[j]
   if (a in _RECTIFIERS and b in _RECTIFIERS) or (a in _SIGMOIDS and b in _SIGMOIDS):
@@ -130,7 +148,10 @@ def _rule_matrix(kind: str, rule: str) -> np.ndarray:
   for i in range(n):
     for j in range(n):
       if i != j:
-        m[i, j] = _cnn_cost(rule, table, i, j) if kind == "cnn" else _mlp_cost(table.names, i, j)
+        if kind == "mlp":
+          m[i, j] = _mlp_cost(table.names, i, j)
+        else:
+          m[i, j] = (_autokeras_cost if kind == "autokeras" else _cnn_cost)(rule, table, i, j)
   m.setflags(write=False)
   return m
 

@@ -84,14 +84,14 @@ def digits(kind: str = "cnn", *, seed: int = 0) -> Dataset:
   """scikit-learn's 1797 handwritten 8x8 digits, 10 classes.
 
   Args:
-    kind: "cnn" gives [n, 8, 8, 1] images, "mlp" flat [n, 64] vectors.
+    kind: "cnn" and "autokeras" give [n, 8, 8, 1] images, "mlp" flat [n, 64] vectors.
     seed: seed of the split.
 
   Returns:
     A classification Dataset; pixels standardised per position with training statistics.
   """
-  if kind not in ("cnn", "mlp"):
-    raise ValueError(f"digits: kind {kind!r} is unknown; allowed: cnn, mlp")
+  if kind not in ("cnn", "mlp", "autokeras"):
+    raise ValueError(f"digits: kind {kind!r} is unknown; allowed: cnn, mlp, autokeras")
   raw = sk_datasets.load_digits()
   data = _split(raw.data, raw.target, task="classification", num_classes=10, seed=_check_seed(seed), name="digits")
   if kind == "mlp":
@@ -204,7 +204,7 @@ def get_dataset(name: str, *, kind: str, seed: int = 0, target: str = "", task: 
 
   Args:
     name: "digits", "diabetes" or a file path.
-    kind: "cnn" or "mlp" (shapes digits as images or vectors).
+    kind: "cnn", "autokeras" or "mlp" (shapes digits as images or vectors).
     seed: split seed.
     target, task: for tables only (see `load_table`).
   """

@@ -15,6 +15,7 @@ import numpy as np
 
 from nas_jax.arch import graph
 from nas_jax.arch import labels as labels_lib
+from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
 
 __all__ = ["Node", "ArchNet", "network_nodes", "build_model", "init_variables", "ACTIVATIONS", "KERNEL_INIT"]
@@ -225,6 +226,45 @@ def _layer(node: Node, h: jax.Array, train: bool, num_outputs: int, kernel_init:
   return nn.log_softmax(z) if node.label == "softmax" else z[:, 0]
 
 
+def _to_size(x: jax.Array, size: int) -> jax.Array:
+  """2x2 max-pools (stride 2, SAME) until the image is `size` pixels high: a skip's copy of the
+  chain's pools (autokeras.md 1.4); pooling a 1x1 image is the identity, so the count is exact."""
+  while x.shape[1] > size:
+    x = nn.max_pool(x, (2, 2), (2, 2), padding="SAME")
+  return x
+
+
+def _autokeras_layer(node: Node, parents: list[Node], ins: list[jax.Array], train: bool, num_outputs: int,
+                     kernel_init: Callable) -> jax.Array:
+  """One vertex of the Auto-Keras family (autokeras.md 1.4, `nas_jax.arch.main_chain`).
+
+  parents, ins: the parent vertices and their outputs, in topological order. A conv block is
+  ReLU(BN(conv(chain input)) + the add-skips), an add-skip being the 1x1 conv (with bias) of its
+  start pooled to the block's size; a conv1 vertex passes its input on, and the block it feeds
+  applies its pools and its 1x1 conv (named by the conv1 slot), because only the block knows the size.
+  """
+  name = f"{node.slot}_{node.label}"
+  if node.role == Role.SKIP:
+    return ins[0]
+  if node.role == Role.CONV:
+    (x,) = [h for p, h in zip(parents, ins) if p.role != Role.SKIP]
+    h = _ConvBN(node.units, node.kernel, 1, kernel_init, name=name)(x, train)
+    for p, z in zip(parents, ins):
+      if p.role == Role.SKIP:
+        dense = nn.Dense(p.units, dtype=_F32, param_dtype=_F32, kernel_init=kernel_init, name=f"{p.slot}_{p.label}")
+        h = h + dense(_to_size(z, h.shape[1]))
+    return nn.relu(h)
+  if node.role == Role.CONCAT:  # the skip's start is an ancestor of the chain input: it comes first
+    start, x = ins
+    z = jnp.concatenate([x, _to_size(start, x.shape[1])], axis=-1)
+    return nn.relu(_ConvBN(node.units, 1, 1, kernel_init, name=name)(z, train))
+  if node.role == Role.POOL:
+    return nn.max_pool(ins[0], (2, 2), (2, 2), padding="SAME")
+  if node.role == Role.GAP:
+    return ins[0].mean(axis=(1, 2))
+  return _layer(node, ins[0], train, num_outputs, kernel_init)
+
+
 def _average(stacked: jax.Array, decision: str) -> jax.Array:
   """op: [n_dec, B, K] log-probabilities -> log of the mean probability; [n_dec, B] -> mean."""
   if decision == "softmax":
@@ -237,7 +277,8 @@ class ArchNet(nn.Module):
 
   Several parents are concatenated on the last axis (channels for images, features for MLPs).
   CNN conv layers are conv + batch norm + relu; fc flattens and is dense + relu; pools keep the
-  channels. MLP processing layers are dense + the activation named by the label.
+  channels. MLP processing layers are dense + the activation named by the label. Autokeras
+  networks follow their own vertex rules (`_autokeras_layer`).
 
   Decision layers: `softmax` is a dense layer to `num_outputs` classes, `linear` a dense layer to
   one output. `op` averages the decision outputs as the paper says (spec 1.2): for softmax it
@@ -246,7 +287,7 @@ class ArchNet(nn.Module):
 
   Attributes:
     nodes: the layers, from `network_nodes(arch)`.
-    kind: "cnn" or "mlp".
+    kind: "cnn", "mlp" or "autokeras".
     num_outputs: number of classes of a softmax decision layer (ignored by `linear`).
     kernel_init: initializer of every conv and dense kernel.
   """
@@ -261,16 +302,16 @@ class ArchNet(nn.Module):
     """Runs the network.
 
     Args:
-      x: [B, H, W, C] images for a cnn, [B, D] features for an mlp.
+      x: [B, H, W, C] images for a cnn or autokeras network, [B, D] features for an mlp.
       train: batch statistics and their update (True) or running averages (False).
 
     Returns:
       [B, num_outputs] float32 log-probabilities (softmax decision), or [B] float32 predictions
       (linear decision).
     """
-    want = 4 if self.kind == "cnn" else 2
+    want = 2 if self.kind == "mlp" else 4
     if x.ndim != want:
-      shape = "[B, H, W, C]" if self.kind == "cnn" else "[B, D]"
+      shape = "[B, D]" if self.kind == "mlp" else "[B, H, W, C]"
       raise ValueError(f"ArchNet: input has shape {x.shape}; a {self.kind} takes {shape}")
     outputs = []
     for node in self.nodes:
@@ -279,6 +320,9 @@ class ArchNet(nn.Module):
         h = x.astype(_F32)
       elif node.role == Role.OP:  # its parents are exactly the decision layers
         h = _average(jnp.stack(ins), self.nodes[node.parents[0]].label)
+      elif self.kind == main_chain.KIND:
+        parents = [self.nodes[p] for p in node.parents]
+        h = _autokeras_layer(node, parents, ins, train, self.num_outputs, self.kernel_init)
       else:
         h = ins[0] if len(ins) == 1 else jnp.concatenate(ins, axis=-1)
         h = _layer(node, h, train, self.num_outputs, self.kernel_init)
