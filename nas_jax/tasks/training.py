@@ -10,7 +10,7 @@ import functools
 import math
 import sys
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +19,7 @@ import optax
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import models
+from nas_jax.tasks import early_stopping, models
 from nas_jax.tasks.datasets import TASKS, Dataset
 
 __all__ = [
@@ -54,6 +54,9 @@ class TrainConfig(NamedTuple):
     schedule: "constant", or "cosine" (decay to 0 over all steps: the paper's "reduced gradually").
     weight_decay: L2 coefficient added to the gradient (0 = none).
     eval_batch_size: batch size of the (padded) evaluation passes.
+    patience: stop after this many consecutive epochs whose validation loss does not beat the
+      best by `min_delta` (`early_stopping.should_stop`); 0 trains all `epochs`.
+    min_delta: the smallest decrease of the validation loss that counts as an improvement.
   """
 
   epochs: int = 8
@@ -63,6 +66,8 @@ class TrainConfig(NamedTuple):
   schedule: str = "cosine"
   weight_decay: float = 0.0
   eval_batch_size: int = 256
+  patience: int = 0
+  min_delta: float = 1e-4
 
 
 class TrainState(NamedTuple):
@@ -84,11 +89,13 @@ class EvalResult(NamedTuple):
     val_loss: validation loss at the best epoch (cross-entropy, or MSE).
     test_error: test error of the parameters of the best epoch.
     best_epoch: 1-based epoch of `val_error`; 0 when every epoch gave NaN.
-    epochs: epochs trained.
+    epochs: epochs trained: fewer than the config's when early stopping ended training.
     train_seconds: wall time of the training epochs, without compilation or evaluation.
     eval_seconds: wall time of the evaluation passes.
     compile_seconds: wall time of initialisation and of compiling the epoch and the evaluation.
-    val_errors: the validation error after each epoch.
+    val_errors: the validation error after each trained epoch.
+    variables: with `keep_variables`, the host numpy {"params", "batch_stats"} of the best epoch
+      (None when every epoch gave NaN); else None.
   """
 
   task: str
@@ -101,6 +108,7 @@ class EvalResult(NamedTuple):
   eval_seconds: float
   compile_seconds: float
   val_errors: tuple[float, ...]
+  variables: Any = None
 
   @property
   def val_accuracy(self) -> float:
@@ -125,10 +133,12 @@ def _check_config(config: TrainConfig) -> None:
     raise TypeError(f"train_config: got {type(config).__name__}; expected a TrainConfig")
   for name in ("epochs", "batch_size", "eval_batch_size"):
     _check_number(name, getattr(config, name), (int, np.integer), "an integer >= 1", lambda v: v >= 1)
+  _check_number("patience", config.patience, (int, np.integer), "an integer >= 0", lambda v: v >= 0)
   _check_number("learning_rate", config.learning_rate, (int, float), "a finite number > 0",
                 lambda v: math.isfinite(v) and v > 0)
-  _check_number("weight_decay", config.weight_decay, (int, float), "a finite number >= 0",
-                lambda v: math.isfinite(v) and v >= 0)
+  for name in ("weight_decay", "min_delta"):
+    _check_number(name, getattr(config, name), (int, float), "a finite number >= 0",
+                  lambda v: math.isfinite(v) and v >= 0)
   if config.optimizer not in OPTIMIZERS:
     raise ValueError(f"train_config.optimizer: {config.optimizer!r} is unknown; choose one of: {', '.join(OPTIMIZERS)}")
   if config.schedule not in SCHEDULES:
@@ -145,9 +155,9 @@ def _check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tupl
     raise ValueError(f"dataset.task: {data.task!r} is unknown; allowed: {', '.join(TASKS)}")
   nodes = models.network_nodes(arch)
   shape = data.x_train.shape
-  if arch.kind == "cnn" and len(shape) != 4:
+  if arch.kind != "mlp" and len(shape) != 4:
     raise ValueError(
-        f"dataset: {data.name!r} has inputs of shape {shape} (flat); a cnn architecture needs"
+        f"dataset: {data.name!r} has inputs of shape {shape} (flat); a {arch.kind} architecture needs"
         " images [n, H, W, C] (load digits with kind='cnn', or use an mlp)"
     )
   if arch.kind == "mlp" and len(shape) != 2:
@@ -179,6 +189,40 @@ def make_optimizer(config: TrainConfig, total_steps: int) -> optax.GradientTrans
 def _initial_state(tx: optax.GradientTransformation, variables: dict[str, Any]) -> TrainState:
   """The TrainState of freshly initialised Flax variables."""
   return TrainState(variables["params"], variables.get("batch_stats", {}), tx.init(variables["params"]))
+
+
+def _path_name(path: tuple[Any, ...]) -> str:
+  """A jax key path as "params/3_relu/kernel"."""
+  return "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+
+
+def _match_variables(given: Any, expected: Any) -> Any:
+  """The leaves of `given`, unchanged, in the tree structure of `expected`.
+
+  Args:
+    given: Flax variables {"params": ..., "batch_stats": ...} with numpy or jax leaves (an empty
+      or absent "batch_stats" for MLPs).
+    expected: the model's variables as ShapeDtypeStructs (`jax.eval_shape` of its init).
+
+  Raises:
+    TypeError: `given` is not a mapping.
+    ValueError: a leaf is missing or extra, or its shape differs; names the first such path.
+  """
+  if not isinstance(given, Mapping):
+    raise TypeError(f"init_variables: got {type(given).__name__}; expected a dict {{'params': ..., ...}}")
+  leaves, treedef = jax.tree_util.tree_flatten_with_path(expected)
+  want = {_path_name(path): leaf.shape for path, leaf in leaves}
+  got = {_path_name(path): leaf for path, leaf in jax.tree_util.tree_flatten_with_path(given)[0]}
+  missing, extra = [p for p in want if p not in got], [p for p in got if p not in want]
+  if missing:
+    raise ValueError(f"init_variables: {missing[0]} is missing ({len(missing)} of the model's {len(want)} leaves"
+                     " are); the variables must come from this architecture")
+  if extra:
+    raise ValueError(f"init_variables: {extra[0]} is not a variable of the model ({len(extra)} extra leaves)")
+  for path, shape in want.items():
+    if np.shape(got[path]) != shape:
+      raise ValueError(f"init_variables: {path} has shape {np.shape(got[path])}; the model expects {shape}")
+  return jax.tree.unflatten(treedef, [got[path] for path in want])
 
 
 def _release_freed_memory() -> None:
@@ -269,12 +313,14 @@ def _padded_batches(splits: list[tuple[np.ndarray, np.ndarray]], batch: int):
   return np.concatenate(xs), np.concatenate(ys), np.concatenate(vs), offsets
 
 
-def evaluate(arch: Architecture, dataset: Dataset, train_config: TrainConfig, key: jax.Array) -> EvalResult:
+def evaluate(arch: Architecture, dataset: Dataset, train_config: TrainConfig, key: jax.Array, *,
+             init_variables: Mapping[str, Any] | None = None, keep_variables: bool = False) -> EvalResult:
   """Trains `arch` on `dataset` and scores it by its minimum validation error over epochs.
 
   After every epoch the validation and test splits are evaluated together; the test error
-  reported is the one of the best validation epoch (spec 10.3). Deterministic for a given key
-  (initialisation and every epoch's shuffle derive from it).
+  reported is the one of the best validation epoch (spec 10.3). Training stops early when
+  `train_config.patience` epochs in a row fail to improve the validation loss. Deterministic for a
+  given key (initialisation and every epoch's shuffle derive from it).
 
   Args:
     arch: one unbatched Architecture whose kind fits the data (cnn: images, mlp: vectors) and
@@ -282,22 +328,28 @@ def evaluate(arch: Architecture, dataset: Dataset, train_config: TrainConfig, ke
     dataset: the data, from `nas_jax.tasks.datasets`.
     train_config: a TrainConfig.
     key: a jax PRNG key.
+    init_variables: Flax variables {"params": ..., "batch_stats": ...} of exactly this network's
+      shapes (e.g. morphed from a parent's `EvalResult.variables`) to start from instead of a
+      random initialisation (warm start); the optimizer state starts fresh either way.
+    keep_variables: return the variables of the best epoch in `EvalResult.variables`.
 
   Returns:
     An EvalResult; NaN errors (not an exception) when training diverges.
 
   Raises:
-    ValueError / TypeError: a bad config or an architecture that does not fit the data.
+    ValueError / TypeError: a bad config, an architecture that does not fit the data, or
+      `init_variables` that do not fit the network.
   """
   _check_config(train_config)
   nodes = _check_match(arch, dataset, train_config)
   model = models.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
-  result = _train(model, dataset, train_config, key)
+  result = _train(model, dataset, train_config, key, init_variables, keep_variables)
   _release_freed_memory()  # a worker that evaluates many networks starts each one lean
   return result
 
 
-def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, key: jax.Array) -> EvalResult:
+def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, key: jax.Array,
+           init_variables: Mapping[str, Any] | None, keep_variables: bool) -> EvalResult:
   """`evaluate` after its checks."""
   classification = dataset.task == "classification"
   steps = dataset.x_train.shape[0] // train_config.batch_size
@@ -311,9 +363,11 @@ def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, k
 
   t0 = time.perf_counter()
   x_one = x_train[:1]
+  shapes = jax.eval_shape(functools.partial(model.init, train=False), init_key, x_one)
+  warm = None if init_variables is None else _match_variables(init_variables, shapes)
   # Compiled from shapes before any parameter exists, so that XLA's compile-time memory is reused
   # for the parameters and optimizer moments instead of adding to them (peak RSS).
-  abstract = jax.eval_shape(lambda k, x: _initial_state(tx, model.init(k, x, train=False)), init_key, x_one)
+  abstract = jax.eval_shape(functools.partial(_initial_state, tx), shapes)
   epoch_fn = functools.partial(_train_epoch, model, tx, classification, steps, train_config.batch_size)
   perm = lambda epoch: jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), x_train.shape[0])
   # Donating the state lets XLA update parameters and optimizer moments in place.
@@ -321,11 +375,15 @@ def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, k
   eval_fn = functools.partial(_eval_sums, model, classification)
   run_eval = jax.jit(eval_fn).lower(abstract, x_eval, y_eval, valid).compile()
   _release_freed_memory()
-  state = _initial_state(tx, models.init_variables(model, init_key, x_one))
+  if warm is None:
+    state = _initial_state(tx, models.init_variables(model, init_key, x_one))
+  else:  # jnp.array copies: the donated state must not alias the caller's arrays
+    state = _initial_state(tx, jax.tree.map(lambda a: jnp.array(a, jnp.float32), warm))
   compile_seconds = time.perf_counter() - t0
 
   train_s = eval_s = 0.0
   records = []  # per epoch: (val error, val loss, test error)
+  kept = None
   for epoch in range(1, train_config.epochs + 1):
     t0 = time.perf_counter()
     state, _ = jax.block_until_ready(run_epoch(state, x_train, y_train, perm(epoch)))
@@ -335,6 +393,11 @@ def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, k
     train_s += t1 - t0
     records.append((err[:n_val_batches].sum() / n_val, loss[:n_val_batches].sum() / n_val,
                     err[n_val_batches:].sum() / n_test))
+    if keep_variables and _best_epoch([r[0] for r in records]) == epoch:
+      # Copies, not views: the state's buffers are donated to (and overwritten by) the next epoch.
+      kept = jax.tree.map(np.array, {"params": state.params, "batch_stats": state.batch_stats})
+    if early_stopping.should_stop([r[1] for r in records], train_config.patience, train_config.min_delta):
+      break
   best_epoch = _best_epoch([r[0] for r in records])
   val_error, val_loss, test_error = records[best_epoch - 1] if best_epoch else (math.nan,) * 3
   return EvalResult(
@@ -343,11 +406,12 @@ def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, k
       val_loss=float(val_loss),
       test_error=float(test_error),
       best_epoch=best_epoch,
-      epochs=train_config.epochs,
+      epochs=len(records),
       train_seconds=train_s,
       eval_seconds=eval_s,
       compile_seconds=compile_seconds,
       val_errors=tuple(float(r[0]) for r in records),
+      variables=kept,
   )
 
 

@@ -1,5 +1,6 @@
 """evaluate(): determinism for a key, learning above chance (digits) and below the constant
-predictor (diabetes), the score is the best epoch, divergence gives NaN, and clear errors."""
+predictor (diabetes), the score is the best epoch, divergence gives NaN, early stopping, warm
+starts from kept variables, and clear errors."""
 import functools
 import math
 
@@ -9,7 +10,7 @@ import pytest
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools
-from nas_jax.tasks import datasets, training
+from nas_jax.tasks import datasets, early_stopping, models, training, weights
 
 
 def _chain(kind, body, decision):
@@ -90,6 +91,8 @@ def test_an_architecture_that_does_not_fit_the_data_is_refused(digits_mlp):
     ("weight_decay", math.nan, ValueError, r"train_config.weight_decay: nan"),
     ("optimizer", "rmsprop", ValueError, r"'rmsprop' is unknown; choose one of: adam, sgd, momentum"),
     ("schedule", "step", ValueError, r"'step' is unknown; choose one of: constant, cosine"),
+    ("patience", -1, ValueError, r"train_config.patience: -1; expected an integer >= 0"),
+    ("min_delta", math.inf, ValueError, r"train_config.min_delta: inf; expected a finite number >= 0"),
 ])
 def test_bad_train_configs_name_the_field(digits_mlp, field, value, error, match):
   with pytest.raises(error, match=match):
@@ -107,6 +110,82 @@ def test_weight_decay_changes_training_and_momentum_trains(digits_mlp):
                                                ([math.nan, math.nan], 0), ([0.1], 1)])
 def test_best_epoch_is_the_earliest_smallest_finite_error(val_errors, best):
   assert training._best_epoch(val_errors) == best
+
+
+@pytest.mark.parametrize("losses, patience, min_delta, stop", [
+    ([1.0, 0.9, 0.95, 0.96], 2, 1e-4, True),
+    ([1.0, 0.9, 0.95], 2, 1e-4, False),
+    ([4.0, 3.75, 3.5], 2, 0.5, False),  # 3.75 is stale, but 3.5 beats the best (4.0) by min_delta
+    ([4.0, 3.75, 3.75], 2, 0.5, True),
+    ([1.0, 1.0], 1, 0.0, False),  # equal to best - 0 is not "greater": an improvement
+    ([1.0, math.nan], 1, 1e-4, True),  # NaN never improves
+    ([math.nan, math.nan], 2, 0.0, True),
+    ([math.nan, 1.0], 1, 1e-4, False),
+    ([1.0, 2.0, 3.0, 4.0], 0, 0.0, False),  # patience 0: never
+    ([], 1, 1e-4, False),
+])
+def test_should_stop_after_patience_epochs_without_improvement(losses, patience, min_delta, stop):
+  assert early_stopping.should_stop(losses, patience, min_delta) is stop
+
+
+def test_patience_stops_training_and_epochs_counts_the_trained_ones(digits_mlp):
+  # A step of 1e-9 cannot lower the loss by 1.0: epoch 2 is stale, so patience 1 stops there.
+  config = training.TrainConfig(epochs=3, learning_rate=1e-9, patience=1, min_delta=1.0)
+  r = training.evaluate(TINY_MLP, digits_mlp, config, jax.random.key(0))
+  assert r.epochs == 2 < config.epochs and len(r.val_errors) == r.epochs
+  assert r.seconds_per_epoch == r.train_seconds / 2
+
+
+@pytest.mark.parametrize("arch, kind, config", [
+    (TINY_MLP, "mlp", training.TrainConfig(epochs=3, learning_rate=0.03, schedule="constant")),
+    (TINY_CNN, "cnn", training.TrainConfig(epochs=2, learning_rate=1e-2, schedule="constant")),
+])
+def test_warm_start_from_saved_best_variables_resumes_the_best_epoch(tmp_path, arch, kind, config):
+  data = datasets.digits(kind)
+  source = training.evaluate(arch, data, config, jax.random.key(0), keep_variables=True)
+  if kind == "mlp":  # the kept variables must be the best epoch's, not the last one's
+    assert source.best_epoch < source.epochs
+  weights.save_variables(tmp_path / "best.msgpack", source.variables)
+  still = training.TrainConfig(epochs=1, learning_rate=1e-9)
+  warm = training.evaluate(arch, data, still, jax.random.key(1),
+                           init_variables=weights.load_variables(tmp_path / "best.msgpack"))
+  # Not exact for the cnn: its epoch re-estimates the batch-norm running statistics.
+  assert warm.val_errors[0] == pytest.approx(source.val_error, abs=0.01)
+  assert warm.val_loss == pytest.approx(source.val_loss, rel=0.01)
+
+
+def test_warm_start_from_the_random_init_reproduces_the_cold_run_and_spares_the_given_arrays(digits_mlp):
+  config, key = training.TrainConfig(epochs=1, learning_rate=1e-2), jax.random.key(0)
+  cold = training.evaluate(TINY_MLP, digits_mlp, config, key)
+  init_key = jax.random.split(key)[0]  # the key evaluate initialises from
+  given = models.init_variables(models.build_model(TINY_MLP, 10), init_key, digits_mlp.x_train[:1])
+  before = jax.tree.map(np.array, given)
+  warm = training.evaluate(TINY_MLP, digits_mlp, config, key, init_variables=given)
+  assert warm.val_errors == cold.val_errors and warm.val_loss == cold.val_loss
+  assert cold.variables is None and warm.variables is None  # kept only when asked
+  # The train state is donated to the epoch: it must not have been built on the caller's buffers.
+  jax.tree.map(np.testing.assert_array_equal, jax.tree.map(np.asarray, given), before)
+
+
+@pytest.mark.parametrize("edit, error, match", [
+    (lambda v: v["params"]["1_relu"].update(kernel=np.zeros((64, 31))), ValueError,
+     r"init_variables: params/1_relu/kernel has shape \(64, 31\); the model expects \(64, 32\)"),
+    (lambda v: v["params"]["2_softmax"].pop("bias"), ValueError,
+     r"init_variables: params/2_softmax/bias is missing \(1 of the model's 4 leaves are\)"),
+    (lambda v: v.update(batch_stats={"1_relu": {"mean": np.zeros(32)}}), ValueError,
+     r"init_variables: batch_stats/1_relu/mean is not a variable of the model"),
+])
+def test_init_variables_that_do_not_fit_name_the_path(digits_mlp, edit, error, match):
+  model = models.build_model(TINY_MLP, 10)
+  variables = jax.tree.map(np.asarray, models.init_variables(model, jax.random.key(0), digits_mlp.x_train[:1]))
+  edit(variables)
+  with pytest.raises(error, match=match):
+    training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig(epochs=1), jax.random.key(0), init_variables=variables)
+
+
+def test_init_variables_must_be_a_dict(digits_mlp):
+  with pytest.raises(TypeError, match=r"init_variables: got list; expected a dict"):
+    training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig(epochs=1), jax.random.key(0), init_variables=[])
 
 
 def test_table_rows_show_accuracy_or_mse():
