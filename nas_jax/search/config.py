@@ -24,7 +24,7 @@ __all__ = ["TASKS", "EXECUTORS", "check_search_config", "build_search", "make_ex
 
 # Task modules sit after search/ in the layer order, so they are imported by name, on use.
 _TASK_MODULES = {"synthetic": "nas_jax.tasks.synthetic", "train": "nas_jax.tasks.train_task",
-                 "nb201": "nas_jax.tasks.tabular"}
+                 "nb201": "nas_jax.tasks.tabular", "morph_train": "nas_jax.tasks.morph_task"}
 _TRAIN_MODULE = "nas_jax.tasks.training"
 _FIELDS = ("strategy", "strategy_config", "space", "task", "budget", "num_workers", "executor", "ray_address",
            "eval_timeout_s", "seed", "workdir")
@@ -53,14 +53,25 @@ def _synthetic_task(c: Any, kind: str) -> Task:
   return syn.synthetic_task(c.function, delay_s=float(c.delay_s))
 
 
-def _train_task(c: Any, kind: str) -> Task:
+def _train_config(c: Any):
   training = importlib.import_module(_TRAIN_MODULE)
-  train_config = training.TrainConfig(epochs=c.epochs, batch_size=c.batch_size, learning_rate=float(c.learning_rate),
-                                      optimizer=c.optimizer, schedule=c.schedule,
-                                      weight_decay=float(c.weight_decay))
+  return training.TrainConfig(epochs=c.epochs, batch_size=c.batch_size, learning_rate=float(c.learning_rate),
+                              optimizer=c.optimizer, schedule=c.schedule, weight_decay=float(c.weight_decay),
+                              patience=c.get("patience", 0))
+
+
+def _train_task(c: Any, kind: str) -> Task:
+  train_config = _train_config(c)
   module = importlib.import_module(_TASK_MODULES["train"])
   return module.train_task(c.dataset, kind, train_config, data_seed=c.data_seed, target=c.target,
                            task=c.task_type)
+
+
+def _morph_train_task(c: Any, kind: str) -> Task:
+  """Warm-started training; `task.weights_dir` is set from the workdir by `build_search` when empty."""
+  module = importlib.import_module(_TASK_MODULES["morph_train"])
+  return module.morph_train_task(c.dataset, _train_config(c), c.weights_dir, data_seed=c.data_seed,
+                                 noise=c.morph_noise)
 
 
 def _nb201_task(c: Any, kind: str) -> Task:
@@ -70,7 +81,7 @@ def _nb201_task(c: Any, kind: str) -> Task:
 
 # config.task.name -> builder(task section, space kind) -> Task
 TASKS: dict[str, Callable[[Any, str], Task]] = {"synthetic": _synthetic_task, "train": _train_task,
-                                                "nb201": _nb201_task}
+                                                "nb201": _nb201_task, "morph_train": _morph_train_task}
 
 # config.executor -> builder(config) -> Executor
 EXECUTORS: dict[str, Callable[[Any], Executor]] = {
@@ -113,8 +124,10 @@ def _check_train(c: Any, kind: str) -> None:
   _need(c.task_type in ("regression", "classification"), "task.task_type", c.task_type,
         "choose one of: regression, classification (used for tables)")
   # Layer-graph spaces give CNNs softmax and MLPs linear decision layers.
+  _need(_is_int(c.get("patience", 0)) and c.get("patience", 0) >= 0, "task.patience", c.get("patience"),
+        "expected an integer >= 0 (0: no early stopping)")
   problem = {"digits": "classification", "diabetes": "regression"}.get(c.dataset, c.task_type)
-  want = {"cnn": "classification", "mlp": "regression"}[kind]
+  want = "regression" if kind == "mlp" else "classification"
   _need(problem == want, "task.dataset", c.dataset,
         f"it is a {problem} problem, but config.space.kind={kind!r} networks solve {want} problems")
 
@@ -131,7 +144,17 @@ def _check_nb201(c: Any, kind: str) -> None:
         f"choose one of: {', '.join(tabular.REPORT_METRICS)}")
 
 
-_TASK_CHECKS = {"synthetic": _check_synthetic, "train": _check_train, "nb201": _check_nb201}
+def _check_morph_train(c: Any, kind: str) -> None:
+  _need(kind == "autokeras", "task.name", "morph_train", f"it trains autokeras networks but config.space.kind is {kind!r}")
+  _check_train(c, kind)
+  for f in ("weights_dir", "morph_noise"):
+    _get(c, f, "task.")
+  _need(isinstance(c.weights_dir, str), "task.weights_dir", c.weights_dir, "expected a path, or '' for WORKDIR/weights")
+  _need(isinstance(c.morph_noise, bool), "task.morph_noise", c.morph_noise, "expected True or False")
+
+
+_TASK_CHECKS = {"synthetic": _check_synthetic, "train": _check_train, "nb201": _check_nb201,
+                "morph_train": _check_morph_train}
 
 
 def check_search_config(config: ml_collections.ConfigDict) -> None:
@@ -171,13 +194,20 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
   _need(t == 0 or config.executor != "inline", "eval_timeout_s", t,
         "the inline executor cannot stop an evaluation; use executor 'local' or 'ray', or 0")
   _need(_is_int(config.seed) and config.seed >= 0, "seed", config.seed, "expected an integer >= 0")
+  prefetch = config.get("prefetch", 0)
+  _need(_is_int(prefetch) and prefetch >= 0, "prefetch", prefetch,
+        "expected an integer >= 0: proposals queued beyond the busy workers")
 
 
 def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:
   """The (space, task, strategy) of a checked config: each string resolved once."""
   space_kwargs = {k: v for k, v in config.space.items() if k != "name"}
   space = SPACES[config.space.name](**space_kwargs)
-  task = TASKS[config.task.name](config.task, config.space.kind)
+  task_section = config.task
+  if config.task.name == "morph_train" and not config.task.weights_dir:
+    task_section = ml_collections.ConfigDict(config.task.to_dict())
+    task_section.weights_dir = os.path.join(config.workdir, "weights")
+  task = TASKS[config.task.name](task_section, config.space.kind)
   return space, task, make_strategy(config.strategy, config, space, task)
 
 
@@ -202,6 +232,7 @@ def search_from_config(config: ml_collections.ConfigDict, *, progress: bool = Tr
   executor = make_executor(config)
   try:
     return loop.run(strategy, task, executor, config.workdir, space=space, budget=config.budget,
-                    key=jax.random.key(config.seed), seed=config.seed, progress=progress)
+                    key=jax.random.key(config.seed), seed=config.seed, progress=progress,
+                    prefetch=config.get("prefetch", 0))
   finally:
     executor.shutdown()

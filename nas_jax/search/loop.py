@@ -133,7 +133,7 @@ def _check_run_args(budget: Any, seed: Any, workdir: Any) -> None:
 
 
 def run(strategy: Strategy, task: Task, executor: Executor, workdir: str, *, space: Any, budget: int,
-        key: Any, seed: int = 0, progress: bool = True) -> list[Observation]:
+        key: Any, seed: int = 0, progress: bool = True, prefetch: int = 0) -> list[Observation]:
   """Runs (or resumes) a search until `budget` evaluations are recorded in `workdir`.
 
   Resume is replay: the journal's observations go through `strategy.update` and are never
@@ -151,6 +151,8 @@ def run(strategy: Strategy, task: Task, executor: Executor, workdir: str, *, spa
     key: the strategy's JAX key (`strategy.init(key)`).
     seed: base of the evaluation seeds.
     progress: show a tqdm bar with evaluations, failures and the best value.
+    prefetch: proposals submitted beyond the workers, waiting in the executor's queue; with one
+      worker and prefetch 1, the next proposal is made while a network trains (autokeras.md 7.3).
 
   Returns:
     Every observation in the journal, in the order recorded.
@@ -173,7 +175,7 @@ def run(strategy: Strategy, task: Task, executor: Executor, workdir: str, *, spa
     bar = tqdm.tqdm(total=budget, initial=min(len(done), budget), desc=task.name, disable=not progress)
     try:
       while len(done) + len(pending) < budget or pending:
-        while len(pending) < executor.num_workers and len(done) + len(pending) < budget:
+        while len(pending) < executor.num_workers + prefetch and len(done) + len(pending) < budget:
           state, points = strategy.propose(state, 1, [p for _, p, _, _ in pending.values()])
           if not points:
             break

@@ -58,6 +58,7 @@ STRATEGIES: dict[str, Callable[..., Strategy]] = {
     "gp_bo": _lazy("gp_bo", "gp_factory"),
     "local_search": _lazy("local_search", "ls_factory"),
     "regularized_evolution": _lazy("regularized_evolution", "re_factory"),
+    "autokeras": _lazy("autokeras", "autokeras_factory"),
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -231,13 +232,11 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
                canonical_key=canonical_key, to_json=to_json, from_json=from_json_, initial=initial)
 
 
-def _cell_space(factory: str) -> Callable[..., Space]:
-  """A factory of `spaces.cells`, imported when called: cells.py builds on this module."""
+def _lazy_space(module: str, factory: str) -> Callable[..., Space]:
+  """A factory of `nas_jax.spaces.<module>`, imported when called: those modules build on this one."""
 
   def make(**kwargs) -> Space:
-    from nas_jax.spaces import cells  # pylint: disable=g-import-not-at-top
-
-    return getattr(cells, factory)(**kwargs)
+    return getattr(importlib.import_module(f"nas_jax.spaces.{module}"), factory)(**kwargs)
 
   make.__name__ = make.__qualname__ = factory
   return make
@@ -246,6 +245,7 @@ def _cell_space(factory: str) -> Callable[..., Space]:
 # name -> factory(**config.space fields but name); conditional spaces register here too.
 SPACES: dict[str, Callable[..., Space]] = {
     "layer_graph": layer_graph_space,
-    "nb201": _cell_space("nb201_space"),
-    "nb101": _cell_space("nb101_space"),
+    "nb201": _lazy_space("cells", "nb201_space"),
+    "nb101": _lazy_space("cells", "nb101_space"),
+    "autokeras": _lazy_space("morph_space", "morph_space"),
 }

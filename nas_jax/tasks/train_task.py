@@ -12,11 +12,11 @@ from nas_jax.search.task import Task, TaskResult
 from nas_jax.tasks import datasets, training
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
-__all__ = ["train_task"]
+__all__ = ["train_task", "task_result", "load_dataset"]
 
 
 @functools.lru_cache(maxsize=4)
-def _dataset(name: str, kind: str, data_seed: int, target: str, task: str) -> datasets.Dataset:
+def load_dataset(name: str, kind: str, data_seed: int, target: str, task: str) -> datasets.Dataset:
   """Loads a dataset once per worker process (workers evaluate many architectures)."""
   return datasets.get_dataset(name, kind=kind, seed=data_seed, target=target, task=task)
 
@@ -28,10 +28,16 @@ def _evaluate(name: str, kind: str, train_config: training.TrainConfig, data_see
   arch = Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS)
   if arch.kind != kind:
     raise ValueError(f"train task: a {arch.kind} architecture; this task trains {kind} networks")
-  data = _dataset(name, kind, data_seed, target, task)
-  r = training.evaluate(arch, data, train_config, jax.random.key(seed))
+  data = load_dataset(name, kind, data_seed, target, task)
+  return task_result(training.evaluate(arch, data, train_config, jax.random.key(seed)), data)
+
+
+def task_result(r: training.EvalResult, data: datasets.Dataset, **extra) -> TaskResult:
+  """The TaskResult of a training run: accuracies (classification) or MSEs (regression), with the
+  run's epochs and timings (and `extra`) as info."""
   info = {"best_epoch": r.best_epoch, "epochs": r.epochs, "train_seconds": r.train_seconds,
-          "eval_seconds": r.eval_seconds, "compile_seconds": r.compile_seconds, "val_errors": list(r.val_errors)}
+          "eval_seconds": r.eval_seconds, "compile_seconds": r.compile_seconds, "val_errors": list(r.val_errors),
+          **extra}
   if data.task == "classification":
     return TaskResult(value=1.0 - r.val_error, test_value=1.0 - r.test_error, info=info)
   return TaskResult(value=r.val_error, test_value=r.test_error, info=info)
@@ -59,7 +65,7 @@ def train_task(dataset: str, kind: str, train_config: training.TrainConfig, *, d
     raise ValueError(f"train_task: kind={kind!r}; allowed: cnn, mlp")
   if not isinstance(train_config, training.TrainConfig):
     raise TypeError(f"train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
-  data = _dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
+  data = load_dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
   goal = "max" if data.task == "classification" else "min"
   return Task(name=f"train-{data.name}-{kind}", goal=goal,
               evaluate=functools.partial(_evaluate, dataset, kind, train_config, data_seed, target, task))

@@ -1,0 +1,147 @@
+"""The Auto-Keras search space (autokeras.md 1.4, 2.4, 7.2): networks of the reference family,
+each with where it came from, so that training can warm-start from its parent's weights.
+
+A point is a `MorphPoint`: the architecture, and, when it was made by morphing an evaluated
+network, that parent's weights id and the ops from it. Its JSON is the architecture's JSON plus a
+"morph" entry, so the journal records each network's parent and op list. Duplicates are networks
+with equal descriptors (spec 6.2).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from nas_jax.arch import main_chain
+from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.json_io import Limits
+from nas_jax.spaces import graph_edit
+from nas_jax.spaces import morphism
+from nas_jax.spaces.space import Space
+
+__all__ = ["MorphPoint", "morph_space", "weights_id", "descriptor_key"]
+
+_MAX_RANDOM_OPS = 10  # `sample`: random networks are 0..10 random morphs from an initial network
+
+
+class MorphPoint(NamedTuple):
+  """One network of the space.
+
+  Attributes:
+    arch: the autokeras Architecture (trimmed to its layers).
+    parent: `weights_id` of the evaluated network it is morphed from, or None (trained from scratch).
+    parent_trial: that network's trial id, for readers of the journal; None without a parent.
+    ops: the morphs from the parent, in order (empty without a parent).
+  """
+
+  arch: Architecture
+  parent: str | None = None
+  parent_trial: int | None = None
+  ops: tuple[morphism.Op, ...] = ()
+
+
+def weights_id(arch_json: dict) -> str:
+  """The name under which a network's trained weights are stored: a digest of its layers and
+  edges (slot order included, since parameters are named by slot)."""
+  body = {k: arch_json[k] for k in ("kind", "layers", "edges")}
+  return hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=12).hexdigest()
+
+
+def descriptor_key(arch: Architecture) -> str:
+  """desc(f) as a string (spec 1.5): conv widths, hidden fc widths, sorted skip triples."""
+  chain = main_chain.chain_view(arch)
+  units = np.asarray(arch.units)
+  return json.dumps([[int(units[c]) for c in chain.convs], [int(units[f]) for f in chain.fcs],
+                     sorted(chain.skip_triples())])
+
+
+def morph_space(*, kind: str = main_chain.KIND, width: int = 64, n_blocks: int = 3, kernels=(3, 5),
+                max_width: int = 1024, max_layers: int = 100) -> Space:
+  """The Auto-Keras space.
+
+  Args:
+    kind: "autokeras" (the only kind; a config field like every space's).
+    width, n_blocks: the initial networks (`morphism.initial_architectures`).
+    kernels: kernel sizes of blocks that deep inserts (code 0.1.x: {3, 5}; 0.2.7+: {3}).
+    max_width, max_layers: no op makes a wider layer or more layers (code: 1024 and 100).
+
+  Returns:
+    A Space of MorphPoints. `sample` makes random networks (0..10 random morphs from an initial
+    one, trained from scratch); `mutate` one random morph; `neighbours` every morph.
+  """
+  if kind != main_chain.KIND:
+    raise ValueError(f"kind: {kind!r}; the autokeras space holds {main_chain.KIND!r} networks only")
+  if not kernels or any(k not in (3, 5) for k in kernels):
+    raise ValueError(f"kernels: {kernels!r}; choose kernel sizes among 3 and 5")
+  for name, v in (("max_width", max_width), ("max_layers", max_layers)):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+      raise ValueError(f"{name}: {v!r}; expected an integer >= 1")
+  limits = dict(kernels=tuple(kernels), max_width=max_width, max_layers=max_layers)
+  initial_archs = morphism.initial_architectures(width=width, n_blocks=n_blocks)
+  json_limits = Limits(max_layers=max_layers + 1, max_edges=1 << 20, max_degree=1 << 20, max_mass=float("inf"),
+                       min_units=1, max_units=max_width)
+
+  def check(point: Any, where: str) -> None:
+    if not isinstance(point, MorphPoint):
+      raise TypeError(f"{where}: {type(point).__name__} given; expected a MorphPoint")
+
+  def ops_of(arch: Architecture, rng: np.random.Generator, n: int) -> list[morphism.Op]:
+    return morphism.sample_ops(arch, rng, n, **limits)
+
+  def sample(key, n: int) -> list[MorphPoint]:
+    rng = graph_edit.host_rng(key)
+    out = []
+    for _ in range(n):
+      arch = initial_archs[rng.integers(len(initial_archs))]
+      for _ in range(rng.integers(_MAX_RANDOM_OPS + 1)):
+        ops = ops_of(arch, rng, 1)
+        if ops:
+          arch = morphism.apply_op(arch, ops[0])
+      out.append(MorphPoint(arch))
+    return out
+
+  def mutate(point: MorphPoint, key) -> MorphPoint:
+    check(point, "mutate: point")
+    ops = ops_of(point.arch, graph_edit.host_rng(key), 1)
+    return MorphPoint(morphism.apply_op(point.arch, ops[0])) if ops else point
+
+  def neighbours(point: MorphPoint) -> list[MorphPoint]:
+    check(point, "neighbours: point")
+    return [MorphPoint(morphism.apply_op(point.arch, o)) for o in morphism.candidate_ops(point.arch, **limits)]
+
+  def canonical_key(point: MorphPoint) -> str:
+    check(point, "canonical_key: point")
+    return descriptor_key(point.arch)
+
+  def to_json(point: MorphPoint) -> dict:
+    check(point, "to_json: point")
+    obj = point.arch.to_json()
+    if point.parent is not None:
+      obj["morph"] = {"parent": point.parent, "parent_trial": point.parent_trial,
+                      "ops": [o.to_json() for o in point.ops]}
+    return obj
+
+  def from_json(obj: Any) -> MorphPoint:
+    if not isinstance(obj, dict):
+      raise ValueError(f"architecture: {type(obj).__name__} given; expected an object")
+    body = {k: v for k, v in obj.items() if k != "morph"}
+    arch = Architecture.from_json(body, limits=json_limits)
+    if arch.kind != main_chain.KIND:
+      raise ValueError(f"kind: {arch.kind!r}; the autokeras space holds {main_chain.KIND!r} networks")
+    morph = obj.get("morph")
+    if morph is None:
+      return MorphPoint(arch)
+    if not isinstance(morph, dict) or set(morph) != {"parent", "parent_trial", "ops"}:
+      raise ValueError(f"morph: {morph!r}; expected an object with keys parent, parent_trial, ops")
+    return MorphPoint(arch, str(morph["parent"]), morph["parent_trial"],
+                      tuple(morphism.Op.from_json(o) for o in morph["ops"]))
+
+  def initial(n: int | None = None) -> list[MorphPoint]:
+    points = [MorphPoint(a) for a in initial_archs]
+    return points if n is None else points[:n]
+
+  return Space(name="autokeras", kind=main_chain.KIND, sample=sample, mutate=mutate, neighbours=neighbours,
+               canonical_key=canonical_key, to_json=to_json, from_json=from_json, initial=initial)
+

@@ -1,0 +1,102 @@
+"""Warm-started training as a search Task (autokeras.md 2.5, 7.1, 7.4): a network morphed from an
+evaluated parent starts from the parent's trained weights, morphed by the same ops; every trained
+network's weights are stored under the weights directory, so a killed search resumes with
+nothing lost and its children still warm-start.
+
+Storage: `<weights_dir>/<weights_id>.json` (the architecture, written first) and
+`<weights_id>.msgpack` (the best epoch's variables), both written atomically by the worker
+before it returns, so a journalled network always has its weights.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import jax
+
+from nas_jax.arch.architecture import Architecture
+from nas_jax.search.task import Task, TaskResult
+from nas_jax.spaces import morphism
+from nas_jax.spaces.morph_space import weights_id
+from nas_jax.tasks import morph as morph_lib
+from nas_jax.tasks import training, weights
+from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
+from nas_jax.tasks.train_task import load_dataset, task_result
+
+__all__ = ["morph_train_task", "save_network", "load_network"]
+
+
+def _paths(weights_dir: str, wid: str) -> tuple[str, str]:
+  return os.path.join(weights_dir, f"{wid}.json"), os.path.join(weights_dir, f"{wid}.msgpack")
+
+
+def save_network(weights_dir: str, arch_json: dict, variables: dict) -> str:
+  """Stores a trained network (architecture, then variables; each atomically); returns its id."""
+  body = {k: arch_json[k] for k in ("kind", "layers", "edges")}
+  wid = weights_id(body)
+  arch_path, var_path = _paths(weights_dir, wid)
+  os.makedirs(weights_dir, exist_ok=True)
+  with open(arch_path + ".tmp", "w") as f:
+    json.dump(body, f)
+  os.replace(arch_path + ".tmp", arch_path)
+  weights.save_variables(var_path, variables)
+  return wid
+
+
+def load_network(weights_dir: str, wid: str) -> tuple[Architecture, dict]:
+  """The architecture and variables stored under `wid`; FileNotFoundError naming what is missing."""
+  arch_path, var_path = _paths(weights_dir, wid)
+  if not os.path.exists(var_path):
+    raise FileNotFoundError(f"warm start: no weights {var_path} for parent {wid}; was the parent trained with"
+                            f" this weights_dir ({weights_dir})?")
+  with open(arch_path) as f:
+    arch = Architecture.from_json(json.load(f), limits=PERMISSIVE_LIMITS)
+  return arch, weights.load_variables(var_path)
+
+
+def _evaluate(name: str, train_config: training.TrainConfig, data_seed: int, weights_dir: str, noise: bool,
+              arch_json: dict, seed: int) -> TaskResult:
+  """Task.evaluate of `morph_train_task` (top level, so it pickles)."""
+  body = {k: v for k, v in arch_json.items() if k != "morph"}
+  arch = Architecture.from_json(body, limits=PERMISSIVE_LIMITS)
+  data = load_dataset(name, arch.kind, data_seed, "", "classification")
+  k_morph, k_train = jax.random.split(jax.random.key(seed))
+  morph, init = arch_json.get("morph"), None
+  if morph is not None:
+    parent_arch, parent_vars = load_network(weights_dir, morph["parent"])
+    ops = [morphism.Op.from_json(o) for o in morph["ops"]]
+    child, init = morph_lib.replay_morphs(parent_arch, parent_vars, ops, k_morph, noise=noise)
+    if child.to_json() != arch.to_json():
+      raise ValueError(f"morph: replaying ops {morph['ops']} on parent {morph['parent']} does not give this"
+                       " architecture")
+  r = training.evaluate(arch, data, train_config, k_train, init_variables=init, keep_variables=True)
+  wid = save_network(weights_dir, body, r.variables) if r.variables is not None else None
+  return task_result(r, data, weights=wid, warm_start=morph is not None)
+
+
+def morph_train_task(dataset: str, train_config: training.TrainConfig, weights_dir: str, *, data_seed: int = 0,
+                     noise: bool = True) -> Task:
+  """A Task that trains autokeras networks on a classification dataset, warm-started from their
+  parent when their JSON names one (`morph_space.MorphPoint`), and stores every trained network.
+
+  value = the best validation accuracy, test_value = its test accuracy, goal "max"; info adds
+  "weights" (the stored id) and "warm_start". The optimizer state is always fresh (spec 7.4);
+  `train_config.patience` gives the early stopping of spec 7.4.
+
+  Args:
+    dataset: "digits" or a classification table path.
+    train_config: a `training.TrainConfig`.
+    weights_dir: where trained networks are stored and parents are read.
+    data_seed: seed of the train/validation/test split.
+    noise: the morph noise of spec 2.3 on new weights (the code's default).
+  """
+  if not isinstance(train_config, training.TrainConfig):
+    raise TypeError(f"morph_train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
+  if not isinstance(weights_dir, str) or not weights_dir:
+    raise ValueError(f"morph_train_task: weights_dir={weights_dir!r}; expected a directory path")
+  data = load_dataset(dataset, "autokeras", data_seed, "", "classification")
+  if data.task != "classification":
+    raise ValueError(f"morph_train_task: dataset {dataset!r} is a {data.task} problem; autokeras networks classify")
+  return Task(name=f"morph-train-{data.name}", goal="max",
+              evaluate=functools.partial(_evaluate, dataset, train_config, data_seed, weights_dir, bool(noise)))

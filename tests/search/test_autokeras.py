@@ -1,0 +1,129 @@
+"""The Auto-Keras search end to end (autokeras.md 2.5, 4.5, 5, 7): provenance in the journal,
+weights on disk, warm starts that replay exactly, resume, and the UCB on the cost scale."""
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from nas_jax.features import bourgain
+from nas_jax.features import edit_distance as ed
+from nas_jax.search import compare, config as config_lib, journal, loop
+from nas_jax.search.strategies import autokeras as ak
+from nas_jax.spaces import morphism
+from nas_jax.spaces.morph_space import MorphPoint, morph_space, weights_id
+from nas_jax.tasks import morph_task
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPACE = morph_space(width=8)
+
+
+def smoke_config(workdir, budget=4):
+  c = compare.load_config(os.path.join(ROOT, "configs", "autokeras_cnn_digits.py:smoke"))
+  c.workdir, c.budget = str(workdir), budget
+  return c
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory):
+  """One smoke search of 3 networks, then resumed to 4 (the weights must still be there)."""
+  workdir = tmp_path_factory.mktemp("ak")
+  config_lib.search_from_config(smoke_config(workdir, 3), progress=False)
+  first = journal.replay(os.path.join(workdir, loop.JOURNAL))
+  config_lib.search_from_config(smoke_config(workdir, 4), progress=False)
+  return workdir, first, journal.replay(os.path.join(workdir, loop.JOURNAL))
+
+
+def test_journal_records_parents_ops_and_weights(searched):
+  workdir, _, obs = searched
+  assert len(obs) == 4 and all(o.ok for o in obs)
+  by_weights = {o.info["task"]["weights"]: o for o in obs}
+  children = [o for o in obs if "morph" in o.arch_json]
+  assert children, "after the initial networks, proposals come from the tree search"
+  for o in obs:
+    wid = weights_id(o.arch_json)
+    assert o.info["task"]["weights"] == wid
+    assert os.path.exists(os.path.join(workdir, "weights", f"{wid}.msgpack"))
+  for o in children:
+    morph = o.arch_json["morph"]
+    parent = by_weights[morph["parent"]]
+    assert parent.trial_id == morph["parent_trial"] < o.trial_id
+    assert o.info["task"]["warm_start"] is True
+    ops = [morphism.Op.from_json(x) for x in morph["ops"]]
+    replayed = morphism.replay(SPACE.from_json(parent.arch_json).arch, ops)
+    assert replayed.to_json() == SPACE.from_json(o.arch_json).arch.to_json()
+    assert 1 <= len(ops) <= 2  # the smoke config's max_ops
+
+
+def test_resume_keeps_every_finished_result(searched):
+  _, first, obs = searched
+  assert [o.to_json() for o in obs[:3]] == [o.to_json() for o in first]
+
+
+def test_missing_parent_weights_fail_with_a_clear_error(tmp_path):
+  parent = SPACE.initial()[0]
+  child = MorphPoint(morphism.apply_op(parent.arch, morphism.Op("wide", 1)), weights_id(parent.arch.to_json()), 0,
+                     (morphism.Op("wide", 1),))
+  task = config_lib.build_search(smoke_config(tmp_path))[1]
+  with pytest.raises(FileNotFoundError, match="no weights .* for parent"):
+    task.evaluate(SPACE.to_json(child), 0)
+
+
+def test_space_json_round_trip_and_descriptor_keys():
+  g0 = SPACE.initial()[0]
+  op = morphism.Op("deep", 1, kernel=5)
+  child = MorphPoint(morphism.apply_op(g0.arch, op), "abc", 3, (op,))
+  back = SPACE.from_json(json.loads(json.dumps(SPACE.to_json(child))))
+  assert back.parent == "abc" and back.parent_trial == 3 and back.ops == (op,)
+  assert back.arch.to_json() == child.arch.to_json()
+  other = MorphPoint(morphism.apply_op(g0.arch, morphism.Op("deep", 1, kernel=3)))
+  assert SPACE.canonical_key(other) == SPACE.canonical_key(child)  # kernel sizes are invisible to d
+  with pytest.raises(ValueError, match="morph: .* expected an object with keys parent, parent_trial, ops"):
+    SPACE.from_json({**SPACE.to_json(child), "morph": {"parent": "abc"}})
+
+
+def test_ucb_is_the_paper_lcb_on_cost():
+  """score = 1 - (mu - beta sigma), with mu, sigma of the zero-mean GP on costs 1 - score over the
+  Bourgain coordinates (spec 4.3-4.5, 5), recomputed here in numpy."""
+  g0, g1 = (p.arch for p in SPACE.initial())
+  cand = morphism.apply_op(g0, morphism.Op("wide", 1))
+  scores = np.array([0.9, 0.8])
+  score = ak.edit_ucb([MorphPoint(g0), MorphPoint(g1)], scores, num_classes=10, beta=2.576, lam=1.0,
+                      target="cost", offset=1.0)
+  descs = [ed.arch_descriptor(a, 10) for a in (g0, g1, cand)]
+  d = ed.edit_distances(descs)
+  anchors = bourgain.bourgain_anchors(jax.random.key(123), 2)
+  phi = bourgain.bourgain_embed(d[:, :2], anchors)
+  k = np.exp(-np.linalg.norm(phi[:, None] - phi[None], axis=-1))
+  w = np.linalg.solve(k[:2, :2] + 1e-10 * np.eye(2), k[:2, 2])
+  mu, sigma = w @ (1 - scores), np.sqrt(1 - w @ k[:2, 2])
+  assert d[0, 1] == pytest.approx(7.0)
+  np.testing.assert_allclose(score([MorphPoint(cand)]), [1 - (mu - 2.576 * sigma)], rtol=1e-6)
+  np.testing.assert_allclose(score([MorphPoint(g0)]), [0.9], atol=1e-4)  # at a history point: its score
+
+
+def test_proposals_skip_pending_and_are_deterministic():
+  g0, g1 = SPACE.initial()
+  strategy = ak.autokeras(SPACE, "max", max_ops=2)
+  from nas_jax.search.state import Observation, Status
+  obs = [Observation(trial_id=i, arch_json=SPACE.to_json(p), value=v, status=Status.OK, error="", seconds=1.0,
+                     worker="w") for i, (p, v) in enumerate(((g0, 0.9), (g1, 0.8)))]
+  state = strategy.update(strategy.init(jax.random.key(0)), obs)
+  _, (a,) = strategy.propose(state, 1, [])
+  _, (b,) = strategy.propose(state, 1, [])
+  assert SPACE.to_json(a) == SPACE.to_json(b)
+  _, (c,) = strategy.propose(state, 1, [a])
+  assert SPACE.canonical_key(c) != SPACE.canonical_key(a)
+  assert a.parent in (weights_id(g0.arch.to_json()), weights_id(g1.arch.to_json()))
+  with pytest.raises(ValueError, match="kernel='rbf'; allowed: edit, otmann"):
+    ak.autokeras(SPACE, "max", kernel="rbf")
+
+
+def test_saved_network_round_trips(tmp_path):
+  g0 = SPACE.initial()[0].arch
+  variables = {"params": {"1_conv3": {"conv": {"kernel": np.ones((3, 3, 1, 8), np.float32)}}}}
+  wid = morph_task.save_network(str(tmp_path), g0.to_json(), variables)
+  arch, back = morph_task.load_network(str(tmp_path), wid)
+  assert arch.to_json() == g0.to_json()
+  np.testing.assert_array_equal(back["params"]["1_conv3"]["conv"]["kernel"], 1.0)
