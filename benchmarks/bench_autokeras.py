@@ -1,19 +1,27 @@
-"""Auto-Keras benchmarks (issue 11, item 8). Part (a): the edit-distance matrix of 200 networks.
+"""Auto-Keras benchmarks (issue 11, item 8).
 
-  taskset -c 0,1 python benchmarks/bench_autokeras.py [--n=200] [--repeats=3]
+  taskset -c 0,1 python benchmarks/bench_autokeras.py [--parts=a,b,c] [--n=200] [--repeats=3]
 
 (a) `edit_distances` (the layer DP as one lax.scan per pair, vmapped over pairs; the skip term by
 scipy's assignment) against a per-pair pure-Python implementation written here the way the
 authors' code does it (a Python DP over the width lists, scipy for the skips), on the same
 random descriptors of the reference family (spec autokeras.md 1.4-1.5). Both must agree to
-1e-9; pairs per second and the ratio are printed (target >= 20x on 2 CPU cores). Parts (b),
-warm-start accuracy, and (c), seconds per proposal, need the morphism and the Auto-Keras
-strategy, which are still to be built.
+1e-9; pairs per second and the ratio are printed (target >= 20x on 2 CPU cores).
+
+(b) warm start: a parent (G0 at --width) trained --parent_epochs epochs on digits; for each op
+type, its child's validation accuracy after one epoch from the morphed weights, against the
+parent's final accuracy (target: within 1 point) and against the same child after one epoch from
+a random initialisation (the baseline).
+
+(c) seconds per proposal of the Auto-Keras strategy (edit kernel, tree search, code constants)
+with --history evaluated networks (random morph chains of the space, scores drawn at random),
+the median of --proposals proposals after a first one with compilation (target <= 2 s).
 """
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before jax: see launch/_env.py
 
+import dataclasses  # noqa: E402
 import time  # noqa: E402
 
 from absl import app, flags  # noqa: E402
@@ -21,12 +29,22 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.optimize import linear_sum_assignment  # noqa: E402
 
+from nas_jax.arch import main_chain  # noqa: E402
 from nas_jax.features.edit_distance import descriptor, edit_distances  # noqa: E402
+from nas_jax.search.state import Observation, Status  # noqa: E402
+from nas_jax.search.strategies import autokeras  # noqa: E402
+from nas_jax.spaces import morph_space, morphism  # noqa: E402
+from nas_jax.tasks import datasets, morph, training  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("n", 200, "Networks; the matrix has n (n - 1) / 2 distinct pairs.")
 flags.DEFINE_integer("repeats", 3, "Timed runs of each method; the best is reported.")
-flags.DEFINE_integer("seed", 0, "Seed of the random descriptors.")
+flags.DEFINE_integer("seed", 0, "Seed of the random descriptors, networks and training.")
+flags.DEFINE_list("parts", ["a", "b", "c"], "Which parts to run.")
+flags.DEFINE_integer("width", 64, "(b) Width of the parent G0.")
+flags.DEFINE_integer("parent_epochs", 10, "(b) Epochs of the parent.")
+flags.DEFINE_integer("history", 100, "(c) Evaluated networks.")
+flags.DEFINE_integer("proposals", 5, "(c) Timed proposals after the first.")
 
 _WIDTHS = (16, 32, 64, 128, 256, 512)
 _TYPES = ("add", "concat")
@@ -91,9 +109,7 @@ def _best_of(fn, repeats: int) -> tuple[float, np.ndarray]:
   return min(times), out
 
 
-def main(argv):
-  del argv
-  jax.config.update("jax_enable_x64", True)
+def part_a():
   nets = random_networks(FLAGS.n, FLAGS.seed)
   descs = [descriptor(c, d, s) for c, d, s in nets]
   pairs = FLAGS.n * (FLAGS.n - 1) // 2
@@ -103,14 +119,62 @@ def main(argv):
   t_jax, d_jax = _best_of(lambda: edit_distances(descs), FLAGS.repeats)
   t_ref, d_ref = _best_of(lambda: per_pair(nets), FLAGS.repeats)
   np.testing.assert_allclose(d_jax, d_ref, rtol=1e-9, atol=1e-12)
-  print(f"backend={jax.default_backend()} jax={jax.__version__} cpus={os.cpu_count()} "
-        f"affinity={len(os.sched_getaffinity(0))}")
   print(f"(a) edit-distance matrix of {FLAGS.n} networks ({pairs} pairs), best of {FLAGS.repeats}:")
   print(f"    per-pair pure Python: {t_ref:.3f} s ({pairs / t_ref:,.0f} pairs/s)")
   print(f"    edit_distances:       {t_jax:.3f} s ({pairs / t_jax:,.0f} pairs/s); first call with"
         f" compilation {first:.2f} s")
   ratio = t_ref / t_jax
   print(f"    ratio {ratio:.1f}x (target >= 20x: {'met' if ratio >= 20 else 'missed'})")
+
+
+def part_b():
+  data = datasets.digits("autokeras", seed=0)
+  g0 = morphism.initial_architectures(width=FLAGS.width)[0]
+  key = jax.random.key(FLAGS.seed)
+  one = training.TrainConfig(epochs=1, schedule="constant")
+  parent = training.evaluate(g0, data, one._replace(epochs=FLAGS.parent_epochs), key, keep_variables=True)
+  acc = lambda r: 1.0 - r.val_errors[0]
+  print(f"(b) warm start on digits, parent G0 (width {FLAGS.width}) after {parent.epochs} epochs:"
+        f" best validation accuracy {parent.val_accuracy:.4f}")
+  print(f"    {'op':<22} {'warm, 1 epoch':>14} {'- parent':>9} {'scratch, 1 epoch':>17}")
+  convs = main_chain.chain_view(g0).convs
+  for op in (morphism.Op("deep", convs[0], kernel=3), morphism.Op("wide", convs[0]),
+             morphism.Op("add", convs[1], convs[0]), morphism.Op("concat", convs[1], convs[0])):
+    child, init = morph.morph(g0, parent.variables, op, key, noise=True)
+    warm = training.evaluate(child, data, one, key, init_variables=init)
+    cold = training.evaluate(child, data, one, key)
+    gap = 100 * (acc(warm) - parent.val_accuracy)
+    print(f"    {str(op.to_json()):<22} {acc(warm):>14.4f} {gap:>+8.2f}p {acc(cold):>17.4f}"
+          f"  {'within 1 point' if abs(gap) <= 1 else 'NOT within 1 point'}")
+
+
+def part_c():
+  space = morph_space.morph_space()
+  points = space.sample(jax.random.key(FLAGS.seed), FLAGS.history)
+  rng = np.random.default_rng(FLAGS.seed)
+  obs = [Observation(trial_id=i, arch_json=space.to_json(p), value=float(rng.uniform(0.9, 0.99)), status=Status.OK,
+                     error="", seconds=1.0, worker="bench") for i, p in enumerate(points)]
+  strategy = autokeras.autokeras(space, "max")
+  state = strategy.update(strategy.init(jax.random.key(FLAGS.seed)), obs)
+  times = []
+  for i in range(FLAGS.proposals + 1):
+    t0 = time.perf_counter()
+    _, (point,) = strategy.propose(dataclasses.replace(state, key=jax.random.key(i)), 1, [])
+    times.append(time.perf_counter() - t0)
+  med = float(np.median(times[1:]))
+  print(f"(c) one proposal with {FLAGS.history} evaluated networks: first (compiling) {times[0]:.2f} s,"
+        f" median of {FLAGS.proposals} more {med:.2f} s (target <= 2 s: {'met' if med <= 2 else 'missed'});"
+        f" last chose {len(point.ops)} ops from trial {point.parent_trial}")
+
+
+def main(argv):
+  del argv
+  jax.config.update("jax_enable_x64", True)
+  print(f"backend={jax.default_backend()} jax={jax.__version__} cpus={os.cpu_count()} "
+        f"affinity={len(os.sched_getaffinity(0))}")
+  for part, fn in (("a", part_a), ("b", part_b), ("c", part_c)):
+    if part in FLAGS.parts:
+      fn()
 
 
 if __name__ == "__main__":

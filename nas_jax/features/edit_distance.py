@@ -124,13 +124,13 @@ def descriptor(conv, dense=(), skips=(), *, sizes=None) -> Descriptor:
   def padded(values, size, fill):
     return np.array(values + [fill] * (size - len(values)), np.int32)
 
-  return Descriptor(
-      conv=jnp.asarray(padded(conv, lc, _PAD_WIDTH)),
-      conv_mask=jnp.arange(lc) < len(conv),
-      dense=jnp.asarray(padded(dense, ld, _PAD_WIDTH)),
-      dense_mask=jnp.arange(ld) < len(dense),
-      skips=jnp.asarray(padded(triples, ls, _PAD_SKIP).reshape(ls, 3)),
-      skip_mask=jnp.arange(ls) < len(triples),
+  return Descriptor(  # numpy leaves: a search builds hundreds per proposal, on the host
+      conv=padded(conv, lc, _PAD_WIDTH),
+      conv_mask=np.arange(lc) < len(conv),
+      dense=padded(dense, ld, _PAD_WIDTH),
+      dense_mask=np.arange(ld) < len(dense),
+      skips=padded(triples, ls, _PAD_SKIP).reshape(ls, 3),
+      skip_mask=np.arange(ls) < len(triples),
   )
 
 

@@ -126,15 +126,16 @@ def apply_op(arch: Architecture, op: Op) -> Architecture:
   Raises:
     ValueError naming the op, the layer and why it does not apply.
   """
-  reason = _why_not(main_chain.chain_view(arch), op)
+  g = _Graph(arch)
+  reason = _why_not(g.chain, op)
   if reason:
     raise ValueError(f"op {op.to_json()} does not apply to layer {op.target}: {reason}")
-  return _edit(arch, op)
+  return _edit(g, op)
 
 
-def _edit(arch: Architecture, op: Op) -> Architecture:
-  """`apply_op` without the eligibility rules (the initial G1 has a skip into the last block)."""
-  g = _Graph(arch)
+def _edit(g: _Graph, op: Op) -> Architecture:
+  """`apply_op` on a host copy, without the eligibility rules (the initial G1 has a skip into
+  the last block)."""
   chain = g.chain
   if op.type == "deep":
     conv = op.target in chain.convs
@@ -215,5 +216,5 @@ def initial_architectures(*, width: int = 64, n_blocks: int = 3) -> list[Archite
   g1 = replay(g0, [Op("deep", a, kernel=3), Op("deep", a, kernel=3), Op("deep", b, kernel=3), Op("deep", c, kernel=3)])
   convs = main_chain.chain_view(g1).convs
   for u, v in ((1, 3), (3, 5), (5, 7)):
-    g1 = _edit(g1, Op("add", convs[v - 1], convs[u - 1]))
+    g1 = _edit(_Graph(g1), Op("add", convs[v - 1], convs[u - 1]))
   return [g0, g1]

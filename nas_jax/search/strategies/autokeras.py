@@ -64,7 +64,7 @@ def edit_ucb(points: list, scores: np.ndarray, *, num_classes: int, beta: float,
   noise 1e-10 raised as needed) is conditioned on costs `offset - score` ("cost", the paper;
   UCB = offset - (mu - beta sigma)) or on scores ("accuracy", the code; UCB = mu + beta sigma).
   """
-  descs = [ed.arch_descriptor(p.arch, num_classes) for p in points]
+  descs = ed.stack_descriptors([ed.arch_descriptor(p.arch, num_classes) for p in points])  # stacked once
   n = len(points)
   d = ed.edit_distances(descs, lam=lam, layer_match=layer_match)
   anchors = bourgain.bourgain_anchors(jax.random.key(_ANCHOR_SEED), n, repeat=bourgain_repeat) if n > 1 else None
@@ -78,8 +78,8 @@ def edit_ucb(points: list, scores: np.ndarray, *, num_classes: int, beta: float,
 
   def score(cands: list) -> np.ndarray:
     m = len(cands)
-    dc = ed.edit_distances([ed.arch_descriptor(p.arch, num_classes) for p in cands], descs, lam=lam,
-                           layer_match=layer_match)
+    cand_descs = ed.stack_descriptors([ed.arch_descriptor(p.arch, num_classes) for p in cands])
+    dc = ed.edit_distances(cand_descs, descs, lam=lam, layer_match=layer_match)
     mean, var = gp.predict(post, sq_euclidean(_pad_rows(embed(dc), _capacity(m, 8)), phi_p))
     mean, std = np.asarray(mean)[:m], np.sqrt(np.asarray(var)[:m])
     ucb = sign * mean + beta * std  # on the GP's target; flipped back to the score scale below
