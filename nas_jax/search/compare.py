@@ -20,7 +20,7 @@ from nas_jax.search.state import Observation, to_score
 __all__ = ["load_config", "parse_overrides", "apply_overrides", "run_name", "run_curves", "compare",
            "write_table"]
 
-RESULTS, TABLE, CURVES = "results.json", "table.md", "curves.png"
+RESULTS, TABLE, CURVES, CURVES_SECONDS = "results.json", "table.md", "curves.png", "curves_seconds.png"
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,25 @@ def run_curves(observations: Sequence[Observation], goal: str, budget: int) -> t
   return pad(best), pad(test)
 
 
+def run_seconds(observations: Sequence[Observation], budget: int) -> np.ndarray:
+  """Wall-clock seconds from the start of a run to the end of each evaluation: [budget] float64.
+
+  The start is the first evaluation's end minus its duration; NaN where the journal has no
+  `finished_at` (written before it existed); a run that stopped early keeps its last time."""
+  obs = list(observations)[:budget]
+  if not obs or any(o.finished_at is None for o in obs):
+    return np.full(budget, np.nan)
+  start = obs[0].finished_at - obs[0].seconds
+  t = np.array([o.finished_at - start for o in obs])
+  return np.concatenate([t, np.full(budget - t.size, t[-1])])
+
+
+def best_at_seconds(best: np.ndarray, seconds: np.ndarray, limit: float) -> float:
+  """The best-so-far value of one run at `limit` wall seconds (NaN if nothing had finished)."""
+  done = np.flatnonzero(np.asarray(seconds) <= limit)
+  return float(np.asarray(best)[done[-1]]) if done.size else float("nan")
+
+
 def _final(runs: list) -> tuple[float, float, int]:
   """Mean, standard error and count of the seeds' last values (None = no value)."""
   last = np.asarray(runs, np.float64)[:, -1:]
@@ -140,7 +159,9 @@ def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *
 
   Returns:
     The results: {"goal", "budget", "overrides", "runs": {name: [[best-so-far per evaluation] per seed]},
-    "test_runs": {name: [[test value of the best-so-far architecture] per seed]}}.
+    "test_runs": {name: [[test value of the best-so-far architecture] per seed]},
+    "seconds": {name: [[wall seconds from the run's start to each evaluation's end] per seed]}}.
+    `curves_seconds.png` plots best-so-far against those seconds (`best_at_seconds`).
   """
   if not specs:
     raise ValueError("compare: configs is empty; pass at least one configs/*.py")
@@ -163,19 +184,37 @@ def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *
     raise ValueError(f"compare: configs optimise different tasks {sorted({(t.name, t.goal) for t in tasks.values()})};"
                      " a comparison needs one task")
   goal = next(iter(tasks.values())).goal
-  results = {"goal": goal, "budget": budget, "overrides": dict(overrides or {}), "runs": {}, "test_runs": {}}
+  results = {"goal": goal, "budget": budget, "overrides": dict(overrides or {}), "runs": {}, "test_runs": {},
+             "seconds": {}}
   for name, c in configs.items():
-    results["runs"][name], results["test_runs"][name] = [], []
+    results["runs"][name], results["test_runs"][name], results["seconds"][name] = [], [], []
     for seed in seeds:
       c.seed, c.workdir = seed, os.path.join(out, name, f"seed{seed}")
-      best, test = run_curves(config_lib.search_from_config(c, progress=progress), goal, budget)
+      observations = config_lib.search_from_config(c, progress=progress)
+      best, test = run_curves(observations, goal, budget)
       results["runs"][name].append(_nullable(best))
       results["test_runs"][name].append(_nullable(test))
+      results["seconds"][name].append(_nullable(run_seconds(observations, budget)))
       log.info("%s seed %d: best %s", name, seed, results["runs"][name][-1][-1])
   os.makedirs(out, exist_ok=True)
   with open(os.path.join(out, RESULTS), "w") as f:
     json.dump(results, f, allow_nan=False)
   write_table(results, os.path.join(out, TABLE), budget)
+  title = next(iter(tasks.values())).name
   curves.plot_curves({n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal,
-                     os.path.join(out, CURVES), title=next(iter(tasks.values())).name)
+                     os.path.join(out, CURVES), title=title)
+  _plot_against_seconds(results, os.path.join(out, CURVES_SECONDS), title)
   return results
+
+
+def _plot_against_seconds(results: dict, path: str, title: str, points: int = 50) -> None:
+  """Mean best-so-far over seeds on a common grid of wall seconds, up to the shortest run."""
+  secs = {n: np.asarray(s, np.float64) for n, s in results["seconds"].items()}
+  ends = [np.nanmax(s[:, -1]) for s in secs.values() if np.isfinite(s).any()]
+  if not ends:
+    return
+  grid = np.linspace(0.0, min(ends), points)
+  at = {n: np.array([[best_at_seconds(b, t, g) for g in grid] for b, t in zip(np.asarray(results["runs"][n],
+                                                                                      np.float64), secs[n])])
+        for n in secs}
+  curves.plot_curves(at, results["goal"], path, title=title, x=grid, xlabel="wall seconds from the run's start")

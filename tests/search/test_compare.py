@@ -31,6 +31,17 @@ def test_run_curves_by_hand():
   np.testing.assert_array_equal(test, [np.nan, np.nan, 9.0])
 
 
+def test_run_seconds_and_best_at_seconds_by_hand():
+  o = [Observation(trial_id=i, arch_json={}, value=v, status=Status.OK, error="", seconds=s, worker="w",
+                   finished_at=f) for i, (v, s, f) in enumerate(((1.0, 2.0, 102.0), (3.0, 5.0, 107.0), (2.0, 1.0, 108.0)))]
+  secs = compare.run_seconds(o, 4)
+  np.testing.assert_array_equal(secs, [2.0, 7.0, 8.0, 8.0])  # from the first evaluation's start
+  best, _ = compare.run_curves(o, "max", 4)
+  assert [compare.best_at_seconds(best, secs, t) for t in (1.0, 2.0, 6.9, 7.0, 100.0)][1:] == [1.0, 1.0, 3.0, 3.0]
+  assert math.isnan(compare.best_at_seconds(best, secs, 1.0))
+  assert np.isnan(compare.run_seconds(obs([1.0], [None]), 2)).all()  # journals without finished_at
+
+
 def test_run_name():
   assert compare.run_name("configs/ea_synthetic.py:smoke") == "ea_synthetic-smoke"
   assert compare.run_name("a/b/random_cnn_digits.py") == "random_cnn_digits"
@@ -53,6 +64,9 @@ def test_compare_writes_results_table_and_curves_and_resumes(tmp_path):
   table = (tmp_path / "cmp" / compare.TABLE).read_text()
   assert f"| random_synthetic-smoke | 2/2 | {mean:.6g} ± {err:.2g} |" in table
   assert (tmp_path / "cmp" / compare.CURVES).read_bytes()[:4] == b"\x89PNG"
+  assert (tmp_path / "cmp" / compare.CURVES_SECONDS).read_bytes()[:4] == b"\x89PNG"
+  for runs in on_disk["seconds"].values():
+    assert all(len(r) == 4 and r == sorted(r) and r[0] >= 0 for r in runs)
   # A second call replays every run: same results, journals untouched.
   sizes = {p: os.path.getsize(p) for p in (tmp_path / "cmp").glob("*/seed*/journal.jsonl")}
   assert compare.compare([RANDOM, EA], [0, 1], 4, out) == results
