@@ -10,6 +10,7 @@ import pytest
 from nas_jax.features import bourgain
 from nas_jax.features import edit_distance as ed
 from nas_jax.search import compare, config as config_lib, journal, loop
+from nas_jax.search.state import Observation, Status
 from nas_jax.search.strategies import autokeras as ak
 from nas_jax.spaces import morphism
 from nas_jax.spaces.morph_space import MorphPoint, morph_space, weights_id
@@ -103,13 +104,17 @@ def test_ucb_is_the_paper_lcb_on_cost():
   np.testing.assert_allclose(score([MorphPoint(g0)]), [0.9], atol=1e-4)  # at a history point: its score
 
 
+def observed(strategy):
+  """The strategy's state after G0 and G1 were evaluated (accuracies 0.9 and 0.8)."""
+  obs = [Observation(trial_id=i, arch_json=SPACE.to_json(p), value=v, status=Status.OK, error="", seconds=1.0,
+                     worker="w") for i, (p, v) in enumerate(zip(SPACE.initial(), (0.9, 0.8)))]
+  return strategy.update(strategy.init(jax.random.key(0)), obs)
+
+
 def test_proposals_skip_pending_and_are_deterministic():
   g0, g1 = SPACE.initial()
   strategy = ak.autokeras(SPACE, "max", max_ops=2)
-  from nas_jax.search.state import Observation, Status
-  obs = [Observation(trial_id=i, arch_json=SPACE.to_json(p), value=v, status=Status.OK, error="", seconds=1.0,
-                     worker="w") for i, (p, v) in enumerate(((g0, 0.9), (g1, 0.8)))]
-  state = strategy.update(strategy.init(jax.random.key(0)), obs)
+  state = observed(strategy)
   _, (a,) = strategy.propose(state, 1, [])
   _, (b,) = strategy.propose(state, 1, [])
   assert SPACE.to_json(a) == SPACE.to_json(b)
@@ -118,6 +123,18 @@ def test_proposals_skip_pending_and_are_deterministic():
   assert a.parent in (weights_id(g0.arch.to_json()), weights_id(g1.arch.to_json()))
   with pytest.raises(ValueError, match="kernel='rbf'; allowed: edit, otmann"):
     ak.autokeras(SPACE, "max", kernel="rbf")
+
+
+def test_cross_overs_propose_new_networks():
+  """Item 6: the tree search on NASBOT's OTMANN GP (warm-startable children) and NASBOT's EA on
+  the edit-distance UCB (mutants without a parent, trained from scratch)."""
+  tree = ak.autokeras(SPACE, "max", kernel="otmann", max_ops=2)
+  _, (a,) = tree.propose(observed(tree), 1, [])
+  assert a.parent is not None and 1 <= len(a.ops) <= 2
+  ea = ak.autokeras(SPACE, "max", optimizer="ea", n_ea=20)
+  state = observed(ea)
+  _, (b,) = ea.propose(state, 1, [])
+  assert b.parent is None and SPACE.canonical_key(b) not in state.history.keys
 
 
 def test_saved_network_round_trips(tmp_path):

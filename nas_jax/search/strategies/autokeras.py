@@ -93,9 +93,9 @@ def otmann_ucb(key, points: list, scores: np.ndarray, *, beta: float, n_starts: 
   from nas_jax.search.strategies.nasbot import nasbot_box  # the kernel's prior box lives with NASBOT
   from nas_jax.surrogates.surrogate import gp_surrogate
 
-  surrogate = gp_surrogate(nasbot_box(1), n_starts=n_starts, steps=fit_steps, project=True)
+  surrogate = gp_surrogate(nasbot_box(len(KERNEL_NU_STR)), n_starts=n_starts, steps=fit_steps, project=True)
   archs = [p.arch for p in points]
-  dist = lambda a, b=None: otmann_distances(a, b, solver="exact", nu_str=(KERNEL_NU_STR,))
+  dist = lambda a, b=None: otmann_distances(a, b, solver="exact", nu_str=KERNEL_NU_STR)
   n, c = len(points), _capacity(len(points), 16)
   h = dist(archs)
   pad = lambda x, r: np.pad(x, ((0, 0), (0, r - x.shape[1]), (0, c - x.shape[2])))
