@@ -212,20 +212,11 @@ def autokeras(space: Any, goal: str = "max", *, num_classes: int = 10, kernel: s
     return dataclasses.replace(state, notes=notes), out
 
   def update(state, observations):
-    if not observations:
-      return state
-    history = common.add_observations(state.history, space, goal, observations)
-    notes = {k: v for k, v in state.notes.items() if k not in history.keys}
-    return dataclasses.replace(state, history=history, notes=notes)
+    return common.observe(state, space, goal, observations) if observations else state
 
-  def point_notes(state, point):
-    return state.notes.get(space.canonical_key(point), {})
-
-  return Strategy(init=init, propose=propose, update=update, notes=point_notes)
+  return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))
 
 
 def autokeras_factory(config, space, task) -> Strategy:
   """`config.strategy = "autokeras"`; `config.strategy_config` holds keyword arguments of `autokeras`."""
-  sc = config.get("strategy_config", None) if hasattr(config, "get") else None
-  options = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
-  return autokeras(space, task.goal, **options)
+  return autokeras(space, task.goal, **common.strategy_options(config))

@@ -182,14 +182,9 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10) -> Strategy:
     return dataclasses.replace(state, pool=tuple(pool), batch=tuple(batch), notes=notes), out
 
   def update(state, observations):
-    history = common.add_observations(state.history, space, goal, observations)
-    notes = {k: v for k, v in state.notes.items() if k not in history.keys}
-    return dataclasses.replace(state, history=history, notes=notes)
+    return common.observe(state, space, goal, observations)
 
-  def point_notes(state, point):
-    return state.notes.get(space.canonical_key(point), {})
-
-  return Strategy(init=init, propose=propose, update=update, notes=point_notes)
+  return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))
 
 
 def ea_factory(config, space, task) -> Strategy:

@@ -13,7 +13,8 @@ from nas_jax.spaces.graph_edit import host_rng  # re-exported: strategies draw h
 
 from nas_jax.search.state import Observation, Status, to_score
 
-__all__ = ["History", "empty_history", "add_observations", "fresh", "step_key", "host_rng"]
+__all__ = ["History", "empty_history", "add_observations", "observe", "notes_reader", "strategy_options", "fresh",
+           "step_key", "host_rng"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +58,25 @@ def add_observations(history: History, space: Any, goal: str, observations: Sequ
       scores=np.concatenate([history.scores, to_score(values, goal)]),
       keys=history.keys | {space.canonical_key(p) for p in points},
   )
+
+
+def observe(state: Any, space: Any, goal: str, observations: Sequence[Observation]) -> Any:
+  """A strategy state (a dataclass with `history` and `notes`) after `observations`: the history
+  grows, and the notes of points now observed are dropped (they are in the journal)."""
+  history = add_observations(state.history, space, goal, observations)
+  notes = {k: v for k, v in state.notes.items() if k not in history.keys}
+  return dataclasses.replace(state, history=history, notes=notes)
+
+
+def notes_reader(space: Any):
+  """`Strategy.notes` for states keeping `notes` by canonical key."""
+  return lambda state, point: state.notes.get(space.canonical_key(point), {})
+
+
+def strategy_options(config: Any) -> dict:
+  """`config.strategy_config` as keyword arguments (empty when absent)."""
+  sc = config.get("strategy_config", None) if hasattr(config, "get") else None
+  return sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
 
 
 def fresh(space: Any, candidates: Iterable, exclude: set) -> list:

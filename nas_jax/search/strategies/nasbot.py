@@ -196,22 +196,14 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
     notes = {k: v for k, v in state.notes.items() if k not in history.keys}
     return dataclasses.replace(state, history=history, d=d, d_bar=d_bar, notes=notes)
 
-  def point_notes(state, point):
-    return state.notes.get(space.canonical_key(point), {})
-
-  return Strategy(init=init, propose=propose, update=update, notes=point_notes)
-
-
-def _options(config) -> dict:
-  sc = config.get("strategy_config", None) if hasattr(config, "get") else None
-  return sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
+  return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))
 
 
 def nasbot_factory(config, space, task) -> Strategy:
   """`config.strategy = "nasbot"`; `config.strategy_config` holds keyword arguments of `nasbot`."""
-  return nasbot(space, task.goal, **_options(config))
+  return nasbot(space, task.goal, **common.strategy_options(config))
 
 
 def rand_factory(config, space, task) -> Strategy:
   """`config.strategy = "rand"`: NASBOT's EA on Unif(0, 1) values (spec 10.4)."""
-  return nasbot(space, task.goal, **{**_options(config), "acquisition": "random"})
+  return nasbot(space, task.goal, **{**common.strategy_options(config), "acquisition": "random"})
