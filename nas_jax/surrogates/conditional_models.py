@@ -1,0 +1,275 @@
+"""The six regression models of the arc-kernel paper (arc_kernel.md 4) on one interface, and its
+Table 1 experiment: NMSE of every model on random train/test splits (arc_kernel.md 5).
+
+Inputs are plain arrays: u: [n, P] float in [0, 1], each parameter rescaled by its bounds (0
+where inactive by convention), and active: [n, P] bool. A point's pattern is its active row;
+points with equal patterns share an architecture. No model reads an inactive entry of u.
+"""
+from typing import Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas_jax.features.pairwise import ArcPair, VectorPair
+from nas_jax.surrogates import gp_fit, kernels
+from nas_jax.surrogates.surrogate import gp_surrogate
+
+__all__ = ["MODELS", "POOR_MAN_FILL", "fit_predict", "nmse", "nmse_table", "poor_man_embedding"]
+
+# arc_kernel.md 9: the paper's value for inactive parameters in the poor man's embedding.
+POOR_MAN_FILL = -1.0
+# Log-uniform boxes relative to Var(Y) (the GP normalises its targets). omega and the
+# length-scales span the same inverse scales of [0, 1] inputs; the noise may reach Var(Y), since
+# network performance is noisy (the paper's best NMSE on "NN" is 0.8).
+_VARIANCE = (0.1, 10.0)
+_OMEGA = (0.05, 20.0)
+_RHO = (0.01, 1.0)
+_LENGTH_SCALE = (0.05, 20.0)
+_NOISE = (1e-3, 1.0)
+_RIDGE = 1e-6
+# Smallest padded GP size: patterns hold few points, and one compile should serve them all.
+_MIN_CAPACITY = 8
+
+
+class _FitOptions(NamedTuple):
+  n_starts: int
+  steps: int
+
+
+# A model maps (key, (u, active) train, y_train, (u, active) test, options) -> mean [m].
+_Model = Callable[[jax.Array, tuple, np.ndarray, tuple, _FitOptions], np.ndarray]
+
+
+def poor_man_embedding(u: np.ndarray, active: np.ndarray) -> np.ndarray:
+  """u with inactive entries replaced by POOR_MAN_FILL: [n, P], [n, P] bool -> [n, P] float."""
+  return np.where(active, u, POOR_MAN_FILL)
+
+
+def _capacity(n: int) -> int:
+  """The next power of two >= n, so GPs of many sizes share O(log n) compiles."""
+  return max(_MIN_CAPACITY, 1 << (max(n, 1) - 1).bit_length())
+
+
+def _linear(key, train, y_train, test, options) -> np.ndarray:
+  """Least squares with an unpenalised intercept on the poor man's embedding: mean [m].
+
+  Centring first keeps the intercept out of the ridge; a column that is constant over the
+  training points (a parameter inactive in the whole pattern) centres to 0 and gets weight 0.
+  """
+  del key, options  # deterministic, nothing to fit iteratively
+  x, x_test = poor_man_embedding(*train), poor_man_embedding(*test)
+  x_mean, y_mean = x.mean(0), y_train.mean()
+  xc = x - x_mean
+  w = np.linalg.solve(xc.T @ xc + _RIDGE * np.eye(xc.shape[1]), xc.T @ (y_train - y_mean))
+  return y_mean + (x_test - x_mean) @ w
+
+
+def _vector_pair(a: tuple, b: tuple) -> VectorPair:
+  return VectorPair(jnp.asarray(poor_man_embedding(*a)), jnp.asarray(poor_man_embedding(*b)))
+
+
+def _arc_pair(a: tuple, b: tuple) -> ArcPair:
+  return ArcPair(jnp.asarray(a[0]), jnp.asarray(a[1]), jnp.asarray(b[0]), jnp.asarray(b[1]))
+
+
+def _gp_mean(key, box, make_pair, train, y_train, test, options) -> np.ndarray:
+  """Posterior mean [m] of a maximum-likelihood GP; train and test padded to powers of two."""
+  n, m = len(y_train), len(test[0])
+  c, rows = _capacity(n), _capacity(m)
+  surrogate = gp_surrogate(box, n_starts=options.n_starts, steps=options.steps)
+  y = jnp.asarray(np.pad(y_train, (0, c - n)))
+  state = surrogate.fit(key, make_pair(train, train).pad(c, c), y, jnp.asarray(np.arange(c) < n))
+  mean = surrogate.predict(state, make_pair(test, train).pad(rows, c)).mean
+  return np.asarray(mean[:m], np.float64)
+
+
+def _vector_gp(key, train, y_train, test, options) -> np.ndarray:
+  """ARD ExpSquared on the poor man's embedding: mean [m].
+
+  Within one pattern the inactive coordinates are the same constant for every point, so they
+  add 0 to every distance and their length-scales have no effect on the likelihood: per
+  pattern this is exactly the ARD kernel on the active coordinates, with one shape for all.
+  """
+  dim = train[0].shape[1]
+  box = gp_fit.Box.create(
+      *kernels.ExpSquared.bounds(dim, variance=_VARIANCE, length_scale=_LENGTH_SCALE),
+      noise=_NOISE,
+  )
+  return _gp_mean(key, box, _vector_pair, train, y_train, test, options)
+
+
+def _arc_gp(key, train, y_train, test, options) -> np.ndarray:
+  """ArcKernel (exp-squared profile, l = 1; omega_i, rho_i, variance, noise fitted): mean [m]."""
+  dim = train[0].shape[1]
+  box = gp_fit.Box.create(
+      *kernels.ArcKernel.bounds(dim, variance=_VARIANCE, omega=_OMEGA, rho=_RHO), noise=_NOISE
+  )
+  return _gp_mean(key, box, _arc_pair, train, y_train, test, options)
+
+
+def _rows(points: tuple, which: np.ndarray) -> tuple:
+  return tuple(x[which] for x in points)
+
+
+def _per_pattern(model: _Model) -> _Model:
+  """`model` fitted separately on each pattern's training points (Bergstra et al.'s separate
+  models). A test point whose pattern has fewer than 2 training points gets the mean of all
+  training targets (Ours: the paper does not say)."""
+
+  def separate(key, train, y_train, test, options):
+    patterns, ids = np.unique(train[1], axis=0, return_inverse=True)
+    ids = ids.reshape(-1)  # numpy 2.0.x gave the inverse of an axis-unique a trailing axis
+    mean = np.full(len(test[0]), y_train.mean())
+    for i, pattern in enumerate(patterns):
+      fit_rows, test_rows = ids == i, np.all(test[1] == pattern, axis=1)
+      if fit_rows.sum() >= 2 and test_rows.any():
+        mean[test_rows] = model(
+            jax.random.fold_in(key, i), _rows(train, fit_rows), y_train[fit_rows],
+            _rows(test, test_rows), options,
+        )
+    return mean
+
+  return separate
+
+
+_MODELS: dict[str, _Model] = {
+    "separate_linear": _per_pattern(_linear),
+    "separate_gp": _per_pattern(_vector_gp),
+    "poor_man_linear": _linear,
+    "poor_man_gp": _vector_gp,
+    "separate_hierarchical_gp": _per_pattern(_arc_gp),
+    "hierarchical_gp": _arc_gp,
+}
+MODELS = tuple(_MODELS)
+
+
+def _check_names(names: Sequence[str], argument: str) -> None:
+  unknown = [name for name in names if name not in _MODELS]
+  if unknown:
+    raise ValueError(f"{argument}: {unknown} are not models; expected names from {MODELS}")
+
+
+def _points(u_name: str, u, active_name: str, active, n_params: int | None = None) -> tuple:
+  """Checked (u [n, P] float64, active [n, P] bool). Raises ValueError naming the argument."""
+  u, active = np.asarray(u, np.float64), np.asarray(active)
+  if u.ndim != 2 or (n_params is not None and u.shape[1] != n_params):
+    expected = "[n, P]" if n_params is None else f"[n, {n_params}] (P of the training points)"
+    raise ValueError(f"{u_name}: shape {u.shape}; expected {expected}")
+  if active.dtype != bool or active.shape != u.shape:
+    raise ValueError(
+        f"{active_name}: {active.dtype} of shape {active.shape}; expected bool of {u_name}'s"
+        f" shape {u.shape}"
+    )
+  if not np.all((u >= 0) & (u <= 1)):
+    raise ValueError(
+        f"{u_name}: has entries outside [0, 1] or NaN; expected values rescaled by their bounds"
+    )
+  return u, active
+
+
+def _targets(name: str, y, n: int) -> np.ndarray:
+  y = np.asarray(y, np.float64)
+  if y.shape != (n,) or not np.all(np.isfinite(y)):
+    raise ValueError(f"{name}: shape {y.shape} or non-finite entries; expected [{n}] finite")
+  return y
+
+
+def fit_predict(
+    name: str, key: jax.Array, u_train, active_train, y_train, u_test, active_test, *,
+    n_starts: int = 8, steps: int = 200,
+) -> np.ndarray:
+  """Fits model `name` on the training points and predicts the test points' mean.
+
+  GPs normalise their targets and fit maximum-likelihood hyper-parameters from n_starts
+  log-uniform starts in their box (vmapped, `steps` Adam steps each); the linear models are a
+  least-squares fit with an intercept (ridge 1e-6) on raw targets.
+
+  Args:
+    name: one of MODELS; key: PRNG key for the GP starts.
+    u_train: [n, P] float in [0, 1]; active_train: [n, P] bool; y_train: [n] float, n >= 2.
+    u_test: [m, P] float in [0, 1]; active_test: [m, P] bool.
+    n_starts, steps: the GP fit.
+
+  Returns:
+    mean: [m] float64.
+
+  Raises:
+    ValueError on an unknown name, shapes, u outside [0, 1] or non-finite targets.
+  """
+  _check_names([name], "name")
+  train = _points("u_train", u_train, "active_train", active_train)
+  test = _points("u_test", u_test, "active_test", active_test, train[0].shape[1])
+  y_train = _targets("y_train", y_train, len(train[0]))
+  if len(y_train) < 2:
+    raise ValueError(f"y_train: {len(y_train)} training points; a model needs at least 2")
+  return np.asarray(_MODELS[name](key, train, y_train, test, _FitOptions(n_starts, steps)))
+
+
+def nmse(y_true, y_pred) -> float:
+  """Mean squared error over the variance of y_true (ddof 0): [m], [m] -> float.
+
+  Predicting the mean of y_true everywhere scores exactly 1. Raises ValueError on shapes or
+  on y_true without variance.
+  """
+  y_true, y_pred = np.asarray(y_true, np.float64), np.asarray(y_pred, np.float64)
+  if y_true.ndim != 1 or y_pred.shape != y_true.shape:
+    raise ValueError(f"y_pred: shape {y_pred.shape}; expected y_true's shape, a 1-d [m]")
+  var = y_true.var()
+  if not var > 0:
+    raise ValueError(f"y_true: variance {var}; NMSE needs finite targets that vary")
+  return float(np.mean((y_true - y_pred) ** 2) / var)
+
+
+def _summary(scores: list[float]) -> tuple[float, float, list[float]]:
+  """(mean, standard error (0 for one value), scores) of per-split scores."""
+  n = len(scores)
+  stderr = float(np.std(scores, ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+  return float(np.mean(scores)), stderr, list(scores)
+
+
+def nmse_table(
+    key: jax.Array, u, active, y, *, n_splits: int = 5, models: Sequence[str] = MODELS,
+    train_fraction: float = 0.5, n_starts: int = 8, steps: int = 200,
+) -> dict[str, tuple[float, float, list[float]]]:
+  """Table 1 of the paper: test NMSE of every model over random train/test splits.
+
+  Split s is a random permutation from fold_in(key, s); every model sees the same splits and
+  the same fit key, so a model's scores do not depend on which other models are listed.
+
+  Args:
+    key: PRNG key; u: [n, P] float in [0, 1]; active: [n, P] bool; y: [n] float.
+    n_splits: number of splits; models: names from MODELS.
+    train_fraction: share of the points in each training set (the paper: a random half).
+    n_starts, steps: the GP fits (fit_predict).
+
+  Returns:
+    {model: (mean NMSE, standard error, [n_splits] NMSE per split)}.
+
+  Raises:
+    ValueError on bad data, an unknown model, n_splits < 1, or a train_fraction that leaves
+    fewer than 2 training or 2 test points.
+  """
+  _check_names(models, "models")
+  u, active = _points("u", u, "active", active)
+  y = _targets("y", y, len(u))
+  if not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
+    raise ValueError(f"n_splits: {n_splits!r}; expected an int >= 1")
+  n_train = int(round(train_fraction * len(y)))
+  if not 2 <= n_train <= len(y) - 2:
+    raise ValueError(
+        f"train_fraction: {train_fraction} gives {n_train} of {len(y)} points for training;"
+        " training and test sets need at least 2 points each"
+    )
+  scores: dict[str, list[float]] = {name: [] for name in models}
+  for s in range(n_splits):
+    k_perm, k_fit = jax.random.split(jax.random.fold_in(key, s))
+    perm = np.asarray(jax.random.permutation(k_perm, len(y)))
+    tr, te = perm[:n_train], perm[n_train:]
+    for name in models:
+      pred = fit_predict(
+          name, k_fit, u[tr], active[tr], y[tr], u[te], active[te], n_starts=n_starts,
+          steps=steps,
+      )
+      scores[name].append(nmse(y[te], pred))
+  return {name: _summary(values) for name, values in scores.items()}
