@@ -28,6 +28,7 @@ _ROLE_COLOURS = {  # light fills, one per role, so conv/pool/fc (or activations)
     labels_lib.Role.IP: "#d9d9d9", labels_lib.Role.OP: "#d9d9d9", labels_lib.Role.CONV: "#9ecae1",
     labels_lib.Role.RES: "#c6dbef", labels_lib.Role.POOL: "#fdd0a2", labels_lib.Role.FC: "#c7e9c0",
     labels_lib.Role.ACT: "#9ecae1", labels_lib.Role.DECISION: "#fcbba1", labels_lib.Role.CELL_OP: "#dadaeb",
+    labels_lib.Role.SKIP: "#deebf7", labels_lib.Role.CONCAT: "#c6dbef", labels_lib.Role.GAP: "#fdd0a2",
 }
 _SIGMOID_COLOUR = "#c7e9c0"  # MLP "sig" group (logistic, tanh) apart from the rectifiers
 

@@ -9,6 +9,8 @@ from matplotlib.patches import FancyArrowPatch
 
 import nas_jax
 from nas_jax import drawing, plots
+from nas_jax.arch import main_chain
+from nas_jax.spaces import morphism
 from nas_jax.spaces.random_arch import random_architecture
 
 # 1 -> 3 skips conv5: the one edge that spans two layers.
@@ -39,7 +41,15 @@ def _examples():
   rng = np.random.default_rng(0)
   return ([nas_jax.Architecture.from_json(SKIP_NET)] + nas_jax.initial_pool("cnn")[:2]
           + nas_jax.initial_pool("mlp")[:2] + [random_architecture(k, rng, pad_to=40) for k in ("cnn", "mlp") * 3]
-          + [nas_jax.cell_to_architecture(c) for c in cells] + cells)
+          + [nas_jax.cell_to_architecture(c) for c in cells] + cells + _autokeras())
+
+
+def _autokeras():
+  """G1 and G0 after morphs that add a concat-skip and deepen (every autokeras vertex kind)."""
+  g0, g1 = morphism.initial_architectures(width=8)
+  a, b, _ = main_chain.chain_view(g0).convs
+  return [g1, morphism.replay(g0, [morphism.Op("concat", b, a), morphism.Op("deep", a, kernel=5),
+                                   morphism.Op("add", b, a)])]
 
 
 @pytest.mark.parametrize("arch", _examples(), ids=lambda a: f"{a.kind}-{type(a).__name__}")
