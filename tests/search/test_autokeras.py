@@ -2,6 +2,10 @@
 weights on disk, warm starts that replay exactly, resume, and the UCB on the cost scale."""
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import jax
 import numpy as np
@@ -144,3 +148,26 @@ def test_saved_network_round_trips(tmp_path):
   arch, back = morph_task.load_network(str(tmp_path), wid)
   assert arch.to_json() == g0.to_json()
   np.testing.assert_array_equal(back["params"]["1_conv3"]["conv"]["kernel"], 1.0)
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_keeps_results_and_warm_starts(tmp_path):
+  """A search killed with kill -9 after its third network resumes: nothing recorded is lost or
+  retrained, and the networks proposed after the resume still warm-start from stored weights."""
+  workdir = tmp_path / "run"
+  cmd = [sys.executable, "launch/search.py", "--config=configs/autokeras_cnn_digits.py:smoke",
+         f"--config.workdir={workdir}", "--config.budget=6", "--noprogress"]
+  p = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  path, end = workdir / loop.JOURNAL, time.monotonic() + 600
+  while not path.exists() or path.read_bytes().count(b"\n") < 3:
+    assert p.poll() is None and time.monotonic() < end, "the search ended or stalled before the kill"
+    time.sleep(0.1)
+  os.kill(p.pid, signal.SIGKILL)
+  p.wait()
+  before = journal.replay(str(path))
+  done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+  assert done.returncode == 0, done.stderr[-3000:]
+  after = journal.replay(str(path))
+  assert [o.to_json() for o in after[:len(before)]] == [o.to_json() for o in before]
+  assert len(after) == 6 and all(o.ok for o in after)
+  assert any(o.info["task"]["warm_start"] for o in after[len(before):])
