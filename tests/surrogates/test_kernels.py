@@ -91,7 +91,7 @@ def test_arc_switching_one_parameter_off_moves_exactly_omega():
     a_off = a.copy()
     a_off[0, i] = False
     d = jnp.sqrt(k.sq_dist(pairwise.arc_pair(x, a, x, a_off, lower=LOWER, upper=UPPER)))
-    assert float(d[0, 0]) == float(jnp.exp(k.log_omega[i]))
+    assert float(d[0, 0]) == pytest.approx(float(jnp.exp(k.log_omega[i])), rel=1e-12)  # to rounding
 
 
 def _embedding(k, values, lower, upper):
@@ -129,12 +129,14 @@ def test_arc_small_rho_approaches_scaled_euclidean():
 def test_arc_distance_is_a_pseudometric(seed):
   rng = np.random.default_rng(seed)
   values, active = _random_arc(rng, 3, 3)
-  d = np.sqrt(np.asarray(_arc_kernel().sq_dist(
-      pairwise.arc_pair(values, active, lower=LOWER, upper=UPPER))))
-  np.testing.assert_array_equal(np.diag(d), 0.0)
-  np.testing.assert_allclose(d, d.T, atol=1e-15)
+  sq = np.asarray(_arc_kernel().sq_dist(pairwise.arc_pair(values, active, lower=LOWER, upper=UPPER)))
+  # sq_dist is |f|^2 + |f'|^2 - 2 f.f': on the diagonal it cancels to rounding, ~1e-16 sum(w^2)
+  # (sum(w^2) = 5.7 here), so d(x, x) is ~1e-8 and the triangle inequality holds to that.
+  assert np.all(np.diag(sq) <= 1e-14)
+  d = np.sqrt(sq)
+  np.testing.assert_allclose(d, d.T, atol=1e-12)
   for i, j, l in [(0, 1, 2), (0, 2, 1), (1, 2, 0)]:
-    assert d[i, j] <= d[i, l] + d[l, j] + 1e-12
+    assert d[i, j] <= d[i, l] + d[l, j] + 1e-7
 
 
 @pytest.mark.parametrize(
