@@ -248,4 +248,5 @@ SPACES: dict[str, Callable[..., Space]] = {
     "nb201": _lazy_space("cells", "nb201_space"),
     "nb101": _lazy_space("cells", "nb101_space"),
     "autokeras": _lazy_space("morph_space", "morph_space"),
+    "conditional": _lazy_space("conditional", "conditional_space"),
 }
