@@ -27,7 +27,7 @@ def smoke(path, workdir):
 
 def _run_param(path):
   c = compare.load_config(f"{path}:smoke")
-  slow = c.task.name in ("train", "morph_train") or c.strategy in _SLOW_STRATEGIES
+  slow = c.task.name in ("train", "morph_train", "conditional") or c.strategy in _SLOW_STRATEGIES
   return pytest.param(path, id=os.path.basename(path), marks=[pytest.mark.slow] if slow else [])
 
 

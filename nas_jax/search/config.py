@@ -24,7 +24,8 @@ __all__ = ["TASKS", "EXECUTORS", "check_search_config", "build_search", "make_ex
 
 # Task modules sit after search/ in the layer order, so they are imported by name, on use.
 _TASK_MODULES = {"synthetic": "nas_jax.tasks.synthetic", "train": "nas_jax.tasks.train_task",
-                 "nb201": "nas_jax.tasks.tabular", "morph_train": "nas_jax.tasks.morph_task"}
+                 "nb201": "nas_jax.tasks.tabular", "morph_train": "nas_jax.tasks.morph_task",
+                 "conditional": "nas_jax.tasks.conditional_training"}
 _TRAIN_MODULE = "nas_jax.tasks.training"
 _FIELDS = ("strategy", "strategy_config", "space", "task", "budget", "num_workers", "executor", "ray_address",
            "eval_timeout_s", "seed", "workdir")
@@ -74,6 +75,11 @@ def _morph_train_task(c: Any, kind: str) -> Task:
                                  noise=c.morph_noise)
 
 
+def _conditional_task(c: Any, kind: str) -> Task:
+  module = importlib.import_module(_TASK_MODULES["conditional"])
+  return module.conditional_task(c.dataset, epochs=c.epochs, data_seed=c.data_seed, max_depth=c.max_depth)
+
+
 def _nb201_task(c: Any, kind: str) -> Task:
   tabular = importlib.import_module(_TASK_MODULES["nb201"])
   return tabular.nb201_task(c.path, c.dataset, c.report_metric)
@@ -81,7 +87,8 @@ def _nb201_task(c: Any, kind: str) -> Task:
 
 # config.task.name -> builder(task section, space kind) -> Task
 TASKS: dict[str, Callable[[Any, str], Task]] = {"synthetic": _synthetic_task, "train": _train_task,
-                                                "nb201": _nb201_task, "morph_train": _morph_train_task}
+                                                "nb201": _nb201_task, "morph_train": _morph_train_task,
+                                                "conditional": _conditional_task}
 
 # config.executor -> builder(config) -> Executor
 EXECUTORS: dict[str, Callable[[Any], Executor]] = {
@@ -153,8 +160,21 @@ def _check_morph_train(c: Any, kind: str) -> None:
   _need(isinstance(c.morph_noise, bool), "task.morph_noise", c.morph_noise, "expected True or False")
 
 
+def _check_conditional(c: Any, kind: str) -> None:
+  _need(kind == "conditional", "task.name", "conditional",
+        f"it trains points of the conditional space but config.space.kind is {kind!r}")
+  for f in ("dataset", "epochs", "data_seed", "max_depth"):
+    _get(c, f, "task.")
+  _need(c.dataset in ("digits", "diabetes") or (isinstance(c.dataset, str) and os.path.isfile(c.dataset)),
+        "task.dataset", c.dataset, "expected 'digits', 'diabetes' or a path to a regression table")
+  _need(_is_int(c.epochs) and c.epochs >= 1, "task.epochs", c.epochs, "expected an integer >= 1")
+  _need(_is_int(c.data_seed) and c.data_seed >= 0, "task.data_seed", c.data_seed, "expected an integer >= 0")
+  _need(_is_int(c.max_depth) and c.max_depth >= 1, "task.max_depth", c.max_depth,
+        "expected an integer >= 1, the space's max_depth")
+
+
 _TASK_CHECKS = {"synthetic": _check_synthetic, "train": _check_train, "nb201": _check_nb201,
-                "morph_train": _check_morph_train}
+                "morph_train": _check_morph_train, "conditional": _check_conditional}
 
 
 def check_search_config(config: ml_collections.ConfigDict) -> None:
@@ -182,6 +202,9 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     m = _get(config.space, "max_layers", "space.")
     _need(_is_int(m) and 4 <= m, "space.max_layers", m, "expected an integer >= 4 (the paper uses 60)")
   _TASK_CHECKS[task_name](config.task, kind)
+  if task_name == "conditional":
+    _need(config.space.get("max_depth", 3) == config.task.max_depth, "task.max_depth", config.task.max_depth,
+          f"it must equal config.space.max_depth ({config.space.get('max_depth', 3)})")
   _need(_is_int(config.budget) and config.budget >= 1, "budget", config.budget, "expected an integer >= 1")
   _need(_is_int(config.num_workers) and config.num_workers >= 1, "num_workers", config.num_workers,
         "expected an integer >= 1")

@@ -15,7 +15,8 @@ from nas_jax.features.pairwise import ArcPair, VectorPair
 from nas_jax.surrogates import gp_fit, kernels
 from nas_jax.surrogates.surrogate import gp_surrogate
 
-__all__ = ["MODELS", "POOR_MAN_FILL", "fit_predict", "nmse", "nmse_table", "poor_man_embedding"]
+__all__ = ["MODELS", "POOR_MAN_FILL", "fit_predict", "nmse", "nmse_table", "poor_man_embedding", "split_indices",
+           "arc_box", "poor_man_box"]
 
 # arc_kernel.md 9: the paper's value for inactive parameters in the poor man's embedding.
 POOR_MAN_FILL = -1.0
@@ -44,6 +45,18 @@ _Model = Callable[[jax.Array, tuple, np.ndarray, tuple, _FitOptions], np.ndarray
 def poor_man_embedding(u: np.ndarray, active: np.ndarray) -> np.ndarray:
   """u with inactive entries replaced by POOR_MAN_FILL: [n, P], [n, P] bool -> [n, P] float."""
   return np.where(active, u, POOR_MAN_FILL)
+
+
+def arc_box(n_params: int) -> gp_fit.Box:
+  """The prior box of an ArcKernel GP over n_params conditional parameters (omega, rho, variance, noise)."""
+  return gp_fit.Box.create(*kernels.ArcKernel.bounds(n_params, variance=_VARIANCE, omega=_OMEGA, rho=_RHO),
+                           noise=_NOISE)
+
+
+def poor_man_box(n_params: int) -> gp_fit.Box:
+  """The prior box of an ARD ExpSquared GP on the poor man's embedding of n_params parameters."""
+  return gp_fit.Box.create(*kernels.ExpSquared.bounds(n_params, variance=_VARIANCE, length_scale=_LENGTH_SCALE),
+                           noise=_NOISE)
 
 
 def _capacity(n: int) -> int:
@@ -91,21 +104,12 @@ def _vector_gp(key, train, y_train, test, options) -> np.ndarray:
   add 0 to every distance and their length-scales have no effect on the likelihood: per
   pattern this is exactly the ARD kernel on the active coordinates, with one shape for all.
   """
-  dim = train[0].shape[1]
-  box = gp_fit.Box.create(
-      *kernels.ExpSquared.bounds(dim, variance=_VARIANCE, length_scale=_LENGTH_SCALE),
-      noise=_NOISE,
-  )
-  return _gp_mean(key, box, _vector_pair, train, y_train, test, options)
+  return _gp_mean(key, poor_man_box(train[0].shape[1]), _vector_pair, train, y_train, test, options)
 
 
 def _arc_gp(key, train, y_train, test, options) -> np.ndarray:
   """ArcKernel (exp-squared profile, l = 1; omega_i, rho_i, variance, noise fitted): mean [m]."""
-  dim = train[0].shape[1]
-  box = gp_fit.Box.create(
-      *kernels.ArcKernel.bounds(dim, variance=_VARIANCE, omega=_OMEGA, rho=_RHO), noise=_NOISE
-  )
-  return _gp_mean(key, box, _arc_pair, train, y_train, test, options)
+  return _gp_mean(key, arc_box(train[0].shape[1]), _arc_pair, train, y_train, test, options)
 
 
 def _rows(points: tuple, which: np.ndarray) -> tuple:
@@ -228,6 +232,18 @@ def _summary(scores: list[float]) -> tuple[float, float, list[float]]:
   return float(np.mean(scores)), stderr, list(scores)
 
 
+def split_indices(key: jax.Array, n: int, n_splits: int, n_train: int) -> list[tuple[np.ndarray, np.ndarray, jax.Array]]:
+  """The splits of `nmse_table`: per split s, a permutation from fold_in(key, s) cut into n_train
+  training and n - n_train test indices, and the split's fitting key. Other models (e.g. an
+  OTMANN GP on the same points) use it to be scored on the very same splits."""
+  out = []
+  for s in range(n_splits):
+    k_perm, k_fit = jax.random.split(jax.random.fold_in(key, s))
+    perm = np.asarray(jax.random.permutation(k_perm, n))
+    out.append((perm[:n_train], perm[n_train:], k_fit))
+  return out
+
+
 def nmse_table(
     key: jax.Array, u, active, y, *, n_splits: int = 5, models: Sequence[str] = MODELS,
     train_fraction: float = 0.5, n_starts: int = 8, steps: int = 200,
@@ -262,10 +278,7 @@ def nmse_table(
         " training and test sets need at least 2 points each"
     )
   scores: dict[str, list[float]] = {name: [] for name in models}
-  for s in range(n_splits):
-    k_perm, k_fit = jax.random.split(jax.random.fold_in(key, s))
-    perm = np.asarray(jax.random.permutation(k_perm, len(y)))
-    tr, te = perm[:n_train], perm[n_train:]
+  for tr, te, k_fit in split_indices(key, len(y), n_splits, n_train):
     for name in models:
       pred = fit_predict(
           name, k_fit, u[tr], active[tr], y[tr], u[te], active[te], n_starts=n_starts,
