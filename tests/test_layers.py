@@ -10,7 +10,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 ORDER = ["arch", "spaces", "features", "surrogates", "acquisition", "search", "tasks"]
 # tasks/ evaluates architectures; besides arch it may only see the Task/Observation types.
 TASKS_MAY_IMPORT = {"arch", "spaces", "search.task", "search.state"}
-TOP = ("plots", "drawing", "report")  # nas_jax/<name>.py: they read the pipeline, never the reverse
+TOP = ("plots", "drawing", "report", "conditional_experiment")  # nas_jax/<name>.py: they read the pipeline, never the reverse
 
 
 def _modules():
