@@ -1,13 +1,18 @@
 """Arc kernel and conditional BO: (a) the Gram matrix of n random conditional points, jitted vs a
 numpy loop over pairs (the spec's formulas, written here); (b) one conditional_bo proposal (GP fit
-plus acquisition optimisation) with 200 observed points, against a target of 1 s.
+plus acquisition optimisation) with 200 observed points, against a target of 1 s; (c) the
+acquisition optimisers at an equal budget of acquisition evaluations: gradient ascent on the
+continuous parameters vs mutation only, on a history of real digits results when --trained names
+launch/kernel_quality.py's table.
 
-Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_conditional.py [--n=2000] [--history=200]
+Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_conditional.py [--n=2000] [--history=200] \
+  [--trained=runs/kernel_quality/trained.jsonl] [--parts=a,b,c]
 Both paths of (a) get the same points and hyper-parameters; the script asserts that they agree
 to 1e-9. (b) times propose(state, 1, []) from a state holding `--history` random points with
 random values, split into the GP fit and the acquisition optimisation as the notes record them.
 """
-import argparse
+import dataclasses
+import json
 import math
 import os
 import statistics
@@ -16,9 +21,8 @@ import time
 # OpenBLAS's own threads fight XLA's thread pool on a 2-core machine; must precede imports.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from absl import app, flags  # noqa: E402
 import jax  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
 
@@ -27,6 +31,17 @@ from nas_jax.search.state import Observation, Status  # noqa: E402
 from nas_jax.search.strategies.conditional_bo import conditional_bo  # noqa: E402
 from nas_jax.spaces import conditional as cond  # noqa: E402
 from nas_jax.surrogates.kernels import ArcKernel  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_integer("n", 2000, "(a) Points of the Gram matrix.")
+flags.DEFINE_integer("history", 200, "(b) Observed points.")
+flags.DEFINE_enum("kernel", "arc", ["arc", "poor_man"], "(b) The GP's kernel.")
+flags.DEFINE_integer("repeats", 3, "Timed runs after a warm-up.")
+flags.DEFINE_list("parts", ["a", "b", "c"], "Which parts to run.")
+flags.DEFINE_string("trained", "runs/kernel_quality/trained.jsonl", "(c) Trained points of launch/kernel_quality.py"
+                    " (digits, full data); random values when the file is absent.")
+flags.DEFINE_integer("c_history", 100, "(c) Observed points.")
+flags.DEFINE_integer("c_keys", 8, "(c) Proposals per optimiser (one per key).")
 
 TARGET_RATIO = 50.0
 TARGET_PROPOSAL_S = 1.0
@@ -97,21 +112,60 @@ def bench_proposal(space, n_history: int, kernel: str, repeats: int) -> None:
         f" {'met' if total <= TARGET_PROPOSAL_S else 'MISSED'}), median of {repeats} after a warm-up")
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--n", type=int, default=2000)
-  parser.add_argument("--history", type=int, default=200)
-  parser.add_argument("--kernel", default="arc", choices=("arc", "poor_man"))
-  parser.add_argument("--repeats", type=int, default=3)
-  args = parser.parse_args()
+def _history(space, n: int) -> list:
+  """n observations: digits points of --trained with their validation errors, else random ones."""
+  if os.path.exists(FLAGS.trained):
+    rows = [json.loads(line) for line in open(FLAGS.trained)]
+    rows = [r for r in rows if r["dataset"] == "digits" and not r["half"]][:n]
+    pairs = [(space.from_json(r["point"]), r["val_error"]) for r in rows]
+    source = f"{len(pairs)} digits points of {FLAGS.trained}"
+  else:
+    pairs = list(zip(space.sample(jax.random.key(1), n), np.random.default_rng(1).uniform(0.02, 0.3, n)))
+    source = f"{n} random points with random values ({FLAGS.trained} is absent)"
+  obs = [Observation(trial_id=i, arch_json=space.to_json(q), value=float(v), status=Status.OK, error="",
+                     seconds=1.0, worker="bench") for i, (q, v) in enumerate(pairs)]
+  # The initial points as failed trials: observed (never proposed again) but not in the GP, so
+  # that every timed call proposes through the acquisition.
+  obs += [Observation(trial_id=len(obs) + i, arch_json=space.to_json(q), value=None, status=Status.FAILED,
+                      error="not trained (benchmark)", seconds=0.0, worker="bench") for i, q in enumerate(space.initial())]
+  return obs, source
+
+
+def bench_optimisers(space, repeats_keys: int) -> None:
+  obs, source = _history(space, FLAGS.c_history)
+  reached = {}
+  for optimizer in ("gradient", "mutation"):
+    strategy = conditional_bo(space, "min", kernel="arc", optimizer=optimizer)
+    state = strategy.update(strategy.init(jax.random.key(0)), obs)
+    reached[optimizer] = []
+    for k in range(repeats_keys):
+      proposed, (point,) = strategy.propose(dataclasses.replace(state, key=jax.random.key(k)), 1, [])
+      notes = strategy.notes(proposed, point)
+      reached[optimizer].append((notes["acquisition"], notes["n_acq_evals"]))
+  g, m = (np.array([a for a, _ in reached[o]]) for o in ("gradient", "mutation"))
+  evals = {o: reached[o][0][1] for o in reached}
+  se = lambda x: np.std(x, ddof=1) / np.sqrt(len(x))
+  print(f"(c) EI of the proposal, arc kernel, history of {source}, {repeats_keys} keys:"
+        f" gradient {g.mean():.4g} ± {se(g):.2g} ({evals['gradient']} evaluations),"
+        f" mutation only {m.mean():.4g} ± {se(m):.2g} ({evals['mutation']} evaluations);"
+        f" gradient >= mutation for {int(np.sum(g >= m))} of {repeats_keys} keys")
+
+
+def main(argv):
+  del argv
+  jax.config.update("jax_enable_x64", True)
   print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()};"
         f" {os.cpu_count()} cpus, affinity {len(os.sched_getaffinity(0))} cores,"
         f" OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
   space = cond.conditional_space(max_depth=3)
   spec = cond.conditional_spec(3)
-  bench_gram(space, spec, args.n, args.repeats)
-  bench_proposal(space, args.history, args.kernel, args.repeats)
+  if "a" in FLAGS.parts:
+    bench_gram(space, spec, FLAGS.n, FLAGS.repeats)
+  if "b" in FLAGS.parts:
+    bench_proposal(space, FLAGS.history, FLAGS.kernel, FLAGS.repeats)
+  if "c" in FLAGS.parts:
+    bench_optimisers(space, FLAGS.c_keys)
 
 
 if __name__ == "__main__":
-  main()
+  app.run(main)
