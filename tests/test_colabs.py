@@ -53,7 +53,7 @@ def _text(book) -> str:
 def test_there_is_a_notebook_per_workflow():
   names = {os.path.basename(p) for p in NOTEBOOKS}
   assert names == {"architectures_and_distances.ipynb", "nasbot_search.ipynb", "bananas_nb201.ipynb",
-                   "morphism_and_autokeras.ipynb"}
+                   "morphism_and_autokeras.ipynb", "arc_kernel_conditional.ipynb"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
