@@ -191,25 +191,8 @@ def autokeras(space: Any, goal: str = "max", *, num_classes: int = 10, kernel: s
                    "n_scored": res.n_scored, "parent_trial": point.parent_trial}
 
   def propose(state, n, pending):
-    exclude = set(state.history.keys) | {space.canonical_key(q) for q in pending}
-    key = common.step_key(state.key, state.history, pending)
-    out = common.fresh(space, space.initial(), exclude)[:n]
-    notes = dict(state.notes)
-    notes.update({space.canonical_key(q): {"origin": "initial"} for q in out})
-    for j in range(n - len(out)):
-      k = jax.random.fold_in(key, j)
-      if not state.history.ok.any():
-        sampled = common.fresh(space, space.sample(k, n - len(out)), exclude)
-        notes.update({space.canonical_key(q): {"origin": "sample"} for q in sampled})
-        out += sampled
-        break
-      point, note = choose(k, state.history, exclude)
-      if point is None:
-        break
-      exclude.add(space.canonical_key(point))
-      out.append(point)
-      notes[space.canonical_key(point)] = note
-    return dataclasses.replace(state, notes=notes), out
+    choose_one = lambda k, exclude, taken: choose(k, state.history, exclude)
+    return common.model_based_propose(state, n, pending, space, choose_one)
 
   def update(state, observations):
     return common.observe(state, space, goal, observations) if observations else state

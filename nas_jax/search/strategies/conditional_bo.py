@@ -324,25 +324,8 @@ def conditional_bo(space: Any, goal: str = "max", *, kernel: str = "arc", acquis
     return ConditionalBOState(key=key, history=common.empty_history())
 
   def propose(state, n, pending):
-    exclude = set(state.history.keys) | {space.canonical_key(q) for q in pending}
-    key = common.step_key(state.key, state.history, pending)
-    out = common.fresh(space, space.initial(), exclude)[:n]
-    notes = dict(state.notes)
-    notes.update({space.canonical_key(q): {"origin": "initial"} for q in out})
-    for j in range(n - len(out)):
-      k = jax.random.fold_in(key, j)
-      if state.history.ok.sum() < _MIN_OK:
-        sampled = common.fresh(space, space.sample(k, n - len(out)), exclude)
-        notes.update({space.canonical_key(q): {"origin": "sample"} for q in sampled})
-        out += sampled
-        break
-      point, note = choose(k, state.history, list(pending) + out, exclude)
-      if point is None:
-        break
-      exclude.add(space.canonical_key(point))
-      out.append(point)
-      notes[space.canonical_key(point)] = note
-    return dataclasses.replace(state, notes=notes), out
+    choose_one = lambda k, exclude, taken: choose(k, state.history, taken, exclude)
+    return common.model_based_propose(state, n, pending, space, choose_one, min_ok=_MIN_OK)
 
   def update(state, observations):
     return common.observe(state, space, goal, observations) if observations else state
