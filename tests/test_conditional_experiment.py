@@ -46,6 +46,7 @@ def test_half_training_and_log_targets():
   np.testing.assert_allclose(ce.targets(np.array([0.0, 1.0]), True), np.log([1e-3, 1.001]))
 
 
+@pytest.mark.slow  # 4 columns x 7 models x 2 splits of GP fits
 def test_nmse_rows_cover_every_column_and_model(trained):
   _, out = trained
   table = ce.nmse_rows(out, n_splits=2, otmann=True, n_starts=2, steps=10)

@@ -129,6 +129,7 @@ def test_proposals_skip_pending_and_are_deterministic():
     ak.autokeras(SPACE, "max", kernel="rbf")
 
 
+@pytest.mark.slow  # fits NASBOT's OTMANN GP: ~70 s on 2 loaded cores
 def test_cross_overs_propose_new_networks():
   """Item 6: the tree search on NASBOT's OTMANN GP (warm-startable children) and NASBOT's EA on
   the edit-distance UCB (mutants without a parent, trained from scratch)."""
