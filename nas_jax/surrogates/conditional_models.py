@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.features.pairwise import ArcPair, VectorPair
+from nas_jax.spaces import graph_edit
 from nas_jax.surrogates import gp_fit, kernels
 from nas_jax.surrogates.surrogate import gp_surrogate
 
@@ -61,7 +62,7 @@ def poor_man_box(n_params: int) -> gp_fit.Box:
 
 def _capacity(n: int) -> int:
   """The next power of two >= n, so GPs of many sizes share O(log n) compiles."""
-  return max(_MIN_CAPACITY, 1 << (max(n, 1) - 1).bit_length())
+  return max(_MIN_CAPACITY, graph_edit.next_power_of_two(max(n, 1)))
 
 
 def _linear(key, train, y_train, test, options) -> np.ndarray:

@@ -46,10 +46,6 @@ class AutokerasState:
   notes: dict = dataclasses.field(default_factory=dict)
 
 
-def _capacity(n: int, minimum: int) -> int:
-  """The next power of two >= n, so jitted GP calls compile O(log n) times."""
-  return max(minimum, 1 << (max(n, 1) - 1).bit_length())
-
 
 def _pad_rows(x: np.ndarray, rows: int) -> np.ndarray:
   return np.pad(x, ((0, rows - x.shape[0]), (0, 0)))
@@ -70,7 +66,7 @@ def edit_ucb(points: list, scores: np.ndarray, *, num_classes: int, beta: float,
   anchors = bourgain.bourgain_anchors(jax.random.key(_ANCHOR_SEED), n, repeat=bourgain_repeat) if n > 1 else None
   embed = (lambda dist: bourgain.bourgain_embed(dist, anchors)) if anchors else (lambda dist: dist[:, :1])
   phi = embed(d)
-  c = _capacity(n, 16)
+  c = common.capacity(n, 16)
   y = scores if target == "accuracy" else offset - scores
   phi_p = _pad_rows(phi, c)
   post = gp.condition_fixed(Matern12.create(), sq_euclidean(phi_p), np.pad(y, (0, c - n)), np.arange(c) < n)
@@ -80,7 +76,7 @@ def edit_ucb(points: list, scores: np.ndarray, *, num_classes: int, beta: float,
     m = len(cands)
     cand_descs = ed.stack_descriptors([ed.arch_descriptor(p.arch, num_classes) for p in cands])
     dc = ed.edit_distances(cand_descs, descs, lam=lam, layer_match=layer_match)
-    mean, var = gp.predict(post, sq_euclidean(_pad_rows(embed(dc), _capacity(m, 8)), phi_p))
+    mean, var = gp.predict(post, sq_euclidean(_pad_rows(embed(dc), common.capacity(m, 8)), phi_p))
     mean, std = np.asarray(mean)[:m], np.sqrt(np.asarray(var)[:m])
     ucb = sign * mean + beta * std  # on the GP's target; flipped back to the score scale below
     return ucb if target == "accuracy" else offset + ucb
@@ -96,7 +92,7 @@ def otmann_ucb(key, points: list, scores: np.ndarray, *, beta: float, n_starts: 
   surrogate = gp_surrogate(nasbot_box(len(KERNEL_NU_STR)), n_starts=n_starts, steps=fit_steps, project=True)
   archs = [p.arch for p in points]
   dist = lambda a, b=None: otmann_distances(a, b, solver="exact", nu_str=KERNEL_NU_STR)
-  n, c = len(points), _capacity(len(points), 16)
+  n, c = len(points), common.capacity(len(points), 16)
   h = dist(archs)
   pad = lambda x, r: np.pad(x, ((0, 0), (0, r - x.shape[1]), (0, c - x.shape[2])))
   pair = OtmannPair(jnp.asarray(pad(h.d, c)), jnp.asarray(pad(h.d_bar, c)))
@@ -105,8 +101,8 @@ def otmann_ucb(key, points: list, scores: np.ndarray, *, beta: float, n_starts: 
   def score(cands: list) -> np.ndarray:
     m = len(cands)
     r = dist([p.arch for p in cands], archs)
-    pred = surrogate.predict(state, OtmannPair(jnp.asarray(pad(r.d, _capacity(m, 8))),
-                                               jnp.asarray(pad(r.d_bar, _capacity(m, 8)))))
+    pred = surrogate.predict(state, OtmannPair(jnp.asarray(pad(r.d, common.capacity(m, 8))),
+                                               jnp.asarray(pad(r.d_bar, common.capacity(m, 8)))))
     mean, std = (np.asarray(x).reshape(-1, pred.mean.shape[-1]).mean(0)[:m] for x in (pred.mean, pred.std))
     return mean + beta * std
 

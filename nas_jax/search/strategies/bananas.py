@@ -67,10 +67,6 @@ def acquire(
   raise ValueError(f"acquisition: {name!r} is unknown; allowed: {', '.join(ACQUISITIONS)}")
 
 
-def _capacity(n: int, minimum: int = 32) -> int:
-  """The next power of two >= n (so jitted fits compile O(log budget) times)."""
-  return max(minimum, 1 << (max(n, 1) - 1).bit_length())
-
 
 def _pad_rows(x: np.ndarray, c: int) -> np.ndarray:
   return np.concatenate([x, np.zeros((c - len(x), *x.shape[1:]), x.dtype)])
@@ -132,7 +128,7 @@ def bananas(
     ok = np.flatnonzero(history.ok)
     points = [history.points[i] for i in ok]
     scores = history.scores[ok]
-    c = _capacity(len(points))
+    c = common.capacity(len(points), 32)
     x = _pad_rows(np.asarray(encode_fn(points), np.float32), c)
     y = _pad_rows(error_offset - scores, c)
     state = surrogate.fit(k_fit, x, y, np.arange(c) < len(points))
@@ -147,7 +143,7 @@ def bananas(
     info = {"n_candidates": len(cands), "train_mae": float(np.mean(state.train_mae))}
     if not cands:
       return [], info
-    xc = _pad_rows(np.asarray(encode_fn(cands), np.float32), _capacity(len(cands), 128))
+    xc = _pad_rows(np.asarray(encode_fn(cands), np.float32), common.capacity(len(cands), 128))
     pred = surrogate.predict(state, xc)
     m = len(cands)
     pred = Predictive(  # errors -> scores, so that every acquisition maximises

@@ -71,10 +71,6 @@ class _Model:
   acquisition: str = flax.struct.field(pytree_node=False)
 
 
-def _capacity(n: int, minimum: int = 16) -> int:
-  """The next power of two >= n, so jitted GP calls compile O(log budget) times."""
-  return max(minimum, 1 << (max(n, 1) - 1).bit_length())
-
 
 def _pad(x: np.ndarray, axis: int, size: int) -> np.ndarray:
   widths = [(0, 0)] * x.ndim
@@ -136,7 +132,7 @@ def _vector_acquisition(key, surrogate, spec, points, y, *, kernel, acquisition,
   """(score, model): `score(points) -> [m]` and the `_Model` of the vector GP fitted on points
   (observations first, then pending ones), y: [n_ok] scores."""
   u, active = cond.to_unit(cond.stack_points(points), spec)
-  c = _capacity(len(points))
+  c = common.capacity(len(points), 16)
   u, active = jnp.asarray(_pad(u, 0, c)), jnp.asarray(_pad(active, 0, c))
   state, state_p = _fit(key, surrogate, _pair(kernel, u, active, u, active), y, len(points))
   model = _Model(state.posterior, state_p.posterior, u, active, jnp.asarray(spec.lower), jnp.asarray(spec.upper),
@@ -144,7 +140,7 @@ def _vector_acquisition(key, surrogate, spec, points, y, *, kernel, acquisition,
 
   def score(cands: list) -> np.ndarray:
     values = np.stack([np.asarray(p.values, np.float64) for p in cands])
-    return np.asarray(_score_batch(model, jnp.asarray(_pad(values, 0, _capacity(len(cands), 8)))))[: len(cands)]
+    return np.asarray(_score_batch(model, jnp.asarray(_pad(values, 0, common.capacity(len(cands), 8)))))[: len(cands)]
 
   return score, model
 
@@ -174,14 +170,14 @@ def _otmann_acquisition(key, surrogate, spec, points, y, *, acquisition, beta):
   """(score, None): NASBOT's GP (OTMANN kernel, projected) on `cond.to_architecture` of points."""
   archs = [cond.to_architecture(p, spec) for p in points]
   rows = _otmann_rows(archs)
-  c = _capacity(len(points))
+  c = common.capacity(len(points), 16)
   d, d_bar = rows(archs)
   pad = lambda x, r: _pad(_pad(x, 1, r), 2, c)
   state, state_p = _fit(key, surrogate, OtmannPair(jnp.asarray(pad(d, c)), jnp.asarray(pad(d_bar, c))), y, len(points))
   best = float(np.max(y))
 
   def score(cands: list) -> np.ndarray:
-    r = _capacity(len(cands), 8)
+    r = common.capacity(len(cands), 8)
     cd, cdb = rows([cond.to_architecture(p, spec) for p in cands])
     cross = OtmannPair(jnp.asarray(pad(cd, r)), jnp.asarray(pad(cdb, r)))
     values = _acq_values(acquisition, surrogate.predict(state, cross), surrogate.predict(state_p, cross), best, beta)

@@ -54,10 +54,6 @@ def nasbot_box(n_nu: int, kernel: str = "combined", *, p: float = 1.0, p_bar: fl
   return gp_fit.Box.create(lower, upper)
 
 
-def _capacity(n: int, minimum: int = 16) -> int:
-  """The next power of two >= n, so jitted GP calls compile O(log budget) times."""
-  return max(minimum, 1 << (max(n, 1) - 1).bit_length())
-
 
 def _grow(old: np.ndarray, rows: np.ndarray) -> np.ndarray:
   """[n_nu, n, n] distances plus rows [n_nu, k, n + k] of k new points -> [n_nu, n + k, n + k]."""
@@ -115,7 +111,7 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
     `score(cands)` solves OTMANN for new points and `score_known(idx)` reads history rows."""
     points = list(history.points) + list(pending)
     n_hist, n_all = len(history), len(history) + len(pending)
-    c = _capacity(n_all)
+    c = common.capacity(n_all, 16)
     if pending:
       pd, pdb = dist(list(pending), points)
       d, d_bar = _grow(d, pd), _grow(d_bar, pdb)
@@ -132,7 +128,7 @@ def nasbot(space: Any, goal: str = "max", *, acquisition: str = "ei", nu_str=KER
 
     def hei(cd, cdb):
       m = cd.shape[1]
-      rows = _capacity(m, 8)
+      rows = common.capacity(m, 8)
       cross = OtmannPair(jnp.asarray(_pad(cd, rows, c)), jnp.asarray(_pad(cdb, rows, c)))
       values = acq.hei(surrogate.predict(state, cross), surrogate.predict(state_p, cross), best)
       return np.asarray(values)[:m]
