@@ -35,8 +35,8 @@ def _history(space, task, n, key):
   while len(points) < n:
     key, sub = jax.random.split(key)
     parent = points[int(jax.random.randint(sub, (), 0, len(points)))]
-    child = space.mutate(parent, jax.random.fold_in(sub, 1))
-    if space.canonical_key(child) not in {space.canonical_key(p) for p in points}:
+    child, changed = space.mutate(parent, jax.random.fold_in(sub, 1))
+    if changed and space.canonical_key(child) not in {space.canonical_key(p) for p in points}:
       points.append(child)
   out = []
   for i, p in enumerate(points[:n]):

@@ -83,11 +83,11 @@ def ea_maximize(key, score_fn: Callable[[list], Any], population: Sequence, spac
   The population (de-duplicated by canonical key) is scored once, or its scores are given.
   Then, until `n_ea` new points
   have been scored: draw N_mut parents with replacement from every point scored so far with
-  `selection_probs`, mutate each with `space.mutate`, drop children whose canonical key was
-  already scored, is excluded, or repeats in the round, and score the rest in one call.
-  `n_ea` counts new points only; the population's scores are extra. Duplicate children cost
-  no score but a mutation, and the loop also stops after `max_mutations` of them in all (a
-  space with few unseen points left near the parents).
+  `selection_probs`, mutate each with `space.mutate`, drop children that are unchanged (ok
+  False) or whose canonical key was already scored, is excluded, or repeats in the round, and
+  score the rest in one call. `n_ea` counts new points only; the population's scores are extra.
+  Dropped children cost no score but a mutation, and the loop also stops after `max_mutations`
+  mutations in all (a space with few unseen points left near the parents).
 
   Args:
     key: a jax.random key.
@@ -142,7 +142,9 @@ def ea_maximize(key, score_fn: Callable[[list], Any], population: Sequence, spac
     tried += len(parents)
     children, child_keys = [], []
     for i in parents:
-      child = space.mutate(points[i], graph_edit.child_key(rng))
+      child, changed = space.mutate(points[i], graph_edit.child_key(rng))
+      if not changed:
+        continue
       k = space.canonical_key(child)
       if k not in seen and k not in exclude:
         seen.add(k)

@@ -33,7 +33,8 @@ def mutation_candidates(
   """The code's candidate set (spec 7): mutate parents in turn until >= n_target candidates.
 
   For each parent, while fewer than `n_target` candidates exist, make `attempts_per_parent`
-  mutations (rate 1, `require_change=False`) and keep each whose key is not yet seen.
+  mutations (rate 1, `require_change=False`) and keep each whose key is not yet seen; an
+  unchanged mutant (ok False) is a spent attempt.
 
   Args:
     space: the Space; parents: points, best first (at most 5 in BANANAS).
@@ -54,7 +55,9 @@ def mutation_candidates(
     if len(out) >= n_target:
       break
     for a in range(attempts_per_parent):
-      child = space.mutate(parent, keys[p_i * attempts_per_parent + a])
+      child, changed = space.mutate(parent, keys[p_i * attempts_per_parent + a])
+      if not changed:
+        continue
       k = space.canonical_key(child)
       if k not in seen:
         seen.add(k)

@@ -33,6 +33,7 @@ SHARED = tuple(f[0] for f in _SHARED)
 LAYER_FIELDS = tuple(f[0] for f in _LAYER)
 _STEP = 0.1  # `neighbours`: continuous moves of +-10% of the range
 _MUTATE_SD = 0.2  # `mutate`: continuous moves are N(0, (0.2 range)^2), clipped to the bounds
+_MUTATE_TRIES = 64  # `mutate`: draws before it reports no change; one keeps the key w.p. ~1e-6
 
 
 class ConditionalSpec(NamedTuple):
@@ -319,9 +320,10 @@ def conditional_space(*, max_depth: int = 3, task: str = "classification", kind:
   """The conditional space of chain MLPs with 1..max_depth layers, as a `Space`.
 
   `sample` draws the depth and every parameter uniformly; `mutate` redraws one active parameter
-  (the depth included: new layers get random values); `neighbours` moves the depth by one (a new
-  layer copies the last), each active integer by one and each active continuous value by 10% of
-  its range; all three return canonical points.
+  (the depth included: new layers get random values) and returns (point, ok), ok=False with the
+  input point only if `_MUTATE_TRIES` draws all keep the key; `neighbours` moves the depth by one
+  (a new layer copies the last), each active integer by one and each active continuous value by
+  10% of its range; all three return canonical points.
 
   Args:
     max_depth: the largest number of layers.
@@ -345,14 +347,15 @@ def conditional_space(*, max_depth: int = 3, task: str = "classification", kind:
     rng = graph_edit.host_rng(key)
     return [_point(_uniform(rng, spec), spec) for _ in range(n)]
 
-  def mutate(point: ConditionalPoint, key) -> ConditionalPoint:
+  def mutate(point: ConditionalPoint, key) -> tuple[ConditionalPoint, bool]:
     values, rng = _single(point, spec, "mutate")[0].astype(np.float64), graph_edit.host_rng(key)
     choices = np.flatnonzero(activity(values, spec))[0 if max_depth > 1 else 1:]
     before = key_of(point)
-    while True:  # a continuous step may round to the same key (probability ~1e-6): draw again
+    for _ in range(_MUTATE_TRIES):  # a continuous step may round to the same key: draw again
       new = _point(_move(values, int(choices[rng.integers(len(choices))]), rng, spec), spec)
       if key_of(new) != before:
-        return new
+        return new, True
+    return point, False
 
   def neighbours(point: ConditionalPoint) -> list[ConditionalPoint]:
     seen, out = {key_of(point)}, []

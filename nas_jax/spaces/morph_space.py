@@ -69,7 +69,8 @@ def morph_space(*, kind: str = main_chain.KIND, width: int = 64, n_blocks: int =
 
   Returns:
     A Space of MorphPoints. `sample` makes random networks (0..10 random morphs from an initial
-    one, trained from scratch); `mutate` one random morph; `neighbours` every morph.
+    one, trained from scratch); `mutate` one random morph (ok=False, the point unchanged, when
+    no morph applies within the limits); `neighbours` every morph.
   """
   if kind != main_chain.KIND:
     raise ValueError(f"kind: {kind!r}; the autokeras space holds {main_chain.KIND!r} networks only")
@@ -102,10 +103,12 @@ def morph_space(*, kind: str = main_chain.KIND, width: int = 64, n_blocks: int =
       out.append(MorphPoint(arch))
     return out
 
-  def mutate(point: MorphPoint, key) -> MorphPoint:
+  def mutate(point: MorphPoint, key) -> tuple[MorphPoint, bool]:
     check(point, "mutate: point")
     ops = ops_of(point.arch, graph_edit.host_rng(key), 1)
-    return MorphPoint(morphism.apply_op(point.arch, ops[0])) if ops else point
+    # Every op that applies lengthens the conv list, doubles a width or adds a new skip, so it
+    # changes the descriptor; ok=False only when none applies within the limits.
+    return (MorphPoint(morphism.apply_op(point.arch, ops[0])), True) if ops else (point, False)
 
   def neighbours(point: MorphPoint) -> list[MorphPoint]:
     check(point, "neighbours: point")

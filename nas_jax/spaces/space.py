@@ -32,7 +32,10 @@ class Space(NamedTuple):
     name: the `SPACES` entry that builds it.
     kind: the point kind, e.g. "cnn", "mlp", "nb201".
     sample: `(key, n) -> list[point]`, n random valid points.
-    mutate: `(point, key) -> point`, a valid point (for layer graphs: always a different graph).
+    mutate: `(point, key) -> (point, ok)`: a valid point with a different canonical key and
+      ok=True, or the input point itself and ok=False when no change was made (e.g. no modifier
+      changes it within the limits). ok=False is a result, never an exception: callers skip the
+      point and count the attempt. An invalid input point still raises ValueError.
     neighbours: `(point) -> list[point]`, a deterministic bounded neighbourhood.
     canonical_key: `(point) -> hashable`, equal for equal points up to renumbering.
     to_json: `(point) -> dict`, the interchange JSON.
@@ -43,7 +46,7 @@ class Space(NamedTuple):
   name: str
   kind: str
   sample: Callable[[Any, int], list]
-  mutate: Callable[[Any, Any], Any]
+  mutate: Callable[[Any, Any], tuple[Any, bool]]
   neighbours: Callable[[Any], list]
   canonical_key: Callable[[Any], Hashable]
   to_json: Callable[[Any], dict]
@@ -131,7 +134,8 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
                       max_neighbours: int = 256) -> Space:
   """NASBOT's space of CNN or MLP layer graphs (spec nasbot.md 1, 8.2-8.3, 10.1).
 
-  `mutate` is the compound mutation, retried until the graph changes; `neighbours` are the
+  `mutate` is the compound mutation, retried until the graph changes (ok=False after
+  `_MUTATE_TRIES` compound mutations that change nothing); `neighbours` are the
   distinct single-modifier changes; `initial` is the paper's pool (Figs. 20/21) less any network
   that breaks `limits`.
 
@@ -189,7 +193,7 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
     return [from_json_(random_json(kind, rng, min_layers=min(5, most), max_layers=most, limits=limits))
             for _ in range(n)]
 
-  def mutate(point: Architecture, key) -> Architecture:
+  def mutate(point: Architecture, key) -> tuple[Architecture, bool]:
     check(point, "mutate")
     rng = graph_edit.host_rng(key)
     before = canonical_key(point)
@@ -197,9 +201,8 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
       out, applied = modifiers_lib.compound_mutation(
           point, graph_edit.child_key(rng), modifiers=bound, step_probs=step_probs, weights=weights)
       if applied and canonical_key(out) != before:
-        return out
-    raise ValueError(f"mutate: no modifier of {list(names)} changes this point within {limits}"
-                     f" ({_MUTATE_TRIES} compound mutations tried)")
+        return out, True
+    return point, False
 
   def neighbours(point: Architecture) -> list[Architecture]:
     """Distinct single-modifier changes, in an order seeded by the point's canonical key."""

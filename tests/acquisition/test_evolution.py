@@ -20,10 +20,12 @@ _FLOATS = st.floats(-1e3, 1e3, allow_nan=False)
 
 
 def _line_space():
-  """Integers 0..200; a mutation moves by 1..3 either way. A known-optimum toy for the EA."""
+  """Integers 0..200; a mutation moves by 1..3 either way (ok=False when clipped back to x at a
+  bound). A known-optimum toy for the EA."""
   def mutate(x, key):
     rng = host_rng(key)
-    return int(np.clip(x + rng.choice([-3, -2, -1, 1, 2, 3]), 0, 200))
+    y = int(np.clip(x + rng.choice([-3, -2, -1, 1, 2, 3]), 0, 200))
+    return y, y != x
 
   return Space(name="line", kind="int", sample=None, mutate=mutate, neighbours=None,
                canonical_key=lambda x: x, to_json=None, from_json=None, initial=None)
@@ -118,6 +120,21 @@ def test_ea_stops_when_no_new_points_exist_and_skips_nan():
   assert len(scored) == len(set(scored)) <= 201  # stopped by max_mutations, not by n_ea
   top = sorted((x for x in scored if x % 2 == 0), reverse=True)[:3]
   assert best == top and scores.tolist() == [float(x) for x in top]
+
+
+def test_ea_skips_unchanged_children_and_counts_them_as_mutations():
+  calls = []
+
+  def stuck(x, key):  # a space where no point can change
+    calls.append(x)
+    return x, False
+
+  space = _line_space()._replace(mutate=stuck)
+  spy = ScoreSpy(float)
+  best, scores = ea_maximize(jax.random.PRNGKey(5), spy, [3, 7], space, n_ea=10, n_mut=4, n=2,
+                             max_mutations=9)
+  assert len(calls) == 9 and spy.calls == [[3, 7]]  # the budget of mutations ends the loop
+  assert best == [7, 3] and scores.tolist() == [7.0, 3.0]
 
 
 def test_ea_checks_its_arguments():

@@ -41,6 +41,18 @@ def test_exhausted_parents_give_fewer_candidates():
   assert 0 < len(cands) <= 20
 
 
+def test_unchanged_mutants_are_spent_attempts():
+  # BANANAS' operator (require_change=False) leaves an NB201 cell unchanged w.p. 0.178 (spec 3.4);
+  # such draws count against attempts_per_parent and are never candidates.
+  parent = SPACE.sample(jax.random.PRNGKey(6), 1)[0]
+  key = jax.random.PRNGKey(7)
+  outs = [SPACE.mutate(parent, k) for k in jax.random.split(key, 60)]
+  changed = list(dict.fromkeys(SPACE.canonical_key(c) for c, ok in outs if ok))  # first-seen order
+  cands = mutation.mutation_candidates(SPACE, key, [parent], set(), attempts_per_parent=60)
+  assert not all(ok for _, ok in outs)
+  assert [SPACE.canonical_key(c) for c in cands] == changed  # the parent itself never comes back
+
+
 def test_random_candidates_are_new_and_distinct():
   seen = {SPACE.canonical_key(p) for p in SPACE.sample(jax.random.PRNGKey(4), 50)}
   cands = mutation.random_candidates(SPACE, jax.random.PRNGKey(5), seen, n=1000)

@@ -26,7 +26,7 @@ def bits_space(n_bits=N_BITS, n_initial=10, pool_ones=1):
 
   def mutate(point, key):
     i = int(_rng(key).integers(n_bits))
-    return point[:i] + (1 - point[i],) + point[i + 1:]
+    return point[:i] + (1 - point[i],) + point[i + 1:], True
 
   def from_json(obj):
     if not isinstance(obj, dict) or obj.get("kind") != "bits" or len(obj.get("bits", ())) != n_bits:

@@ -153,9 +153,9 @@ def test_mutate_changes_the_key_with_one_active_parameter_or_the_depth():
   points = SPACE.sample(jax.random.key(1), 50)
   depth_moves = 0
   for k, p in enumerate(points):
-    m = SPACE.mutate(p, jax.random.key(k))
+    m, ok = SPACE.mutate(p, jax.random.key(k))
     C.check_point(m, SPEC)
-    assert canonical(m) and SPACE.canonical_key(m) != SPACE.canonical_key(p)
+    assert ok and canonical(m) and SPACE.canonical_key(m) != SPACE.canonical_key(p)
     diff = changed(p, m)
     if m.values[0] != p.values[0]:
       depth_moves += 1
@@ -165,7 +165,8 @@ def test_mutate_changes_the_key_with_one_active_parameter_or_the_depth():
   assert depth_moves > 0
   one = C.conditional_space(max_depth=1)
   p = one.initial(1)[0]
-  assert all(one.canonical_key(one.mutate(p, jax.random.key(k))) != one.canonical_key(p) for k in range(20))
+  outs = [one.mutate(p, jax.random.key(k)) for k in range(20)]
+  assert all(ok and one.canonical_key(m) != one.canonical_key(p) for m, ok in outs)
 
 
 def test_neighbours_are_bounded_deterministic_and_one_step_away():

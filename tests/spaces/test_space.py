@@ -20,7 +20,7 @@ def _chain_points(kind, seed, steps):
   space, key = _SPACES[kind], jax.random.PRNGKey(seed)
   points = [space.initial()[seed % 10]]
   for k in jax.random.split(key, steps):
-    points.append(space.mutate(points[-1], k))
+    points.append(space.mutate(points[-1], k)[0])
   return points
 
 
@@ -123,8 +123,8 @@ def test_mutate_always_changes_the_graph_and_keeps_the_capacity(kind, seed):
   space = layer_graph_space(kind, pad_to=64)
   point = space.initial()[seed % 10]
   for k in jax.random.split(jax.random.PRNGKey(seed), 20):
-    new = space.mutate(point, k)
-    assert new.num_slots == 64 and canonical_key(new) != canonical_key(point)
+    new, ok = space.mutate(point, k)
+    assert ok and new.num_slots == 64 and canonical_key(new) != canonical_key(point)
     assert to_json(space.from_json(to_json(new))) == to_json(new)
     point = new
 
@@ -134,17 +134,29 @@ def test_mutate_retries_until_the_graph_changes():
   space = layer_graph_space("mlp", modifiers=["inc_single", "dec_single"], step_probs=(0, 1))
   point = space.from_json(chain("mlp", "relu:8", "linear"))
   outs = [space.mutate(point, k) for k in jax.random.split(jax.random.PRNGKey(0), 20)]
-  assert all(canonical_key(o) != canonical_key(point) for o in outs)
+  assert all(ok and canonical_key(o) != canonical_key(point) for o, ok in outs)
+
+
+@pytest.mark.parametrize("modifiers, limits", [
+    (["inc_single", "inc_en_masse"], Limits(max_units=8)),  # every increase is clipped back to 8
+    ("unit", Limits(min_units=8, max_units=8)),  # no unit count but 8 is allowed
+])
+def test_mutate_reports_a_point_no_modifier_can_change(modifiers, limits):
+  space = layer_graph_space("mlp", modifiers=modifiers, limits=limits)
+  point = space.from_json(chain("mlp", "relu:8", "linear"))
+  for k in jax.random.split(jax.random.PRNGKey(3), 3):
+    new, ok = space.mutate(point, k)
+    assert not ok and new is point
 
 
 def test_unit_ablation_space_changes_only_units():
   space = layer_graph_space("cnn", modifiers=M.UNIT_MODIFIERS)
   point = space.initial()[3]
   for k in jax.random.split(jax.random.PRNGKey(0), 10):
-    new = space.mutate(point, k)
+    new, ok = space.mutate(point, k)
     a, b = to_json(point), to_json(new)
     assert a["edges"] == b["edges"] and [l["label"] for l in a["layers"]] == [l["label"] for l in b["layers"]]
-    assert a != b
+    assert ok and a != b
     point = new
   structure = layer_graph_space("mlp", modifiers=list(M.STRUCTURE_MODIFIERS))
   point = structure.initial()[0]

@@ -111,8 +111,8 @@ def selection_probabilities(scores: np.ndarray) -> np.ndarray:
 def _generation(space: Any, history: common.History, n_mut: int, key: jax.Array, exclude: set) -> tuple:
   """N_mut mutants of parents drawn with replacement by `selection_probabilities` (spec 8.1.a-b).
 
-  A parent adds nothing when its mutations all repeat a known point after `_MUTATION_TRIES`
-  tries, or when `space.mutate` raises ValueError (its signal that no modifier changes the point).
+  A parent adds nothing when its `_MUTATION_TRIES` mutations all leave it unchanged
+  (`space.mutate` ok False) or repeat a known point.
   Returns ((point, parent trial id), ...).
   """
   ok = np.flatnonzero(history.ok)
@@ -122,11 +122,8 @@ def _generation(space: Any, history: common.History, n_mut: int, key: jax.Array,
   out = []
   for j, i in enumerate(parents):
     for t in range(_MUTATION_TRIES):
-      try:
-        child = space.mutate(history.points[i], jax.random.fold_in(key, j * _MUTATION_TRIES + t))
-      except ValueError:
-        break
-      if common.fresh(space, [child], taken):
+      child, changed = space.mutate(history.points[i], jax.random.fold_in(key, j * _MUTATION_TRIES + t))
+      if changed and common.fresh(space, [child], taken):
         out.append((child, history.trial_ids[i]))
         break
   return tuple(out)

@@ -38,7 +38,8 @@ def regularized_evolution(
   The first n_init proposals are random. Then each child mutates the best of tournament_size
   members drawn with replacement. When the population reaches population_size the oldest member
   dies, so selection sees population_size - 1. Unlike the code, a child repeating an observed
-  or pending point is redrawn (the Strategy contract forbids repeats).
+  or pending point, or an unchanged one (`space.mutate` ok False), is redrawn (the Strategy
+  contract forbids repeats).
   """
   if goal not in GOALS:
     raise ValueError(f"regularized_evolution: goal={goal!r}; allowed: {', '.join(GOALS)}")
@@ -63,8 +64,8 @@ def regularized_evolution(
       winner = contenders[np.argmax(state.history.scores[contenders])]  # ties: first drawn
       parent = state.history.points[winner]
       for t in range(_MUTATION_TRIES):
-        child = space.mutate(parent, jax.random.fold_in(key, j * _MUTATION_TRIES + t))
-        if common.fresh(space, [child], exclude):
+        child, changed = space.mutate(parent, jax.random.fold_in(key, j * _MUTATION_TRIES + t))
+        if changed and common.fresh(space, [child], exclude):
           out.append(child)
           break
       else:
