@@ -33,7 +33,7 @@ from scipy.optimize import linear_sum_assignment  # noqa: E402
 from nas_jax.arch import main_chain  # noqa: E402
 from nas_jax.features.edit_distance import descriptor, edit_distances  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
-from nas_jax.search.strategies import autokeras  # noqa: E402
+from nas_jax.search.strategies import presets  # noqa: E402
 from nas_jax.spaces import morph_space, morphism  # noqa: E402
 from nas_jax.tasks import datasets, morph, training  # noqa: E402
 
@@ -159,7 +159,7 @@ def part_c():
   rng = np.random.default_rng(FLAGS.seed)
   obs = [Observation(trial_id=i, arch_json=space.to_json(p), value=float(rng.uniform(0.9, 0.99)), status=Status.OK,
                      error="", seconds=1.0, worker="bench") for i, p in enumerate(points)]
-  strategy = autokeras.autokeras(space, "max")
+  strategy = presets.autokeras(space, "max")
   state = strategy.update(strategy.init(jax.random.key(FLAGS.seed)), obs)
   times = []
   for i in range(FLAGS.proposals + 1):

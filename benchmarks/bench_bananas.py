@@ -18,7 +18,7 @@ import optax
 
 from nas_jax.features import encodings
 from nas_jax.search import executors, loop
-from nas_jax.search.strategies import bananas
+from nas_jax.search.strategies import presets
 from nas_jax.spaces import cells as cells_lib
 from nas_jax.surrogates import ensemble
 from nas_jax.tasks import tabular
@@ -123,7 +123,7 @@ def bench_trial():
   for seed in range(FLAGS.trials + 1):
     with tempfile.TemporaryDirectory() as d:
       t, obs = _timed(lambda: loop.run(
-          bananas.bananas(space, "max"), task, executors.InlineExecutor(), d, space=space,
+          presets.bananas(space, "max"), task, executors.InlineExecutor(), d, space=space,
           budget=150, key=jax.random.PRNGKey(seed), progress=False))
     regrets.append(tabular.regret_curve([o.value for o in obs], [o.test_value for o in obs], table.best_test)[-1])
     times.append(t)

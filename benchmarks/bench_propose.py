@@ -18,7 +18,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from nas_jax.search.state import Observation, Status  # noqa: E402
-from nas_jax.search.strategies.nasbot import nasbot  # noqa: E402
+from nas_jax.search.strategies.presets import nasbot  # noqa: E402
 from nas_jax.spaces.space import layer_graph_space  # noqa: E402
 from nas_jax.tasks.synthetic import synthetic_task  # noqa: E402
 

@@ -21,6 +21,8 @@ from nas_jax.features.otmann import KERNEL_NU_STR, otmann_distances
 from nas_jax.features.pairwise import OtmannPair
 from nas_jax.spaces import conditional as cond
 from nas_jax.surrogates import conditional_models as cm
+from nas_jax.surrogates.priors import nasbot_box
+from nas_jax.surrogates.surrogate import gp_surrogate
 from nas_jax.tasks import conditional_training, datasets
 
 __all__ = ["TABLE_FILE", "DATASETS", "COLUMNS", "half_training", "train_cached", "targets", "otmann_nmse",
@@ -104,9 +106,6 @@ def otmann_nmse(key, points: list, y: np.ndarray, spec: cond.ConditionalSpec, de
                 n_starts: int = 8, steps: int = 200) -> list[float]:
   """NMSE of NASBOT's GP (OTMANN kernel of `to_architecture(point)`) on the splits of
   `conditional_models.nmse_table` (a random half for training)."""
-  from nas_jax.search.strategies.nasbot import nasbot_box  # the kernel's prior box lives with NASBOT
-  from nas_jax.surrogates.surrogate import gp_surrogate
-
   archs = [cond.to_architecture(p, spec, decision) for p in points]
   dist = otmann_distances(archs, solver="exact", nu_str=KERNEL_NU_STR)
   surrogate = gp_surrogate(nasbot_box(len(KERNEL_NU_STR)), n_starts=n_starts, steps=steps, project=True)

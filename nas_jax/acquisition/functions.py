@@ -13,6 +13,8 @@ from jax.scipy.special import ndtr
 from nas_jax.surrogates.surrogate import Predictive
 
 __all__ = [
+    "ACQUISITIONS",
+    "acquire",
     "ei",
     "gp_ucb_beta",
     "hei",
@@ -137,3 +139,28 @@ def hei(pred: Predictive, pred_pending: Predictive, best, key=None, *, xi: float
   pred: from the real data; pred_pending: from surrogate.hallucinate's state.
   """
   return ei(with_pending(pred, pred_pending), best, xi=xi)
+
+
+ACQUISITIONS = ("ei", "pi", "ucb", "ts", "its")
+
+
+def acquire(name: str, pred: Predictive, pred_pending: Predictive, best, key=None, *, kappa: float = 2.0,
+            xi: float = 0.0, sigma_scale: float = 1.0) -> jax.Array:
+  """The acquisition `name` with pending points hallucinated by one rule: the mean of `pred` (the
+  real data) and the std and samples of `pred_pending` (`with_pending`). [m] float, larger is better.
+
+  ei, pi: at best + xi, with the std scaled by sigma_scale (BANANAS' code: 1/5); ucb: mean +
+  kappa std (BANANAS' paper 0.5, Auto-Keras 2.576); ts: one joint draw (pred samples: the
+  ensemble's members, or a GP's joint samples); its: independent draws per candidate.
+  """
+  p = with_pending(pred, pred_pending)
+  if name in ("ei", "pi"):
+    p = p.replace(std=p.std * sigma_scale)
+    return (ei if name == "ei" else pi)(p, best, xi=xi)
+  if name == "ucb":
+    return _over_hypers(p.mean + kappa * p.std)
+  if name == "ts":
+    return thompson(p, key=key)
+  if name == "its":
+    return independent_thompson(p, key=key)
+  raise ValueError(f"acquisition: {name!r} is unknown; allowed: {', '.join(ACQUISITIONS)}")

@@ -18,7 +18,7 @@ import numpy as np
 
 from nas_jax.spaces import graph_edit
 
-__all__ = ["VARIANTS", "TreeResult", "acceptance", "tree_maximize"]
+__all__ = ["VARIANTS", "TreeResult", "acceptance", "check_options", "tree_maximize"]
 
 # "paper": each child passes the SA test before it is queued (Alg. 1); "code": the test runs when
 # an entry is popped and every new child is queued (the authors' code, autokeras.md 6.3).
@@ -51,7 +51,7 @@ def acceptance(gain: float, temperature: float) -> float:
   return math.exp(min(0.0, gain / temperature))
 
 
-def _check(t0: float, r: float, t_low: float, variant: str) -> None:
+def check_options(t0: float, r: float, t_low: float, variant: str) -> None:
   if not (0 < t_low < t0 and 0 < r < 1):
     raise ValueError(f"t0, r, t_low: {t0!r}, {r!r}, {t_low!r}; need 0 < t_low < t0 and 0 < r < 1")
   if variant not in VARIANTS:
@@ -87,7 +87,7 @@ def tree_maximize(key, score_fn: Callable[[list], Any], history: Sequence, histo
   Returns:
     TreeResult, or None when no new child exists anywhere in the explored tree.
   """
-  _check(t0, r, t_low, variant)
+  check_options(t0, r, t_low, variant)
   scores = np.asarray(history_scores, np.float64)
   if len(history) == 0 or scores.shape != (len(history),):
     raise ValueError(f"history, history_scores: {len(history)} points and scores of shape {scores.shape};"

@@ -48,17 +48,18 @@ def _lazy(module: str, factory: str) -> Callable:
   return make
 
 
-# Adding a strategy: one module in strategies/ with a factory(config, space, task), one line here.
+# Adding a model-based method: a preset of `bo` in strategies/presets.py, one line here.
 STRATEGIES: dict[str, Callable[..., Strategy]] = {
     "random": _lazy("baselines", "random_factory"),
     "ea": _lazy("baselines", "ea_factory"),
-    "nasbot": _lazy("nasbot", "nasbot_factory"),
-    "rand": _lazy("nasbot", "rand_factory"),
-    "bananas": _lazy("bananas", "bananas_factory"),
-    "gp_bo": _lazy("gp_bo", "gp_factory"),
+    "bo": _lazy("bo", "bo_factory"),
+    "nasbot": _lazy("presets", "nasbot_factory"),
+    "rand": _lazy("presets", "rand_factory"),
+    "bananas": _lazy("presets", "bananas_factory"),
+    "gp_bo": _lazy("presets", "gp_factory"),
     "local_search": _lazy("local_search", "ls_factory"),
     "regularized_evolution": _lazy("regularized_evolution", "re_factory"),
-    "autokeras": _lazy("autokeras", "autokeras_factory"),
+    "autokeras": _lazy("presets", "autokeras_factory"),
     "conditional_bo": _lazy("conditional_bo", "conditional_bo_factory"),
 }
 

@@ -11,24 +11,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.features.featurizers import POOR_MAN_FILL
 from nas_jax.features.pairwise import ArcPair, VectorPair
 from nas_jax.spaces import graph_edit
-from nas_jax.surrogates import gp_fit, kernels
+from nas_jax.surrogates import gp_fit
+from nas_jax.surrogates.priors import arc_box, poor_man_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 
 __all__ = ["MODELS", "POOR_MAN_FILL", "fit_predict", "nmse", "nmse_table", "poor_man_embedding", "split_indices",
            "arc_box", "poor_man_box"]
 
-# arc_kernel.md 9: the paper's value for inactive parameters in the poor man's embedding.
-POOR_MAN_FILL = -1.0
-# Log-uniform boxes relative to Var(Y) (the GP normalises its targets). omega and the
-# length-scales span the same inverse scales of [0, 1] inputs; the noise may reach Var(Y), since
-# network performance is noisy (the paper's best NMSE on "NN" is 0.8).
-_VARIANCE = (0.1, 10.0)
-_OMEGA = (0.05, 20.0)
-_RHO = (0.01, 1.0)
-_LENGTH_SCALE = (0.05, 20.0)
-_NOISE = (1e-3, 1.0)
 _RIDGE = 1e-6
 # Smallest padded GP size: patterns hold few points, and one compile should serve them all.
 _MIN_CAPACITY = 8
@@ -46,18 +38,6 @@ _Model = Callable[[jax.Array, tuple, np.ndarray, tuple, _FitOptions], np.ndarray
 def poor_man_embedding(u: np.ndarray, active: np.ndarray) -> np.ndarray:
   """u with inactive entries replaced by POOR_MAN_FILL: [n, P], [n, P] bool -> [n, P] float."""
   return np.where(active, u, POOR_MAN_FILL)
-
-
-def arc_box(n_params: int) -> gp_fit.Box:
-  """The prior box of an ArcKernel GP over n_params conditional parameters (omega, rho, variance, noise)."""
-  return gp_fit.Box.create(*kernels.ArcKernel.bounds(n_params, variance=_VARIANCE, omega=_OMEGA, rho=_RHO),
-                           noise=_NOISE)
-
-
-def poor_man_box(n_params: int) -> gp_fit.Box:
-  """The prior box of an ARD ExpSquared GP on the poor man's embedding of n_params parameters."""
-  return gp_fit.Box.create(*kernels.ExpSquared.bounds(n_params, variance=_VARIANCE, length_scale=_LENGTH_SCALE),
-                           noise=_NOISE)
 
 
 def _capacity(n: int) -> int:

@@ -5,11 +5,16 @@ import numpy as np
 import pytest
 
 from nas_jax.acquisition import mutation
-from nas_jax.search.strategies.bananas import acquire
+from nas_jax.acquisition import functions
 from nas_jax.spaces import cells
 from nas_jax.surrogates.surrogate import Predictive
 
 SPACE = cells.nb201_space()
+
+
+def acquire(name, pred, best, key, *, ei_sigma_scale=1.0):
+  """BANANAS' acquisitions as its presets call them: UCB mean + 0.5 std, no pending points."""
+  return functions.acquire(name, pred, pred, best, key, kappa=0.5, sigma_scale=ei_sigma_scale)
 
 
 def test_candidates_are_new_distinct_and_enough():

@@ -15,7 +15,9 @@ from nas_jax.features import bourgain
 from nas_jax.features import edit_distance as ed
 from nas_jax.search import compare, config as config_lib, journal, loop
 from nas_jax.search.state import Observation, Status
-from nas_jax.search.strategies import autokeras as ak
+from nas_jax.search.strategies import presets as ak
+from nas_jax.features.featurizers import make_featurizer
+from nas_jax.surrogates import point_model
 from nas_jax.spaces import morphism
 from nas_jax.spaces.morph_space import MorphPoint, morph_space, weights_id
 from nas_jax.tasks import morph_task
@@ -94,8 +96,13 @@ def test_ucb_is_the_paper_lcb_on_cost():
   g0, g1 = (p.arch for p in SPACE.initial())
   cand = morphism.apply_op(g0, morphism.Op("wide", 1))
   scores = np.array([0.9, 0.8])
-  score = ak.edit_ucb([MorphPoint(g0), MorphPoint(g1)], scores, num_classes=10, beta=2.576, lam=1.0,
-                      target="cost", offset=1.0)
+  model = point_model.point_model("gp_fixed", make_featurizer("edit", SPACE), kernel="matern12", target_offset=1.0)
+  history = [MorphPoint(g0), MorphPoint(g1)]
+  fitted = point_model.fit(model, jax.random.key(0), model.featurizer.init(history), history, scores, 2)
+
+  def score(cands):
+    pred, _ = point_model.predict(fitted, cands)
+    return np.asarray(pred.mean + 2.576 * pred.std)  # the bo strategy's "ucb" with kappa = beta
   descs = [ed.arch_descriptor(a, 10) for a in (g0, g1, cand)]
   d = ed.edit_distances(descs)
   anchors = bourgain.bourgain_anchors(jax.random.key(123), 2)

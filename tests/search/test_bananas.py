@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nas_jax.search import executors, loop
-from nas_jax.search.strategies import baselines, bananas
+from nas_jax.search.strategies import baselines, presets as bananas
 from nas_jax.spaces import cells
 from nas_jax.tasks import tabular
 from tests.conftest import SHARED_DATA
@@ -29,10 +29,10 @@ def run(strategy, workdir, budget, seed=0, workers=1):
 
 
 def test_presets_differ_exactly_as_spec_14():
-  assert bananas.PRESETS["paper"] == dict(
+  assert bananas.BANANAS_PRESETS["paper"] == dict(
       encoding="path", acquisition="ucb", ddof=1, ei_sigma_scale=1.0, n_random_candidates=1000)
-  assert bananas.PRESETS["code"]["encoding"] == "trunc_path"
-  assert bananas.PRESETS["code"]["acquisition"] == "its"
+  assert bananas.BANANAS_PRESETS["code"]["encoding"] == "trunc_path"
+  assert bananas.BANANAS_PRESETS["code"]["acquisition"] == "its"
 
 
 @pytest.mark.parametrize("kw, match", [

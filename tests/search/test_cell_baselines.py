@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 
 from nas_jax.features import encodings
+from nas_jax.features.pairwise import VectorPair
 from nas_jax.search import executors, loop
-from nas_jax.search.strategies import gp_bo, local_search, regularized_evolution
+from nas_jax.features.featurizers import make_featurizer
+from nas_jax.search.strategies import local_search, presets, regularized_evolution
+from nas_jax.surrogates import kernels, point_model
 from nas_jax.spaces import cells
 from nas_jax.tasks import tabular
 from tests.conftest import SHARED_DATA
@@ -58,8 +61,9 @@ def test_local_search_walks_only_through_neighbours(tmp_path):
 
 
 def test_gp_kernel_values():
-  x = np.asarray(encodings.encode("path", SPACE.sample(jax.random.PRNGKey(0), 20)))
-  k = gp_bo.hamming_kernel(x, x, 1.5, 3.0)
+  """The gp_bo preset's kernel alpha^2 exp(-d / l^2), d the Hamming distance of path encodings."""
+  x = np.asarray(encodings.encode("path", SPACE.sample(jax.random.PRNGKey(0), 20)), np.float64)
+  k = np.asarray(kernels.Hamming.create(1.5**2, 3.0**2)(VectorPair(x, x)))
   np.testing.assert_allclose(np.diag(k), 2.25)
   assert np.all(k > 0) and np.all(k <= 2.25) and np.allclose(k, k.T)
   d = np.abs(x[0] - x[1]).sum()
@@ -67,15 +71,19 @@ def test_gp_kernel_values():
 
 
 def test_gp_posterior_interpolates_and_reverts_to_prior():
-  x = np.eye(6)[:4]
-  y = np.array([1.0, 2.0, 3.0, 4.0])
-  mean, std = gp_bo.gp_posterior(x, y, np.vstack([x, np.zeros((1, 6))]))
-  np.testing.assert_allclose(mean[:4], y, atol=1e-4)
+  cells_ = SPACE.sample(jax.random.PRNGKey(3), 5)
+  model = point_model.point_model("gp_fixed", make_featurizer("path", SPACE), kernel="hamming", variance=2.25,
+                                  length_scale=9.0, target_offset=100.0)
+  y = np.array([91.0, 92.0, 93.0, 94.0])
+  fitted = point_model.fit(model, jax.random.PRNGKey(0), model.featurizer.init(cells_[:4]), cells_[:4], y, 4)
+  pred, _ = point_model.predict(fitted, cells_)
+  np.testing.assert_allclose(np.asarray(pred.mean)[:4], y, atol=1e-4)  # scores back on their own scale
+  std = np.asarray(pred.std)
   assert np.all(std[:4] < 1e-3) and std[4] > 0.1
 
 
 def test_gp_bo_runs_distinct_queries_with_one_per_step(tmp_path):
-  obs = run(gp_bo.gp_bo(SPACE, "max"), tmp_path, 25)
+  obs = run(presets.gp_bo(SPACE, "max"), tmp_path, 25)
   assert len({o.arch_json["arch_str"] for o in obs}) == 25
 
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from nas_jax.search.state import Observation, Status
-from nas_jax.search.strategies import nasbot as nasbot_lib
+from nas_jax.search.strategies import presets as nasbot_lib
+from nas_jax.surrogates import priors
 from nas_jax.spaces.space import layer_graph_space
 from nas_jax.tasks.synthetic import synthetic_task
 
@@ -47,8 +48,9 @@ def test_bo_proposals_are_new_and_differ_from_pending(setup):
   s = nasbot_lib.nasbot(space, task.goal, **FAST)
   pool = space.initial()
   state = s.update(s.init(jax.random.key(1)), _observe(space, task, pool))
-  assert state.d.shape == (2, len(pool), len(pool))
-  np.testing.assert_allclose(state.d[0], state.d[0].T, atol=1e-9)
+  d = state.cache.data[0]
+  assert d.shape == (2, len(pool), len(pool))
+  np.testing.assert_allclose(d[0], d[0].T, atol=1e-9)
   state, (a,) = s.propose(state, 1, [])
   state, (b,) = s.propose(state, 1, [a])
   seen = set(_keys(space, pool))
@@ -66,8 +68,8 @@ def test_replay_rebuilds_the_same_distance_cache(setup):
   for o in obs:
     one_by_one = s.update(one_by_one, [o])
   at_once = s.update(s.init(jax.random.key(3)), obs)
-  np.testing.assert_allclose(one_by_one.d, at_once.d, rtol=1e-9, atol=1e-9)
-  np.testing.assert_allclose(one_by_one.d_bar, at_once.d_bar, rtol=1e-9, atol=1e-9)
+  for a, b in zip(one_by_one.cache.data, at_once.cache.data):  # d and d_bar
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
   assert s.propose(one_by_one, 1, [])[1][0].to_json() == s.propose(at_once, 1, [])[1][0].to_json()
 
 
@@ -79,7 +81,7 @@ def test_failed_evaluations_are_kept_but_not_modelled(setup):
   failed = Observation(trial_id=5, arch_json=space.to_json(points[5]), value=None,
                        status=Status.FAILED, error="boom", seconds=0.0, worker="test")
   state = s.update(s.init(jax.random.key(4)), obs + [failed])
-  assert state.d.shape[1] == 6 and int(state.history.ok.sum()) == 5
+  assert state.cache.data[0].shape[1] == 6 and int(state.history.ok.sum()) == 5
   state, (p,) = s.propose(state, 1, [])
   assert space.canonical_key(p) not in set(_keys(space, points[:6]))
 
@@ -88,21 +90,21 @@ def test_rand_needs_no_distances(setup):
   space, task = setup
   s = nasbot_lib.nasbot(space, task.goal, acquisition="random", **FAST)
   state = s.update(s.init(jax.random.key(5)), _observe(space, task, space.initial()))
-  assert state.d.shape == (2, 0, 0)
+  assert state.cache is None
   state, (p,) = s.propose(state, 1, [])
   assert s.notes(state, p)["origin"] == "random"
 
 
 def test_kernel_ablation_boxes_switch_a_term_off():
-  box = nasbot_lib.nasbot_box(4, "d")
+  box = priors.nasbot_box(4, "d")
   assert float(box.lower.kernel.log_alpha_bar) == float(box.upper.kernel.log_alpha_bar) < -20
-  box = nasbot_lib.nasbot_box(4, "d_bar")
+  box = priors.nasbot_box(4, "d_bar")
   assert float(box.lower.kernel.log_alpha) == float(box.upper.kernel.log_alpha) < -20
   with pytest.raises(ValueError, match="kernel: 'both' is unknown"):
-    nasbot_lib.nasbot_box(4, "both")
+    priors.nasbot_box(4, "both")
 
 
 def test_bad_options_are_named(setup):
   space, task = setup
-  with pytest.raises(ValueError, match="acquisition='ucb'; allowed: ei, random"):
-    nasbot_lib.nasbot(space, task.goal, acquisition="ucb")
+  with pytest.raises(ValueError, match="acquisition='lcb'; allowed: ei, pi, ucb, ts, its, random"):
+    nasbot_lib.nasbot(space, task.goal, acquisition="lcb")

@@ -9,7 +9,8 @@ from typing import Any, Iterable, Sequence
 import jax
 import numpy as np
 
-from nas_jax.spaces.graph_edit import host_rng, next_power_of_two  # host_rng re-exported: strategies draw host randomness here
+from nas_jax.spaces.graph_edit import host_rng  # re-exported: strategies draw host randomness here
+from nas_jax.surrogates.point_model import capacity  # re-exported: padded sizes of growing histories
 
 from nas_jax.search.state import Observation, Status, to_score
 
@@ -58,12 +59,6 @@ def add_observations(history: History, space: Any, goal: str, observations: Sequ
       scores=np.concatenate([history.scores, to_score(values, goal)]),
       keys=history.keys | {space.canonical_key(p) for p in points},
   )
-
-
-def capacity(n: int, minimum: int) -> int:
-  """The next power of two >= n, at least `minimum`: padding a growing history to it keeps the
-  jitted GP calls to O(log n) compiles."""
-  return max(minimum, next_power_of_two(max(n, 1)))
 
 
 def observe(state: Any, space: Any, goal: str, observations: Sequence[Observation]) -> Any:

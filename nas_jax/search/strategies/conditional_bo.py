@@ -16,16 +16,14 @@ import numpy as np
 from nas_jax.acquisition import evolution
 from nas_jax.acquisition import functions as acq
 from nas_jax.acquisition.continuous import maximize_continuous, n_evaluations
-from nas_jax.features.otmann import KERNEL_NU_STR, otmann_distances
-from nas_jax.features.pairwise import ArcPair, OtmannPair, VectorPair
+from nas_jax.features.featurizers import POOR_MAN_FILL, conditional_spec_of, make_featurizer
+from nas_jax.features.pairwise import ArcPair, VectorPair
 from nas_jax.search.state import GOALS
 from nas_jax.search.strategies import common
-from nas_jax.search.strategies.nasbot import nasbot_box
 from nas_jax.search.strategy import Strategy
 from nas_jax.spaces import conditional as cond
-from nas_jax.spaces.space import canonical_key as arch_key
-from nas_jax.surrogates import conditional_models as cm
-from nas_jax.surrogates import gp, gp_fit
+from nas_jax.surrogates import gp, gp_fit, point_model
+from nas_jax.surrogates.priors import arc_box, poor_man_box
 from nas_jax.surrogates.surrogate import Predictive, gp_surrogate, hallucinate
 
 __all__ = ["KERNELS", "OPTIMIZERS", "ACQUISITIONS", "ConditionalBOState", "conditional_bo",
@@ -83,16 +81,12 @@ def _pair(kernel: str, u1, a1, u2, a2):
   poor man's embedding (inactive -> POOR_MAN_FILL) as a VectorPair."""
   if kernel == "arc":
     return ArcPair(u1, a1, u2, a2)
-  return VectorPair(jnp.where(a1, u1, cm.POOR_MAN_FILL), jnp.where(a2, u2, cm.POOR_MAN_FILL))
+  return VectorPair(jnp.where(a1, u1, POOR_MAN_FILL), jnp.where(a2, u2, POOR_MAN_FILL))
 
 
 def _box(kernel: str, n_params: int) -> gp_fit.Box:
-  """The prior boxes of the Table 1 regressors (`surrogates.conditional_models`)."""
-  if kernel == "arc":
-    return cm.arc_box(n_params)
-  if kernel == "poor_man":
-    return cm.poor_man_box(n_params)
-  return nasbot_box(len(KERNEL_NU_STR))
+  """The prior boxes of the Table 1 regressors (`surrogates.priors`)."""
+  return arc_box(n_params) if kernel == "arc" else poor_man_box(n_params)
 
 
 def _acq_values(acquisition: str, pred: Predictive, pred_p: Predictive, best, beta) -> jax.Array:
@@ -145,43 +139,15 @@ def _vector_acquisition(key, surrogate, spec, points, y, *, kernel, acquisition,
   return score, model
 
 
-def _otmann_rows(columns: list) -> Callable[[list], tuple[np.ndarray, np.ndarray]]:
-  """`rows(archs) -> (d, d_bar)`, [n_nu, m, n] OTMANN distances to the n `columns`. Each distinct
-  network is solved once: most candidates differ from another only in training parameters."""
-  keys = [arch_key(a) for a in columns]
-  unique = {k: a for k, a in zip(keys, columns)}
-  index = {k: i for i, k in enumerate(unique)}
-  cols = np.array([index[k] for k in keys])
-  full = otmann_distances(list(unique.values()), solver="exact", nu_str=KERNEL_NU_STR)
-  cache = {k: (full.d[:, i], full.d_bar[:, i]) for k, i in index.items()}
-
-  def rows(archs: list) -> tuple[np.ndarray, np.ndarray]:
-    row_keys = [arch_key(a) for a in archs]
-    new = {k: a for k, a in zip(row_keys, archs) if k not in cache}
-    if new:
-      out = otmann_distances(list(new.values()), list(unique.values()), solver="exact", nu_str=KERNEL_NU_STR)
-      cache.update({k: (out.d[:, i], out.d_bar[:, i]) for i, k in enumerate(new)})
-    return tuple(np.stack([cache[k][j] for k in row_keys], 1)[:, :, cols] for j in (0, 1))
-
-  return rows
-
-
-def _otmann_acquisition(key, surrogate, spec, points, y, *, acquisition, beta):
-  """(score, None): NASBOT's GP (OTMANN kernel, projected) on `cond.to_architecture` of points."""
-  archs = [cond.to_architecture(p, spec) for p in points]
-  rows = _otmann_rows(archs)
-  c = common.capacity(len(points), 16)
-  d, d_bar = rows(archs)
-  pad = lambda x, r: _pad(_pad(x, 1, r), 2, c)
-  state, state_p = _fit(key, surrogate, OtmannPair(jnp.asarray(pad(d, c)), jnp.asarray(pad(d_bar, c))), y, len(points))
+def _otmann_acquisition(key, model: point_model.PointModel, points, y, *, acquisition, beta):
+  """(score, None): NASBOT's GP (OTMANN kernel, projected) on `cond.to_architecture` of points
+  (observations first, then pending ones), through the engine's featurizer and surrogate."""
+  fitted = point_model.fit(model, key, model.featurizer.init(points), points, np.asarray(y), len(y))
   best = float(np.max(y))
 
   def score(cands: list) -> np.ndarray:
-    r = common.capacity(len(cands), 8)
-    cd, cdb = rows([cond.to_architecture(p, spec) for p in cands])
-    cross = OtmannPair(jnp.asarray(pad(cd, r)), jnp.asarray(pad(cdb, r)))
-    values = _acq_values(acquisition, surrogate.predict(state, cross), surrogate.predict(state_p, cross), best, beta)
-    return np.asarray(values)[: len(cands)]
+    pred, pred_p = point_model.predict(fitted, cands)
+    return np.asarray(_acq_values(acquisition, pred, pred_p, best, beta))
 
   return score, None
 
@@ -203,11 +169,9 @@ def _random_points(rng: np.random.Generator, spec: cond.ConditionalSpec, depth: 
 
 
 def _spec_of(space: Any) -> cond.ConditionalSpec:
-  """The spec of a conditional space, from its points' size P = len(SHARED) + 4 max_depth."""
   if getattr(space, "kind", None) != cond.KIND:
     raise ValueError(f"space: kind {getattr(space, 'kind', None)!r}; conditional_bo needs a {cond.KIND!r} space")
-  n_params = len(space.initial(1)[0].values)
-  return cond.conditional_spec((n_params - len(cond.SHARED)) // len(cond.LAYER_FIELDS))
+  return conditional_spec_of(space)
 
 
 def _check_options(kernel, optimizer, acquisition, counts: dict) -> None:
@@ -263,12 +227,12 @@ def conditional_bo(space: Any, goal: str = "max", *, kernel: str = "arc", acquis
   gradient = optimizer == "gradient"
   if n_mutations is None:
     n_mutations = _CHILDREN + (0 if gradient else n_evaluations(n_grad_starts, grad_steps))
-  surrogate = gp_surrogate(_box(kernel, len(spec.names)), n_starts=n_starts_fit, steps=fit_steps,
-                           project=kernel == "otmann")
   options = dict(acquisition=acquisition, beta=beta)
   if kernel == "otmann":
-    fit = lambda key, points, y: _otmann_acquisition(key, surrogate, spec, points, y, **options)
+    model = point_model.point_model("gp", make_featurizer("otmann", space), n_starts=n_starts_fit, fit_steps=fit_steps)
+    fit = lambda key, points, y: _otmann_acquisition(key, model, points, y, **options)
   else:
+    surrogate = gp_surrogate(_box(kernel, len(spec.names)), n_starts=n_starts_fit, steps=fit_steps)
     fit = lambda key, points, y: _vector_acquisition(key, surrogate, spec, points, y, kernel=kernel, **options)
 
   def maximise(key, score, model, history, exclude) -> tuple[list, int]:

@@ -1,0 +1,191 @@
+"""Featurizers: what a surrogate reads of a set of points, as a NamedTuple of pure functions.
+
+A featurizer turns points of a space into the inputs of a surrogate: a `Pairwise` value for a GP
+(OTMANN distances, Bourgain coordinates of edit distances, encodings, arc parameters) and, for
+vector featurizers, plain [n, D] vectors for the ensemble. Whatever does not depend on the
+surrogate's hyper-parameters is computed once per point (vectors) or once per pair of points
+(distances) and kept in a `FeatureCache` keyed by the space's canonical key, so a point observed,
+pending or met again as an optimiser's candidate is never featurized twice.
+
+    cache = f.init(points)                     # rows of the observed points
+    cache = f.extend(cache, new_points)        # only keys not cached yet are computed
+    train, cross = f.pairs(cache, train_points, candidates)
+
+`pairs` needs every train point in the cache (extend with pending points first); candidates may
+be anything: cached rows are gathered, the rest computed against the train points only.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from nas_jax.features.pairwise import ArcPair, OtmannPair, VectorPair
+
+__all__ = ["FeatureCache", "Featurizer", "vector_featurizer", "distance_featurizer", "otmann_to_pair",
+           "vector_to_pair", "arc_to_pair"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureCache:
+  """The featurized points, in the order they were added (a value: extend returns a new one).
+
+  Attributes:
+    keys: canonical keys of the cached points; index: key -> row.
+    items: per-point prepared inputs of the distance (e.g. networks, descriptors), or ().
+    data: vector featurizers: a tuple of [n, ...] arrays; distance featurizers: a tuple of
+      [..., n, n] distance arrays.
+  """
+
+  keys: tuple = ()
+  index: dict = dataclasses.field(default_factory=dict)
+  items: tuple = ()
+  data: tuple = ()
+
+  def __len__(self) -> int:
+    return len(self.keys)
+
+
+class Featurizer(NamedTuple):
+  """A featurizer as pure functions (see the module docstring).
+
+  Attributes:
+    name: its registry name; spaces: the space kinds it accepts.
+    pair_type: the Pairwise class `pairs` returns (surrogates pick a kernel by it).
+    dim: the feature width D (vectors, ARD kernels), or the number of structural weights
+      n_nu (OTMANN), or None.
+    init: `(points) -> FeatureCache`.
+    extend: `(cache, points) -> FeatureCache`, computing only new keys.
+    pairs: `(cache, train, candidates) -> (Pairwise [n, n], Pairwise [m, n])`; a VectorPair's
+      x1 holds the rows' [n, D] vectors, which vector surrogates (the ensemble) read.
+  """
+
+  name: str
+  spaces: tuple
+  pair_type: type
+  dim: int | None
+  init: Callable[[Sequence], FeatureCache]
+  extend: Callable[[FeatureCache, Sequence], FeatureCache]
+  pairs: Callable[[FeatureCache, Sequence, Sequence], tuple]
+
+
+def _new(key_fn: Callable, cache: FeatureCache, points: Sequence) -> tuple[list, list]:
+  """(keys, points) of the points whose key is neither cached nor repeated, in order."""
+  keys, fresh = [], []
+  seen = set(cache.index)
+  for p in points:
+    k = key_fn(p)
+    if k not in seen:
+      seen.add(k)
+      keys.append(k)
+      fresh.append(p)
+  return keys, fresh
+
+
+def _rows(cache: FeatureCache, key_fn: Callable, points: Sequence) -> np.ndarray:
+  """Cache rows of points that must be cached; ValueError naming the first one that is not."""
+  rows = []
+  for i, p in enumerate(points):
+    k = key_fn(p)
+    if k not in cache.index:
+      raise ValueError(f"pairs: train point {i} is not in the cache; extend the cache with it first")
+    rows.append(cache.index[k])
+  return np.asarray(rows, np.int64)
+
+
+def vector_featurizer(name: str, spaces: tuple, key_fn: Callable, encode: Callable[[Sequence], tuple],
+                      to_pair: Callable[[tuple, tuple], Any], pair_type: type, dim: int | None) -> Featurizer:
+  """A featurizer of per-point features.
+
+  Args:
+    encode: `(points) -> tuple of [n, ...] arrays` (e.g. (x,) or (u, active)).
+    to_pair: `(features_a, features_b) -> Pairwise [n_a, n_b]`.
+  """
+
+  def extend(cache: FeatureCache, points: Sequence) -> FeatureCache:
+    keys, fresh = _new(key_fn, cache, points)
+    if not fresh:
+      return cache
+    feats = tuple(np.asarray(x) for x in encode(fresh))
+    data = feats if not cache.data else tuple(np.concatenate([a, b]) for a, b in zip(cache.data, feats))
+    index = {**cache.index, **{k: len(cache) + i for i, k in enumerate(keys)}}
+    return FeatureCache(cache.keys + tuple(keys), index, (), data)
+
+  def features(cache: FeatureCache, points: Sequence) -> tuple:
+    cached = [cache.index.get(key_fn(p)) for p in points]
+    missing = [p for p, r in zip(points, cached) if r is None]
+    if not missing:
+      return tuple(x[np.asarray(cached, np.int64)] for x in cache.data)
+    extra = extend(FeatureCache(data=()), missing)  # a scratch cache: candidates are not kept
+    both = tuple(np.concatenate([a, b]) for a, b in zip(cache.data, extra.data)) if cache.data else extra.data
+    order = [r if r is not None else len(cache) + extra.index[key_fn(p)] for p, r in zip(points, cached)]
+    return tuple(x[np.asarray(order, np.int64)] for x in both)
+
+  def pairs(cache: FeatureCache, train: Sequence, candidates: Sequence):
+    ft = tuple(x[_rows(cache, key_fn, train)] for x in cache.data)
+    fc = features(cache, candidates) if len(candidates) else tuple(x[:0] for x in ft)
+    return to_pair(ft, ft), to_pair(fc, ft)
+
+  return Featurizer(name, tuple(spaces), pair_type, dim, lambda points: extend(FeatureCache(), points), extend,
+                    pairs)
+
+
+def distance_featurizer(name: str, spaces: tuple, key_fn: Callable, prepare: Callable[[Sequence], list],
+                        dist: Callable[[list, list], tuple], to_pair: Callable[[tuple, tuple], Any],
+                        pair_type: type, dim: int | None) -> Featurizer:
+  """A featurizer of pairwise distances (OTMANN, edit distance).
+
+  Args:
+    prepare: `(points) -> items`, what `dist` reads of each point (computed once per point).
+    dist: `(items_a, items_b) -> tuple of [..., n_a, n_b] distance arrays`.
+    to_pair: `(train distances [..., n, n], cross distances [..., m, n]) -> (Pairwise, Pairwise)`.
+  """
+
+  def extend(cache: FeatureCache, points: Sequence) -> FeatureCache:
+    keys, fresh = _new(key_fn, cache, points)
+    if not fresh:
+      return cache
+    items = cache.items + tuple(prepare(fresh))
+    n = len(cache)
+    rows = dist(list(items[n:]), list(items))  # [..., k, n + k]: the new points against all
+    if n == 0:
+      data = tuple(np.asarray(r) for r in rows)
+    else:
+      data = tuple(np.concatenate([np.concatenate([old, np.swapaxes(r[..., :n], -1, -2)], -1), r], -2)
+                   for old, r in zip(cache.data, rows))
+    index = {**cache.index, **{k: n + i for i, k in enumerate(keys)}}
+    return FeatureCache(cache.keys + tuple(keys), index, items, data)
+
+  def pairs(cache: FeatureCache, train: Sequence, candidates: Sequence):
+    rows = _rows(cache, key_fn, train)
+    d_train = tuple(x[..., rows[:, None], rows[None, :]] for x in cache.data)
+    cached = [cache.index.get(key_fn(p)) for p in candidates]
+    missing = [i for i, r in enumerate(cached) if r is None]
+    d_cross = [np.zeros(x.shape[:-2] + (len(candidates), len(rows))) for x in cache.data]
+    hit = [i for i, r in enumerate(cached) if r is not None]
+    if hit:
+      got = np.asarray([cached[i] for i in hit], np.int64)
+      for out, x in zip(d_cross, cache.data):
+        out[..., hit, :] = x[..., got[:, None], rows[None, :]]
+    if missing:
+      new = dist(prepare([candidates[i] for i in missing]), [cache.items[r] for r in rows])
+      for out, x in zip(d_cross, new):
+        out[..., missing, :] = x
+    return to_pair(d_train, tuple(d_cross))
+
+  return Featurizer(name, tuple(spaces), pair_type, dim, lambda points: extend(FeatureCache(), points), extend,
+                    pairs)
+
+
+def otmann_to_pair(d_train: tuple, d_cross: tuple) -> tuple[OtmannPair, OtmannPair]:
+  """(d, d_bar) distances -> OtmannPairs."""
+  return OtmannPair(*d_train), OtmannPair(*d_cross)
+
+
+def vector_to_pair(fa: tuple, fb: tuple) -> VectorPair:
+  return VectorPair(np.asarray(fa[0], np.float64), np.asarray(fb[0], np.float64))
+
+
+def arc_to_pair(fa: tuple, fb: tuple) -> ArcPair:
+  return ArcPair(np.asarray(fa[0], np.float64), fa[1], np.asarray(fb[0], np.float64), fb[1])

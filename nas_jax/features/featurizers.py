@@ -1,0 +1,182 @@
+"""The featurizers of nas_jax by name, and the spaces each accepts (`FEATURIZERS`).
+
+  otmann        OTMANN distances d, d_bar at several nu_str (NASBOT) of the point's layer graph:
+                cnn/mlp graphs as they are, the Auto-Keras family's networks, the conditional
+                space's chain MLPs (`conditional.to_architecture`) and NB201/NB101 cells
+                (`cell_graphs.cell_layer_graph`). Networks met twice are solved once.
+  edit          Auto-Keras' edit distance, Bourgain-embedded (anchors fixed by the train size).
+  path, trunc_path, path_iso, adj_onehot, adj_code, adj_cont
+                BANANAS' cell encodings (0/1 vectors; also the ensemble's inputs).
+  arc           the arc kernel's (unit values, activity) of conditional points.
+  poor_man      the poor man's embedding: unit values, inactive ones at -1 (also vectors).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from nas_jax.features import bourgain
+from nas_jax.features import edit_distance as ed
+from nas_jax.features import encodings
+from nas_jax.features.featurizer import (Featurizer, arc_to_pair, distance_featurizer, otmann_to_pair,
+                                         vector_featurizer, vector_to_pair)
+from nas_jax.features.otmann import KERNEL_NU_STR, otmann_distances
+from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
+from nas_jax.spaces import conditional as cond
+from nas_jax.spaces.space import canonical_key as arch_key
+
+__all__ = ["FEATURIZERS", "OTMANN_SPACES", "make_featurizer", "conditional_spec_of", "featurizers_for"]
+
+OTMANN_SPACES = ("cnn", "mlp", "autokeras", cond.KIND, "nb201", "nb101")
+_CELL_KINDS = ("nb201", "nb101")
+_ANCHOR_SEED = 123  # Auto-Keras' code reseeds with 123 on every embedding: anchors depend on n only
+
+
+def conditional_spec_of(space: Any) -> cond.ConditionalSpec:
+  """The spec of a conditional space, from its points' size P = len(SHARED) + 4 max_depth."""
+  n_params = len(space.initial(1)[0].values)
+  return cond.conditional_spec((n_params - len(cond.SHARED)) // len(cond.LAYER_FIELDS))
+
+
+def _to_architecture(space: Any) -> Callable:
+  """point -> the layer graph OTMANN reads, by space kind."""
+  if space.kind in ("cnn", "mlp"):
+    return lambda p: p
+  if space.kind == "autokeras":
+    return lambda p: p.arch
+  if space.kind == cond.KIND:
+    spec = conditional_spec_of(space)
+    return lambda p: cond.to_architecture(p, spec)
+  from nas_jax.spaces import cell_graphs  # TEMP until the cell conversion lands
+  return cell_graphs.cell_layer_graph
+
+
+def otmann_featurizer(space: Any, *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper",
+                      chunk_size: int = 256) -> Featurizer:
+  """OTMANN distances (d, d_bar) [n_nu, n, n] -> OtmannPair; options of `otmann_distances`."""
+  nus = tuple(float(v) for v in np.atleast_1d(nu_str))
+  to_arch = _to_architecture(space)
+
+  def dist(a: list, b: list) -> tuple:
+    # Solve each distinct network once: conditional points share networks, cells share graphs.
+    unique_a, inv_a = _unique(a)
+    unique_b, inv_b = _unique(b)
+    out = otmann_distances(unique_a, unique_b, solver=solver, nu_str=nus, params=params, chunk_size=chunk_size)
+    return out.d[:, inv_a][:, :, inv_b], out.d_bar[:, inv_a][:, :, inv_b]
+
+  return distance_featurizer("otmann", OTMANN_SPACES, space.canonical_key, lambda pts: [to_arch(p) for p in pts],
+                             dist, otmann_to_pair, OtmannPair, len(nus))
+
+
+def _unique(archs: list) -> tuple[list, np.ndarray]:
+  """(distinct networks by canonical key, [n] index of each input among them)."""
+  index, unique = {}, []
+  inverse = np.empty(len(archs), np.int64)
+  for i, a in enumerate(archs):
+    k = arch_key(a)
+    if k not in index:
+      index[k] = len(unique)
+      unique.append(a)
+    inverse[i] = index[k]
+  return unique, inverse
+
+
+def edit_featurizer(space: Any, *, num_classes: int = 10, lam: float = 1.0, layer_match: str = "separate",
+                    bourgain_repeat: str = "intended") -> Featurizer:
+  """Auto-Keras' edit distances, embedded by Bourgain anchors drawn for the train size n (spec
+  4.3-4.4): DistancePairs of squared distances between the coordinates (exp(-rho) reads them)."""
+  if layer_match not in ed.LAYER_MATCHES:
+    raise ValueError(f"edit featurizer: layer_match={layer_match!r}; allowed: {', '.join(ed.LAYER_MATCHES)}")
+  if bourgain_repeat not in bourgain.BOURGAIN_REPEATS:
+    raise ValueError(f"edit featurizer: bourgain_repeat={bourgain_repeat!r}; allowed:"
+                     f" {', '.join(bourgain.BOURGAIN_REPEATS)}")
+
+  def dist(a: list, b: list) -> tuple:
+    return (ed.edit_distances(ed.stack_descriptors(a), ed.stack_descriptors(b), lam=lam, layer_match=layer_match),)
+
+  def to_pair(d_train: tuple, d_cross: tuple) -> tuple[DistancePair, DistancePair]:
+    (dt,), (dc,) = d_train, d_cross
+    n = dt.shape[0]
+    if n > 1:
+      anchors = bourgain.bourgain_anchors(jax.random.key(_ANCHOR_SEED), n, repeat=bourgain_repeat)
+      embed = lambda d: bourgain.bourgain_embed(d, anchors)
+    else:
+      embed = lambda d: np.asarray(d, float)[:, :1]
+    phi = embed(dt)
+    return sq_euclidean(phi), sq_euclidean(embed(dc) if len(dc) else phi[:0], phi)
+
+  prepare = lambda pts: [ed.arch_descriptor(p.arch, num_classes) for p in pts]
+  return distance_featurizer("edit", ("autokeras",), space.canonical_key, prepare, dist, to_pair, DistancePair, None)
+
+
+def encoding_featurizer(name: str) -> Callable[..., Featurizer]:
+  """A factory of the cell encoding `name` as a vector featurizer."""
+
+  def make(space: Any) -> Featurizer:
+    dim = encodings.encoding_size(name, space.kind)
+    encode = lambda pts: (np.asarray(encodings.encode(name, list(pts)), np.float64),)
+    return vector_featurizer(name, _CELL_KINDS, space.canonical_key, encode, vector_to_pair, VectorPair, dim)
+
+  make.__name__ = f"{name}_featurizer"
+  return make
+
+
+def arc_featurizer(space: Any) -> Featurizer:
+  """(u, active) [n, P] of conditional points -> ArcPair (arc_kernel.md 2)."""
+  spec = conditional_spec_of(space)
+  encode = lambda pts: cond.to_unit(cond.stack_points(list(pts)), spec)
+  return vector_featurizer("arc", (cond.KIND,), space.canonical_key, encode, arc_to_pair, ArcPair, len(spec.names))
+
+
+def poor_man_featurizer(space: Any) -> Featurizer:
+  """Unit values with inactive ones at POOR_MAN_FILL = -1 (arc_kernel.md 9) -> VectorPair."""
+  spec = conditional_spec_of(space)
+
+  def encode(pts) -> tuple:
+    u, active = cond.to_unit(cond.stack_points(list(pts)), spec)
+    return (np.where(active, u, POOR_MAN_FILL),)
+
+  return vector_featurizer("poor_man", (cond.KIND,), space.canonical_key, encode, vector_to_pair, VectorPair,
+                           len(spec.names))
+
+
+POOR_MAN_FILL = -1.0  # arc_kernel.md 9: the paper's value for inactive parameters
+
+FEATURIZERS: dict[str, tuple[tuple, Callable[..., Featurizer]]] = {
+    "otmann": (OTMANN_SPACES, otmann_featurizer),
+    "edit": (("autokeras",), edit_featurizer),
+    **{name: (_CELL_KINDS, encoding_featurizer(name)) for name in encodings.ENCODINGS},
+    "arc": ((cond.KIND,), arc_featurizer),
+    "poor_man": ((cond.KIND,), poor_man_featurizer),
+}
+
+
+def featurizers_for(kind: str) -> list[str]:
+  """The featurizer names that accept spaces of `kind`."""
+  return [n for n, (kinds, _) in FEATURIZERS.items() if kind in kinds and _defined(n, kind)]
+
+
+def _defined(name: str, kind: str) -> bool:
+  if name not in encodings.ENCODINGS:
+    return True
+  try:
+    encodings.encoding_size(name, kind)
+  except ValueError:  # e.g. adj_code is an nb101 encoding only
+    return False
+  return True
+
+
+def make_featurizer(name: str, space: Any, **options) -> Featurizer:
+  """The featurizer `name` over `space`; ValueError naming what is unknown or not allowed."""
+  if name not in FEATURIZERS:
+    raise ValueError(f"featurizer: {name!r} is unknown; allowed: {', '.join(FEATURIZERS)}")
+  if name not in featurizers_for(space.kind):
+    raise ValueError(f"featurizer: {name!r} does not accept {space.kind!r} spaces; for {space.kind!r} choose one"
+                     f" of: {', '.join(featurizers_for(space.kind)) or '(none)'}")
+  factory = FEATURIZERS[name][1]
+  try:
+    return factory(space, **options)
+  except TypeError as e:  # an option the featurizer does not take
+    raise ValueError(f"featurizer_config for {name!r}: {e}") from None

@@ -1,0 +1,186 @@
+"""The one Bayesian-optimisation strategy: featurizer + surrogate + acquisition + optimiser.
+
+Every model-based method of nas_jax is this strategy with other parts (`presets`): NASBOT is
+OTMANN + GP + EI + EA, BANANAS path encoding + ensemble + ITS + mutation, Auto-Keras edit
+distance + fixed GP + UCB + tree search, and any other combination the registries allow
+(`features.featurizers.FEATURIZERS`, `surrogates.point_model.SURROGATES`,
+`acquisition.functions.ACQUISITIONS`, `acquisition.optimizers.OPTIMISERS`) is a config away.
+
+One proposal: the initial design first ("pool": the space's initial points, then random points
+until `min_ok` evaluations succeeded; "random": `n_init` random points), then per slot the
+surrogate is fitted on the successful observations, the points pending evaluation (and those
+chosen earlier in the call) are hallucinated at the model's mean, and the optimiser maximises the
+acquisition; with `batch` > 1 its next-best points are queued for the next calls (BANANAS' k).
+
+Replay determinism: every draw comes from `step_key(key, history, pending)`, folded per slot and
+split into (fit, optimiser, auxiliary) keys, and the featurizer's cache is a function of the
+observed points alone, so `update(init(key), journal)` proposes what the uninterrupted run did.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+import jax
+import numpy as np
+
+from nas_jax.acquisition import functions as acq
+from nas_jax.acquisition import mutation
+from nas_jax.acquisition.optimizers import Context, make_optimiser
+from nas_jax.features.featurizer import FeatureCache
+from nas_jax.features.featurizers import make_featurizer
+from nas_jax.search.state import GOALS
+from nas_jax.search.strategies import common
+from nas_jax.search.strategy import Strategy
+from nas_jax.surrogates import point_model
+
+__all__ = ["INITIAL", "BOState", "bo", "bo_factory"]
+
+INITIAL = ("pool", "random")
+_ACQ_OPTIONS = ("kappa", "xi", "sigma_scale")
+
+
+@dataclasses.dataclass(frozen=True)
+class BOState:
+  """key: the search key; history: every observation; cache: the featurizer's cache of the
+  observed points (None without a model); queue: chosen points not proposed yet; notes: canonical
+  key -> notes of proposed points."""
+
+  key: jax.Array
+  history: common.History
+  cache: FeatureCache | None = None
+  queue: tuple = ()
+  notes: dict = dataclasses.field(default_factory=dict)
+
+
+def _count(name: str, value: Any, least: int) -> int:
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+    raise ValueError(f"bo: {name}={value!r}; expected an integer >= {least}")
+  return int(value)
+
+
+def _options(name: str, value: Any) -> dict:
+  if value is None:
+    return {}
+  out = value.to_dict() if hasattr(value, "to_dict") else value
+  if not isinstance(out, dict):
+    raise ValueError(f"bo: {name}={value!r}; expected a dict of options")
+  return dict(out)
+
+
+def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_config=None,
+       surrogate: str = "gp", surrogate_config=None, acquisition: str = "ei", acquisition_config=None,
+       optimizer: str = "ea", optimizer_config=None, initial: str = "pool", n_init: int = 10, min_ok: int = 1,
+       batch: int = 1) -> Strategy:
+  """BO over any Space from registered parts; every option is checked here, before any evaluation.
+
+  Args:
+    space: a Space; goal: the task's goal (the model reads `to_score`, so it always maximises).
+    featurizer, featurizer_config: a `FEATURIZERS` name that accepts the space, and its options.
+    surrogate, surrogate_config: "gp", "gp_fixed" or "ensemble" and its options
+      (`point_model.point_model`); `target_offset` c makes it model c - score.
+    acquisition, acquisition_config: "ei", "pi", "ucb", "ts", "its" (options kappa, xi,
+      sigma_scale: `functions.acquire`), or "random" for Unif(0, 1) values and no model (RAND).
+    optimizer, optimizer_config: an `OPTIMISERS` name and its options.
+    initial: "pool" or "random" (see the module docstring); n_init: random points first with
+      "random"; min_ok: successes before the model is fitted; batch: points per optimisation.
+  """
+  if goal not in GOALS:
+    raise ValueError(f"bo: goal={goal!r}; allowed: {', '.join(GOALS)}")
+  if initial not in INITIAL:
+    raise ValueError(f"bo: initial={initial!r}; allowed: {', '.join(INITIAL)}")
+  n_init, min_ok, batch = _count("n_init", n_init, 0), _count("min_ok", min_ok, 1), _count("batch", batch, 1)
+  acq_options = _options("acquisition_config", acquisition_config)
+  unknown = sorted(set(acq_options) - set(_ACQ_OPTIONS))
+  if unknown:
+    raise ValueError(f"bo: acquisition_config has {unknown}; allowed: {', '.join(_ACQ_OPTIONS)}")
+  if acquisition not in acq.ACQUISITIONS + ("random",):
+    raise ValueError(f"bo: acquisition={acquisition!r}; allowed: {', '.join(acq.ACQUISITIONS + ('random',))}")
+  optimiser = make_optimiser(optimizer, space.kind, **_options("optimizer_config", optimizer_config))
+  model = None
+  if acquisition != "random":
+    feats = make_featurizer(featurizer, space, **_options("featurizer_config", featurizer_config))
+    model = point_model.point_model(surrogate, feats, **_options("surrogate_config", surrogate_config))
+  joint = acquisition == "ts" and model is not None and not model.vectors
+
+  def score_fn(fitted, best, key):
+    def score(cands: list) -> np.ndarray:
+      pred, pred_p = point_model.predict(fitted, cands, joint=joint)
+      return np.asarray(acq.acquire(acquisition, pred, pred_p, best, key, **acq_options), np.float64)
+
+    return score
+
+  def choose(keys, state, taken: list, exclude: set) -> list:
+    """[(point, value, notes)] of one optimisation, best first."""
+    k_fit, k_opt, k_aux = keys
+    history = state.history
+    ctx = Context(space, history.points, history.scores, history.trial_ids, frozenset(exclude))
+    if model is None:  # RAND: the optimiser on Unif(0, 1) values, one host stream per call
+      rng = common.host_rng(k_aux)
+      return optimiser.maximize((k_opt, k_aux), lambda cands: rng.uniform(size=len(cands)), ctx, batch)
+    ok = np.flatnonzero(history.ok)
+    train = [history.points[i] for i in ok] + taken
+    cache = model.featurizer.extend(state.cache, taken)
+    fitted = point_model.fit(model, k_fit, cache, train, history.scores[ok], len(ok))
+    return optimiser.maximize((k_opt, k_aux), score_fn(fitted, float(history.scores[ok].max()), k_aux), ctx, batch)
+
+  def init(key):
+    return BOState(key=key, history=common.empty_history(), cache=model.featurizer.init([]) if model else None)
+
+  def propose(state, n, pending):
+    exclude = set(state.history.keys) | {space.canonical_key(q) for q in pending}
+    key = common.step_key(state.key, state.history, pending)
+    out = common.fresh(space, state.queue, exclude)
+    queue, out = list(out[n:]), out[:n]
+    notes = dict(state.notes)
+    if initial == "pool":
+      pool = common.fresh(space, space.initial(), exclude)[: n - len(out)]
+      notes.update({space.canonical_key(q): {"origin": "initial_pool"} for q in pool})
+      out += pool
+    history = state.history
+    warm = history.ok.sum() >= min_ok and (initial == "pool" or len(history) + len(pending) >= n_init)
+    for j in itertools.count():
+      if len(out) >= n:
+        break
+      keys = jax.random.split(jax.random.fold_in(key, j), 3)
+      chosen = choose(keys, state, list(pending) + out, exclude) if warm else []
+      if chosen:
+        for point, value, extra in chosen:
+          notes[space.canonical_key(point)] = {"origin": acquisition, "optimizer": optimizer, "acquisition": value,
+                                               **extra}
+        exclude.update(space.canonical_key(p) for p, _, _ in chosen)
+        points = [p for p, _, _ in chosen]
+        queue += points[n - len(out):]
+        out += points[: n - len(out)]
+        continue
+      # The initial design, or one slot the optimiser found nothing new for.
+      if warm:
+        need = 1
+      elif initial == "pool":
+        need = n - len(out)
+      else:  # BANANAS: random points up to n_init, at least one per call
+        need = min(n - len(out), max(n_init - len(history) - len(pending), 1))
+      sampled = mutation.random_candidates(space, keys[2], exclude, n=need)
+      notes.update({space.canonical_key(q): {"origin": "sample"} for q in sampled})
+      exclude.update(space.canonical_key(q) for q in sampled)
+      out += sampled
+      if not warm or not sampled:
+        break
+    return dataclasses.replace(state, queue=tuple(queue), notes=notes), out
+
+  def update(state, observations):
+    if not observations:
+      return state
+    state = common.observe(state, space, goal, observations)
+    if model is None:
+      return state
+    new = state.history.points[len(state.history) - len(observations):]
+    return dataclasses.replace(state, cache=model.featurizer.extend(state.cache, new))
+
+  return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))
+
+
+def bo_factory(config, space, task) -> Strategy:
+  """`config.strategy = "bo"`; `config.strategy_config` holds keyword arguments of `bo`."""
+  return bo(space, task.goal, **common.strategy_options(config))

@@ -1,0 +1,184 @@
+"""A surrogate over points: any featurizer's output fed to a GP (fitted or fixed) or the ensemble.
+
+    model = point_model("gp", featurizer, n_starts=16)
+    fitted = fit(model, key, cache, train_points, scores, n_ok)   # pending: train_points[n_ok:]
+    pred, pred_p = predict(fitted, candidates)                     # on the score scale
+
+The train points are the successful observations followed by the points pending evaluation; the
+pending ones are hallucinated by one rule for every surrogate (kriging believer: observed at the
+real model's mean), and `pred_p` is the prediction of the model that holds them. Every padded size
+is a power of two, so a growing history compiles O(log n) times.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas_jax.features.featurizer import FeatureCache, Featurizer
+from nas_jax.features.pairwise import OtmannPair, VectorPair
+from nas_jax.spaces.graph_edit import next_power_of_two
+from nas_jax.surrogates import gp, kernels
+from nas_jax.surrogates.ensemble import ensemble_surrogate
+from nas_jax.surrogates.priors import default_box
+from nas_jax.surrogates.surrogate import JointInputs, Predictive, Surrogate, gp_surrogate, hallucinate
+
+__all__ = ["SURROGATES", "PointModel", "Fitted", "point_model", "fit", "predict", "capacity"]
+
+SURROGATES = ("gp", "gp_fixed", "ensemble")
+
+
+class PointModel(NamedTuple):
+  """A surrogate and how it reads a featurizer.
+
+  Attributes:
+    name: a SURROGATES entry; featurizer: what it reads.
+    surrogate: fit/predict/condition over Pairwise (GPs) or [C, D] vectors (the ensemble).
+    vectors: True if the surrogate reads the pairs' x1 vectors instead of the pairs.
+    min_train, min_candidates: the smallest padded sizes of the train and candidate sets.
+    target_offset: None to model scores; a number c to model c - score (BANANAS' val error with
+      c = 100, Auto-Keras' cost with c = 1), predictions being mapped back to scores.
+  """
+
+  name: str
+  featurizer: Featurizer
+  surrogate: Surrogate
+  vectors: bool
+  min_train: int
+  min_candidates: int
+  target_offset: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Fitted:
+  """A fitted PointModel: state on the observations, state_p also on the pending points."""
+
+  model: PointModel
+  cache: FeatureCache
+  train: tuple
+  state: Any
+  state_p: Any
+  capacity: int
+
+
+def capacity(n: int, minimum: int) -> int:
+  """The next power of two >= n, at least `minimum`."""
+  return max(minimum, next_power_of_two(max(n, 1)))
+
+
+def _fixed_gp(kernel: Any) -> Surrogate:
+  """A GP whose kernel is fixed: zero prior mean, raw targets, no fit (gp.condition_fixed)."""
+
+  def fit(key, pair, y, mask):
+    del key
+    return gp.condition_fixed(kernel, pair, y, mask)
+
+  def predict(post, pair):
+    mean, var = gp.predict(post, pair)
+    return Predictive(mean, jnp.sqrt(var))
+
+  return Surrogate(fit, predict, lambda post, pair, y, mask: fit(None, pair, y, mask))
+
+
+def _fixed_kernel(featurizer: Featurizer, kernel: str | None, variance: float, length_scale: float):
+  if featurizer.pair_type is VectorPair and kernel in (None, "hamming"):
+    return kernels.Hamming.create(variance, length_scale)
+  if kernel in (None, "matern12") and featurizer.pair_type is not OtmannPair:
+    return kernels.Matern12.create(variance, length_scale)
+  raise ValueError(f"surrogate_config.kernel={kernel!r}: a fixed GP on {featurizer.name!r} features takes"
+                   " 'hamming' (vectors) or 'matern12' (vectors and distances)")
+
+
+def point_model(name: str, featurizer: Featurizer, *, target_offset: float | None = None, **options) -> PointModel:
+  """The surrogate `name` over `featurizer`; options go to it (ValueError naming a bad one).
+
+  gp: kernel (OTMANN: "combined", "d", "d_bar"; vectors: "exp_squared", "matern52", "matern12",
+    "hamming"), p, p_bar (OTMANN), ard (vectors), n_starts, fit_steps, n_hyper_samples, n_chains.
+  gp_fixed: kernel ("hamming" or "matern12"), variance, length_scale (BANANAS' GP-BO: the
+    Hamming kernel alpha^2 exp(-d / l^2) is variance alpha^2, length_scale l^2).
+  ensemble (vector featurizers only): n_members, hidden, epochs, batch_size, lr, ddof, loss.
+  """
+  if name not in SURROGATES:
+    raise ValueError(f"surrogate: {name!r} is unknown; allowed: {', '.join(SURROGATES)}")
+  try:
+    if name == "gp":
+      fit_keys = ("n_starts", "fit_steps", "n_hyper_samples", "n_chains")
+      fit_opts = {k: options.pop(k) for k in fit_keys if k in options}
+      box = default_box(featurizer.pair_type, featurizer.dim, **options)
+      samples = fit_opts.get("n_hyper_samples", 0)
+      surrogate = gp_surrogate(box, n_starts=fit_opts.get("n_starts", 16), steps=fit_opts.get("fit_steps", 200),
+                               n_hyper_samples=samples, n_chains=fit_opts.get("n_chains", 4 if samples else 1),
+                               project=featurizer.pair_type is OtmannPair)
+      return PointModel(name, featurizer, surrogate, False, 16, 8, target_offset)
+    if name == "gp_fixed":
+      kernel = _fixed_kernel(featurizer, options.pop("kernel", None), options.pop("variance", 1.0),
+                             options.pop("length_scale", 1.0))
+      if options:
+        raise TypeError(f"unexpected options {sorted(options)}")
+      return PointModel(name, featurizer, _fixed_gp(kernel), False, 16, 8, target_offset)
+    if featurizer.pair_type is not VectorPair:
+      raise ValueError(f"surrogate: 'ensemble' reads vectors; featurizer {featurizer.name!r} gives"
+                       f" {featurizer.pair_type.__name__} (use an encoding or poor_man)")
+    if "hidden" in options:
+      options["hidden"] = tuple(options["hidden"])
+    return PointModel(name, featurizer, ensemble_surrogate(**options), True, 32, 128, target_offset)
+  except TypeError as e:
+    raise ValueError(f"surrogate_config for {name!r}: {e}") from None
+
+
+def _inputs(model: PointModel, pair: Any, rows: int, cols: int):
+  if model.vectors:
+    x = np.asarray(pair.x1, np.float32)
+    return np.concatenate([x, np.zeros((rows - len(x), x.shape[1]), np.float32)])
+  return pair.pad(rows, cols)
+
+
+def fit(model: PointModel, key: jax.Array, cache: FeatureCache, train: Sequence, scores: np.ndarray,
+        n_ok: int) -> Fitted:
+  """Fits the model on train[:n_ok] with `scores` [n_ok] and hallucinates train[n_ok:].
+
+  Every train point must be in `cache` (`featurizer.extend` it with the pending points first).
+  """
+  n = len(train)
+  c = capacity(n, model.min_train)
+  pair, _ = model.featurizer.pairs(cache, train, [])
+  inputs = _inputs(model, pair, c, c)
+  y = np.zeros(c)
+  y[:n_ok] = scores if model.target_offset is None else model.target_offset - np.asarray(scores)
+  slots = np.arange(c)
+  ok, pending = jnp.asarray(slots < n_ok), jnp.asarray((slots >= n_ok) & (slots < n))
+  state = model.surrogate.fit(key, inputs, jnp.asarray(y), ok)
+  state_p = state
+  if n > n_ok:  # the key refits only surrogates without a cheaper `condition` (the ensemble)
+    state_p = hallucinate(model.surrogate, state, inputs, jnp.asarray(y), ok, pending, key=jax.random.fold_in(key, 1))
+  return Fitted(model, cache, tuple(train), state, state_p, c)
+
+
+def _to_scores(model: PointModel, pred: Predictive, m: int) -> Predictive:
+  mean, std = pred.mean[..., :m], pred.std[..., :m]
+  samples = None if pred.samples is None else pred.samples[..., :m]
+  if model.target_offset is None:
+    return Predictive(mean, std, samples)
+  c = model.target_offset
+  return Predictive(c - mean, std, None if samples is None else c - samples)
+
+
+def predict(fitted: Fitted, candidates: Sequence, *, joint: bool = False) -> tuple[Predictive, Predictive]:
+  """(pred, pred_p): predictions at the candidates by the model of the observations and by the
+  model that also holds the pending points, mean and std [m] (or [S, m] for hyper-parameter
+  samples) on the score scale. joint=True also fills GP samples (Thompson sampling): it needs the
+  candidates' features against each other."""
+  model, m = fitted.model, len(candidates)
+  r = capacity(m, model.min_candidates)
+  _, cross = model.featurizer.pairs(fitted.cache, fitted.train, candidates)
+  inputs = _inputs(model, cross, r, fitted.capacity)
+  if joint and not model.vectors:
+    scratch = model.featurizer.extend(fitted.cache, candidates)
+    test, _ = model.featurizer.pairs(scratch, candidates, [])
+    inputs = JointInputs(inputs, test.pad(r, r))
+  pred = model.surrogate.predict(fitted.state, inputs)
+  pred_p = pred if fitted.state_p is fitted.state else model.surrogate.predict(fitted.state_p, inputs)
+  return _to_scores(model, pred, m), _to_scores(model, pred_p, m)
