@@ -16,7 +16,7 @@ MINE = ("random_synthetic.py", "ea_synthetic.py", "random_cnn_digits.py", "ea_cn
 SEARCH_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
                         if "strategy" in compare.load_config(p))
 # Runs over ~10 s: training networks, or fitting a surrogate at every step.
-_SLOW_STRATEGIES = ("nasbot", "rand", "bananas", "gp_bo")
+_SLOW_STRATEGIES = ("nasbot", "rand", "bananas", "gp_bo", "bo")
 
 
 def smoke(path, workdir):

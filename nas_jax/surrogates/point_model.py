@@ -96,7 +96,8 @@ def point_model(name: str, featurizer: Featurizer, *, target_offset: float | Non
   """The surrogate `name` over `featurizer`; options go to it (ValueError naming a bad one).
 
   gp: kernel (OTMANN: "combined", "d", "d_bar"; vectors: "exp_squared", "matern52", "matern12",
-    "hamming"), p, p_bar (OTMANN), ard (vectors), n_starts, fit_steps, n_hyper_samples, n_chains.
+    "hamming"), p, p_bar (OTMANN), ard (vectors), or box: a `gp_fit.Box` of any kernel that reads
+    the featurizer's pairs (a new kernel); n_starts, fit_steps, n_hyper_samples, n_chains.
   gp_fixed: kernel ("hamming" or "matern12"), variance, length_scale (BANANAS' GP-BO: the
     Hamming kernel alpha^2 exp(-d / l^2) is variance alpha^2, length_scale l^2).
   ensemble (vector featurizers only): n_members, hidden, epochs, batch_size, lr, ddof, loss.
@@ -107,7 +108,11 @@ def point_model(name: str, featurizer: Featurizer, *, target_offset: float | Non
     if name == "gp":
       fit_keys = ("n_starts", "fit_steps", "n_hyper_samples", "n_chains")
       fit_opts = {k: options.pop(k) for k in fit_keys if k in options}
-      box = default_box(featurizer.pair_type, featurizer.dim, **options)
+      box = options.pop("box", None)
+      if box is None:
+        box = default_box(featurizer.pair_type, featurizer.dim, **options)
+      elif options:
+        raise TypeError(f"a box excludes the options {sorted(options)}")
       samples = fit_opts.get("n_hyper_samples", 0)
       surrogate = gp_surrogate(box, n_starts=fit_opts.get("n_starts", 16), steps=fit_opts.get("fit_steps", 200),
                                n_hyper_samples=samples, n_chains=fit_opts.get("n_chains", 4 if samples else 1),
