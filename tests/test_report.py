@@ -242,9 +242,12 @@ def test_gp_bo_on_cells_shows_hamming_distances_of_its_encoding(tmp_path):
   if not os.path.exists(c.task.path):
     pytest.skip(f"NAS-Bench-201 table not found at {c.task.path}; it is never downloaded")
   c.strategy, c.workdir = "random", str(tmp_path / "w")  # a quick run; the report reads config.json
+  encoding, c.strategy_config = c.strategy_config.encoding, {}  # random search takes no options
   config_lib.search_from_config(c, progress=False)
   config_path = tmp_path / "w" / "config.json"
-  config_path.write_text(config_path.read_text().replace('"strategy": "random"', '"strategy": "gp_bo"'))
+  config = json.loads(config_path.read_text())
+  config.update(strategy="gp_bo", strategy_config={"encoding": encoding})
+  config_path.write_text(json.dumps(config))
   run = report.load_run(tmp_path / "w")
   d, ids, title = report.distances(run, max_networks=5)
   by_id = {o.trial_id: o.arch_json["arch_str"] for o in run.observations}

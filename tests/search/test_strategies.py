@@ -13,7 +13,7 @@ import pytest
 from nas_jax.search import loop
 from nas_jax.search.executors import InlineExecutor
 from nas_jax.search.state import Observation, Status
-from nas_jax.search.strategies import baselines
+from nas_jax.search.strategies import baselines, local_search
 from nas_jax.search.strategy import STRATEGIES, make_strategy
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -65,6 +65,23 @@ def test_replaying_observations_gives_the_same_next_proposals(make, steps):
     state = strategy.update(state, obs)
   replayed = strategy.update(strategy.init(jax.random.key(3)), done)
   assert strategy.propose(state, 4, [])[1] == strategy.propose(replayed, 4, [])[1]
+
+
+def test_local_search_walks_to_the_optimum_then_restarts_and_replays_from_any_split():
+  space = h.bits_space(n_bits=6, n_initial=6)  # OneMax's optimum 111111 has 6 neighbours, none better
+  s = local_search.local_search(space, "max", n_restart=2)
+  state, done, currents = s.init(jax.random.key(0)), [], []
+  for t in range(30):
+    state, (p,) = s.propose(state, 1, [])
+    obs = observe(space, [p], [float(sum(p))], start=t)
+    done += obs
+    state = s.update(state, obs)
+    currents.append(None if state.current is None else state.history.points[state.current])
+  assert len({tuple(o.arch_json["bits"]) for o in done}) == 30
+  top = currents.index((1,) * 6)  # the walk reaches the optimum...
+  assert None in currents[top:top + 7]  # ...and restarts once its 6 neighbours are observed
+  halves = s.update(s.update(s.init(jax.random.key(0)), done[:13]), done[13:])
+  assert (halves.current, halves.start, halves.queue) == (state.current, state.start, state.queue)
 
 
 def test_selection_probabilities_by_hand():
@@ -153,9 +170,9 @@ def test_ea_beats_random_search_on_onemax_at_equal_budget():
 def test_registry_builds_known_names_and_lists_them_for_unknown_ones():
   import ml_collections
 
-  config = ml_collections.ConfigDict({"strategy_config": {"n_mut": 5}})
   task = h.onemax_task()
-  for name in ("random", "ea"):
+  for name, options in (("random", {}), ("ea", {"n_mut": 5})):
+    config = ml_collections.ConfigDict({"strategy_config": options})
     s = make_strategy(name, config, h.bits_space(), task)
     assert len(s.propose(s.init(jax.random.key(0)), 3, [])[1]) == 3
   with pytest.raises(ValueError, match="'nasbot_v9' is unknown; choose one of: .*ea, .*random"):

@@ -71,8 +71,12 @@ def random_search(space: Any, goal: str = "max") -> Strategy:
 
 
 def random_factory(config, space, task) -> Strategy:
-  """`config.strategy = "random"`; reads no strategy options."""
-  del config
+  """`config.strategy = "random"`; takes no strategy options, so any in `config.strategy_config`
+  is refused here (a mistyped option of another strategy would otherwise go unnoticed)."""
+  options = common.strategy_options(config)
+  if options:
+    given = ", ".join(f"{k}={v!r}" for k, v in sorted(options.items()))
+    raise ValueError(f"random: strategy_config has {given}; random search takes no options")
   return random_search(space, task.goal)
 
 

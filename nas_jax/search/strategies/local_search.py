@@ -21,7 +21,9 @@ __all__ = ["LocalSearchState", "local_search", "ls_factory"]
 class LocalSearchState:
   """key: the search key; history: every observation; current: history index of the current
   point (None while a restart batch runs); start: history length when the restart began;
-  queue: the current point's unqueried neighbours, in their random order."""
+  queue: the current point's neighbours, in their random order (queried ones are skipped when
+  proposing). Every field follows from the observations alone, so a replayed journal gives the
+  state, and the proposals, of the uninterrupted run."""
 
   key: jax.Array
   history: common.History
@@ -33,10 +35,11 @@ class LocalSearchState:
 def local_search(space: Any, goal: str = "max", *, n_restart: int = 10) -> Strategy:
   """Local search over `space.neighbours` (spec 9; on NB201 the 24 single-edge changes).
 
-  A restart proposes n_restart random points; once all are observed the best becomes current.
-  Between restarts only neighbours of the current point are proposed; if every neighbour is
-  queried without improvement (and nothing is in flight), the search restarts. While a
-  sequential step waits on pending points, extra workers get random points.
+  A restart proposes n_restart random points; once n_restart observations have arrived the best
+  becomes current. Between restarts only neighbours of the current point are proposed, and the
+  first observation that beats the current point becomes current. When every neighbour has been
+  observed without improvement, the search restarts. While neighbours are in flight and none is
+  left to propose, extra workers get random points.
   """
   if goal not in GOALS:
     raise ValueError(f"local_search: goal={goal!r}; allowed: {', '.join(GOALS)}")
@@ -54,42 +57,37 @@ def local_search(space: Any, goal: str = "max", *, n_restart: int = 10) -> Strat
   def propose(state, n, pending):
     exclude = set(state.history.keys) | {space.canonical_key(q) for q in pending}
     key = common.step_key(state.key, state.history, pending)
-    h = state.history
-    if state.current is None and len(h) - state.start >= n_restart:
-      batch = np.arange(state.start, len(h))
-      scores = np.where(h.ok[batch], h.scores[batch], -np.inf)
-      best = int(batch[np.argmax(scores)])
-      state = dataclasses.replace(state, current=best, queue=neighbours(key, h.points[best]))
-    out = []
-    if state.current is not None:
-      queue = common.fresh(space, state.queue, set(exclude))
-      out, rest = queue[:n], queue[n:]
-      exclude |= {space.canonical_key(q) for q in out}
-      state = dataclasses.replace(state, queue=tuple(rest))
-      if not out and not pending:  # a local optimum: restart
-        state = dataclasses.replace(state, current=None, start=len(h))
-    if len(out) < n:
-      if state.current is None and len(h) + len(pending) - state.start < n_restart:
-        want = n_restart - (len(h) + len(pending) - state.start)
-      else:
-        want = n - len(out)  # workers idle while a step is in flight
-      out += mutation.random_candidates(space, jax.random.fold_in(key, 1), exclude, n=min(want, n - len(out)))
+    out = common.fresh(space, state.queue, exclude)[:n] if state.current is not None else []
+    in_restart = len(state.history) + len(pending) - state.start
+    if state.current is None and in_restart < n_restart:
+      want = min(n_restart - in_restart, n)
+    else:
+      want = n - len(out)  # workers idle while a step is in flight
+    out += mutation.random_candidates(space, jax.random.fold_in(key, 1), exclude, n=want) if want else []
     return state, out
 
   def update(state, observations):
+    # One observation at a time, so that any split of the journal into updates gives one state.
     history = common.add_observations(state.history, space, goal, observations)
-    cur = state.current
-    if cur is not None:
-      for i in range(len(state.history), len(history)):
-        if history.ok[i] and history.scores[i] > history.scores[cur]:
-          cur = i
-          break
-    if cur != state.current:
-      key = jax.random.fold_in(state.key, len(history))
-      return dataclasses.replace(
-          state, history=history, current=cur, queue=neighbours(key, history.points[cur])
-      )
-    return dataclasses.replace(state, history=history)
+    cur, start, queue = state.current, state.start, state.queue
+    seen = set(state.history.keys)
+    left = {space.canonical_key(q) for q in queue} - seen  # neighbours not observed yet
+
+    def move_to(i):
+      nb = neighbours(jax.random.fold_in(state.key, i + 1), history.points[i])
+      return i, nb, {space.canonical_key(q) for q in nb} - seen
+
+    for i in range(len(state.history), len(history)):
+      seen.add(space.canonical_key(history.points[i]))
+      left.discard(space.canonical_key(history.points[i]))
+      if cur is None and i + 1 - start >= n_restart:
+        batch = np.arange(start, i + 1)
+        cur, queue, left = move_to(int(batch[np.argmax(np.where(history.ok[batch], history.scores[batch], -np.inf))]))
+      elif cur is not None and history.ok[i] and history.scores[i] > history.scores[cur]:
+        cur, queue, left = move_to(i)
+      if cur is not None and not left:  # every neighbour observed, none better: restart
+        cur, start, queue = None, i + 1, ()
+    return dataclasses.replace(state, history=history, current=cur, start=start, queue=queue)
 
   return Strategy(init=init, propose=propose, update=update)
 
