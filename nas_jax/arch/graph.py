@@ -89,6 +89,9 @@ def _edges(arch: Architecture) -> jax.Array:
 def layer_masses(arch: Architecture, params: MassParams = MassParams()) -> jax.Array:
   """Layer masses lm(u) of spec nasbot.md 2.1-2.2.
 
+  Kinds in `labels.CELL_LAYER_KINDS` sum their inputs: in(u) is the smallest parent output, not
+  the total, and out(ip) is the ip's units (the cell input's channels) instead of 1.
+
   Args:
     arch: one architecture (vmap for a batch).
     params: mass constants; `MASS_PARAMS["paper"]` by default.
@@ -103,13 +106,22 @@ def layer_masses(arch: Architecture, params: MassParams = MassParams()) -> jax.A
   is_ip = (role == Role.IP) & arch.mask
   is_pool = (role == Role.POOL) | (role == Role.GAP)  # both pass their input's mass on
   has_units = jnp.asarray(labels_lib.label_table(arch.kind).has_units)[arch.labels]
+  summing = arch.kind in labels_lib.CELL_LAYER_KINDS
+  ip_out = units if summing else 1.0
+
+  def incoming_of(out):
+    if not summing:
+      return a.T @ out  # concatenation: channels add up
+    # A sum needs equal shapes (NB101 cuts larger summands down); no parent (ip, padding) gives 0.
+    smallest = jnp.where(a > 0, out[:, None], jnp.inf).min(0)
+    return jnp.where(jnp.isfinite(smallest), smallest, 0.0)
 
   def body(_, out):
-    incoming = a.T @ out
-    return jnp.where(is_ip, 1.0, jnp.where(has_units, units, jnp.where(is_pool, incoming, 0.0)))
+    incoming = incoming_of(out)
+    return jnp.where(is_ip, ip_out, jnp.where(has_units, units, jnp.where(is_pool, incoming, 0.0)))
 
   out = jax.lax.fori_loop(0, n, body, jnp.zeros(n, _float()))
-  incoming = a.T @ out
+  incoming = incoming_of(out)
   coeff = jnp.select(
       [role == Role.RES, role == Role.FC, has_units],
       [params.res_mass_factor, params.fc_mass_coeff, 1.0],

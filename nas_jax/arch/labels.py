@@ -15,6 +15,7 @@ __all__ = [
     "KINDS",
     "LAYER_GRAPH_KINDS",
     "JSON_KINDS",
+    "CELL_LAYER_KINDS",
     "LabelTable",
     "vocabulary",
     "label_table",
@@ -83,6 +84,23 @@ _NB101 = (
     ("maxpool3x3", Role.CELL_OP, 3),
 )
 
+# Layer graphs of cells as networks (`nas_jax.spaces.cell_graphs`): the benchmarks' op names, ops
+# with weights as convs (units = output channels), pools as pools; identities are edges, not layers.
+_NB201_LAYERS = (
+    ("input", Role.IP, 0),
+    ("output", Role.OP, 0),
+    ("nor_conv_1x1", Role.CONV, 1),
+    ("nor_conv_3x3", Role.CONV, 3),
+    ("avg_pool_3x3", Role.POOL, 3),
+)
+_NB101_LAYERS = (
+    ("input", Role.IP, 0),
+    ("output", Role.OP, 0),
+    ("conv3x3-bn-relu", Role.CONV, 3),
+    ("conv1x1-bn-relu", Role.CONV, 1),  # also the 1x1 projections of the cell input
+    ("maxpool3x3", Role.POOL, 3),
+)
+
 # The Auto-Keras reference family (autokeras.md 1.4, 12): conv blocks conv -> BN -> merge of
 # add-skips -> ReLU, 2x2 max-pools, a global-average-pool head with ReLU dense blocks. Skips are
 # vertices: `conv1` (add) and `concat` (the projection of a concatenation).
@@ -120,8 +138,19 @@ _GROUPS = {
     ),
     "nb201": (("all", None),),
     "nb101": (("all", None),),
+    "nb201_layers": (
+        ("all", None),
+        ("conv", ("nor_conv_1x1", "nor_conv_3x3")),
+        ("pool", ("avg_pool_3x3",)),
+    ),
+    "nb101_layers": (
+        ("all", None),
+        ("conv", ("conv3x3-bn-relu", "conv1x1-bn-relu")),
+        ("pool", ("maxpool3x3",)),
+    ),
 }
-_VOCAB = {"cnn": _CNN, "mlp": _MLP, "nb201": _NB201, "nb101": _NB101, "autokeras": _AUTOKERAS}
+_VOCAB = {"cnn": _CNN, "mlp": _MLP, "nb201": _NB201, "nb101": _NB101, "autokeras": _AUTOKERAS,
+          "nb201_layers": _NB201_LAYERS, "nb101_layers": _NB101_LAYERS}
 KINDS = tuple(_VOCAB)
 # Kinds whose architectures use the layer-graph interchange JSON and NASBOT's validity rules;
 # cell kinds are built by `nas_jax.spaces.cells` (ops as nodes, input and output as ip/op).
@@ -129,6 +158,10 @@ LAYER_GRAPH_KINDS = ("cnn", "mlp")
 # Kinds written as interchange JSON: the layer graphs and the Auto-Keras family, whose
 # main-chain rules live in `nas_jax.arch.main_chain`.
 JSON_KINDS = LAYER_GRAPH_KINDS + ("autokeras",)
+# Kinds of cell networks (`nas_jax.spaces.cell_graphs.cell_layer_graph`). Their layers *sum* their
+# inputs, so a layer's input has as many channels as its smallest summand (not the sum), and
+# their ip stores the cell input's channel count as its units (not NASBOT's 1 unit).
+CELL_LAYER_KINDS = ("nb201_layers", "nb101_layers")
 
 
 class LabelTable(NamedTuple):

@@ -131,6 +131,17 @@ def _autokeras_cost(rule: str, table: labels_lib.LabelTable, i: int, j: int) -> 
   return math.inf
 
 
+def _cell_cost(rule: str, table: labels_lib.LabelTable, i: int, j: int) -> float:
+  """Ours, for `labels.CELL_LAYER_KINDS`: 1x1 next to 3x3 as 3x3 is to 5x5 in Table 4 (0.2 by
+  both rules, as for the autokeras kind), avg and max pools as in Table 4, conv vs pool never."""
+  ri, rj = Role(int(table.role[i])), Role(int(table.role[j]))
+  if ri == rj == Role.CONV:
+    return _conv_cost(rule, int(table.kernel[i]) + 2, int(table.kernel[j]) + 2)
+  if ri == rj == Role.POOL:
+    return 0.25 if rule == "paper" else 0.5
+  return math.inf
+
+
 def _mlp_cost(names: tuple[str, ...], i: int, j: int) -> float:
   a, b = names[i], names[j]
   if (a in _RECTIFIERS and b in _RECTIFIERS) or (a in _SIGMOIDS and b in _SIGMOIDS):
@@ -150,6 +161,8 @@ def _rule_matrix(kind: str, rule: str) -> np.ndarray:
       if i != j:
         if kind == "mlp":
           m[i, j] = _mlp_cost(table.names, i, j)
+        elif kind in labels_lib.CELL_LAYER_KINDS:
+          m[i, j] = _cell_cost(rule, table, i, j)
         else:
           m[i, j] = (_autokeras_cost if kind == "autokeras" else _cnn_cost)(rule, table, i, j)
   m.setflags(write=False)
