@@ -14,6 +14,7 @@ from nas_jax.arch.graph import (
 from nas_jax.arch.json_io import Limits
 from nas_jax.arch.labels import vocabulary
 from nas_jax.spaces.cells import Cell, cell_to_architecture, nb101_space, nb201_space
+from nas_jax.spaces.cell_graphs import cell_layer_graph
 from nas_jax.spaces.modifiers import (
     MODIFIERS,
     STRUCTURE_MODIFIERS,
@@ -70,6 +71,7 @@ __all__ = [
     "MASS_PARAMS", "MassParams", "layer_masses", "path_lengths", "topological_order", "total_mass",
     "Limits", "vocabulary",
     "Cell", "cell_to_architecture", "nb101_space", "nb201_space",
+    "cell_layer_graph",
     "MODIFIERS", "STRUCTURE_MODIFIERS", "UNIT_MODIFIERS", "compound_mutation",
     "initial_pool", "random_architecture", "random_json",
     "SPACES", "Space", "canonical_key", "layer_graph_space",
