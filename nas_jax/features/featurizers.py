@@ -24,6 +24,7 @@ from nas_jax.features.featurizer import (Featurizer, arc_to_pair, distance_featu
                                          vector_featurizer, vector_to_pair)
 from nas_jax.features.otmann import KERNEL_NU_STR, otmann_distances
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
+from nas_jax.spaces import cell_graphs
 from nas_jax.spaces import conditional as cond
 from nas_jax.spaces.space import canonical_key as arch_key
 
@@ -49,7 +50,6 @@ def _to_architecture(space: Any) -> Callable:
   if space.kind == cond.KIND:
     spec = conditional_spec_of(space)
     return lambda p: cond.to_architecture(p, spec)
-  from nas_jax.spaces import cell_graphs  # TEMP until the cell conversion lands
   return cell_graphs.cell_layer_graph
 
 
