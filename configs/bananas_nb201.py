@@ -1,7 +1,8 @@
 """BANANAS (preset "code": truncated path encoding, ITS) on NAS-Bench-201 CIFAR-10 (spec bananas.md 8, 14).
 
-Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never downloaded):
-  python launch/search.py --config=configs/bananas_nb201.py[:smoke] --config.workdir=runs/bananas_nb201 \\
+Run (`:smoke` = tiny budget, used by tests and CI; `:paper` = the paper's preset, path encoding and
+UCB; the table folder is never downloaded):
+  python launch/search.py --config=configs/bananas_nb201.py[:smoke|:paper|:smoke+paper] --config.workdir=runs/bananas_nb201 \\
     --config.task.path=../shared/data/nasbench201
 The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.py`.
 
@@ -16,10 +17,14 @@ _BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_nb201.py"
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
-  smoke = arg == "smoke"
+  tokens = [t for t in arg.split("+") if t]
+  if any(t not in ("smoke", "paper") for t in tokens):
+    raise ValueError(f"get_config: arg must be '+'-separated tokens of smoke, paper; got {arg!r}")
+  smoke = "smoke" in tokens
+  c = _BASE("smoke" if smoke else "")
   c.strategy = "bananas"
-  options = {"preset": "code"}  # "code" (truncated path, ITS) | "paper" (path, UCB); spec 14
+  # "code" (truncated path, ITS) | "paper" (path, UCB); spec 14
+  options = {"preset": "paper" if "paper" in tokens else "code"}
   if smoke:
     options.update(epochs=5, hidden=(8, 8))
   c.strategy_config = ml_collections.ConfigDict(options)

@@ -19,6 +19,8 @@ import numpy as np
 from nas_jax.search.task import Task, TaskResult
 
 __all__ = [
+    "best_valid_test",
+    "regret_summary",
     "DATASETS",
     "REPORT_METRICS",
     "NB201_FILE",
@@ -170,3 +172,32 @@ def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:
   for q in range(1, len(values)):
     best[q] = q if values[q] > values[best[q - 1]] else best[q - 1]
   return best_test - test_values[best]
+
+
+def best_valid_test(table: Nb201Table) -> float:
+  """The reported accuracy of the cell with the best validation accuracy (the first of ties):
+  the reference of `regret_bv` (spec 11.2; 1.1111 below best_test on ImageNet16-120)."""
+  return float(table.test[int(np.argmax(table.valid))])
+
+
+def regret_summary(test_runs: Any, table: Nb201Table) -> dict:
+  """Mean and standard error over runs of both regrets at the budget (spec 11.2).
+
+  Args:
+    test_runs: [runs][q] the test accuracy of each run's incumbent after each query
+      (`compare`'s "test_runs"); the last entry of each run is read.
+    table: the dataset's table.
+
+  Returns:
+    {"n": runs, "regret": (mean, s.e.) of best_test - test, "regret_bv": (mean, s.e.) of
+    best_valid_test - test}.
+  """
+  final = np.array([np.asarray(r, float)[-1] for r in test_runs])
+  if final.ndim != 1 or len(final) == 0 or not np.all(np.isfinite(final)):
+    raise ValueError(f"test_runs: {len(final)} runs with a final test accuracy each expected, got {final}")
+
+  def stat(x):
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
+
+  return {"n": len(final), "regret": stat(table.best_test - final),
+          "regret_bv": stat(best_valid_test(table) - final)}

@@ -89,3 +89,15 @@ def test_own_file_in_the_documented_format(tmp_path):
   f.write_text(f"arch_str,cifar10_valid_acc,cifar10_test_acc\n{BEST},50.0,60.0\n")
   t = tabular.load_nb201(str(f))
   assert t.best_test == 60.0 and t.iso_class is None and t.index.tolist() == [0]
+
+
+def test_regret_summary_reads_both_references_by_hand():
+  for dataset, gap in (("cifar10", 0.0), ("imagenet16", 1.1111)):  # best test - test of the best-valid cell
+    t = tabular.load_nb201(FOLDER, dataset)
+    assert t.best_test - tabular.best_valid_test(t) == pytest.approx(gap, abs=1e-4)
+    runs = [[40.0, t.best_test - 1.0], [30.0, t.best_test - 3.0]]  # the last entry of each run counts
+    s = tabular.regret_summary(runs, t)
+    assert s["n"] == 2 and s["regret"] == pytest.approx((2.0, 1.0))  # s.e. = std(ddof 1) / sqrt(2)
+    assert s["regret_bv"][0] == pytest.approx(2.0 - gap, abs=1e-4)
+  with pytest.raises(ValueError, match="test_runs"):
+    tabular.regret_summary([[float("nan")]], t)

@@ -1,0 +1,34 @@
+"""NASBOT on NAS-Bench-201 CIFAR-10: the OTMANN GP (cells as layer graphs) with EI maximised by
+NASBOT's EA, starting from 10 random cells (BANANAS' t0) so that seeds differ.
+
+Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never downloaded):
+  python launch/search.py --config=configs/nasbot_nb201.py[:smoke] --config.workdir=runs/nasbot_nb201 \\
+    --config.task.path=../shared/data/nasbench201
+The comparison of all NB201 methods: see `random_nb201.py`.
+
+Space, task and executor fields are those of `random_nb201.py`.
+"""
+import os
+import runpy
+
+import ml_collections
+
+_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_nb201.py"))["get_config"]
+
+
+def get_config(arg: str = "") -> ml_collections.ConfigDict:
+  c = _BASE(arg)
+  smoke = arg == "smoke"
+  c.strategy = "bo"
+  c.strategy_config = ml_collections.ConfigDict({
+      "featurizer": "otmann",
+      "surrogate": "gp",
+      "surrogate_config": {"n_starts": 2 if smoke else 16, "fit_steps": 20 if smoke else 200},
+      "acquisition": "ei",
+      "optimizer": "ea",
+      # NASBOT's schedule n_EA = clip(25 sqrt(t), 50, 500); no pool: the initial cells are random
+      "optimizer_config": {"lo": 10 if smoke else 50, "hi": 10 if smoke else 500, "pool": False},
+      "initial": "random",
+      "n_init": 10,
+  })
+  return c
