@@ -33,9 +33,10 @@ class Space(NamedTuple):
     kind: the point kind, e.g. "cnn", "mlp", "nb201".
     sample: `(key, n) -> list[point]`, n random valid points.
     mutate: `(point, key) -> (point, ok)`: a valid point with a different canonical key and
-      ok=True, or the input point itself and ok=False when no change was made (e.g. no modifier
-      changes it within the limits). ok=False is a result, never an exception: callers skip the
-      point and count the attempt. An invalid input point still raises ValueError.
+      ok=True, or the input point itself and ok=False when no change was made: no modifier
+      changes it within the limits, or a cell's single code-mutation draw (`require_change=False`)
+      changed nothing. ok=False is a result, never an exception: callers skip the point and count
+      the attempt. An invalid input point still raises ValueError.
     neighbours: `(point) -> list[point]`, a deterministic bounded neighbourhood.
     canonical_key: `(point) -> hashable`, equal for equal points up to renumbering.
     to_json: `(point) -> dict`, the interchange JSON.
