@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 from nas_jax.features.pairwise import ArcPair  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
-from nas_jax.search.strategies.conditional_bo import conditional_bo  # noqa: E402
+from nas_jax.search.strategies.presets import conditional_bo  # noqa: E402
 from nas_jax.spaces import conditional as cond  # noqa: E402
 from nas_jax.surrogates.kernels import ArcKernel  # noqa: E402
 

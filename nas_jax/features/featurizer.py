@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, NamedTuple, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.features.pairwise import ArcPair, OtmannPair, VectorPair
@@ -59,6 +60,11 @@ class Featurizer(NamedTuple):
     extend: `(cache, points) -> FeatureCache`, computing only new keys.
     pairs: `(cache, train, candidates) -> (Pairwise [n, n], Pairwise [m, n])`; a VectorPair's
       x1 holds the rows' [n, D] vectors, which vector surrogates (the ensemble) read.
+    features: vector featurizers: `(cache, points) -> tuple of [n, ...]` arrays (cached rows
+      gathered, others computed); to_pair: `(features_a, features_b) -> Pairwise`, traceable;
+      None for distance featurizers.
+    encode_values: `(values [m, P]) -> features`, a traceable encoding of raw parameter values
+      for gradient ascent on them (conditional spaces), or None.
   """
 
   name: str
@@ -68,6 +74,9 @@ class Featurizer(NamedTuple):
   init: Callable[[Sequence], FeatureCache]
   extend: Callable[[FeatureCache, Sequence], FeatureCache]
   pairs: Callable[[FeatureCache, Sequence, Sequence], tuple]
+  features: Callable[[FeatureCache, Sequence], tuple] | None = None
+  to_pair: Callable[[tuple, tuple], Any] | None = None
+  encode_values: Callable[[Any], tuple] | None = None
 
 
 def _new(key_fn: Callable, cache: FeatureCache, points: Sequence) -> tuple[list, list]:
@@ -95,12 +104,14 @@ def _rows(cache: FeatureCache, key_fn: Callable, points: Sequence) -> np.ndarray
 
 
 def vector_featurizer(name: str, spaces: tuple, key_fn: Callable, encode: Callable[[Sequence], tuple],
-                      to_pair: Callable[[tuple, tuple], Any], pair_type: type, dim: int | None) -> Featurizer:
+                      to_pair: Callable[[tuple, tuple], Any], pair_type: type, dim: int | None,
+                      encode_values: Callable[[Any], tuple] | None = None) -> Featurizer:
   """A featurizer of per-point features.
 
   Args:
     encode: `(points) -> tuple of [n, ...] arrays` (e.g. (x,) or (u, active)).
-    to_pair: `(features_a, features_b) -> Pairwise [n_a, n_b]`.
+    to_pair: `(features_a, features_b) -> Pairwise [n_a, n_b]`, traceable.
+    encode_values: see `Featurizer`.
   """
 
   def extend(cache: FeatureCache, points: Sequence) -> FeatureCache:
@@ -128,7 +139,7 @@ def vector_featurizer(name: str, spaces: tuple, key_fn: Callable, encode: Callab
     return to_pair(ft, ft), to_pair(fc, ft)
 
   return Featurizer(name, tuple(spaces), pair_type, dim, lambda points: extend(FeatureCache(), points), extend,
-                    pairs)
+                    pairs, features, to_pair, encode_values)
 
 
 def distance_featurizer(name: str, spaces: tuple, key_fn: Callable, prepare: Callable[[Sequence], list],
@@ -184,8 +195,8 @@ def otmann_to_pair(d_train: tuple, d_cross: tuple) -> tuple[OtmannPair, OtmannPa
 
 
 def vector_to_pair(fa: tuple, fb: tuple) -> VectorPair:
-  return VectorPair(np.asarray(fa[0], np.float64), np.asarray(fb[0], np.float64))
+  return VectorPair(jnp.asarray(fa[0]), jnp.asarray(fb[0]))
 
 
 def arc_to_pair(fa: tuple, fb: tuple) -> ArcPair:
-  return ArcPair(np.asarray(fa[0], np.float64), fa[1], np.asarray(fb[0], np.float64), fb[1])
+  return ArcPair(jnp.asarray(fa[0]), jnp.asarray(fa[1]), jnp.asarray(fb[0]), jnp.asarray(fb[1]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.features import bourgain
@@ -22,7 +23,7 @@ from nas_jax.features import edit_distance as ed
 from nas_jax.features import encodings
 from nas_jax.features.featurizer import (Featurizer, arc_to_pair, distance_featurizer, otmann_to_pair,
                                          vector_featurizer, vector_to_pair)
-from nas_jax.features.otmann import KERNEL_NU_STR, otmann_distances
+from nas_jax.features.otmann import KERNEL_NU_STR, check_options, otmann_distances
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
 from nas_jax.spaces import cell_graphs
 from nas_jax.spaces import conditional as cond
@@ -56,6 +57,7 @@ def _to_architecture(space: Any) -> Callable:
 def otmann_featurizer(space: Any, *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper",
                       chunk_size: int = 256) -> Featurizer:
   """OTMANN distances (d, d_bar) [n_nu, n, n] -> OtmannPair; options of `otmann_distances`."""
+  check_options(solver=solver, nu_str=nu_str, params=params, chunk_size=chunk_size)
   nus = tuple(float(v) for v in np.atleast_1d(nu_str))
   to_arch = _to_architecture(space)
 
@@ -123,23 +125,40 @@ def encoding_featurizer(name: str) -> Callable[..., Featurizer]:
   return make
 
 
+def _unit_values(spec: cond.ConditionalSpec) -> Callable:
+  """`values [m, P] -> (u, active)`, `conditional.to_unit` as a traceable function of raw values."""
+  lower, span, layer = jnp.asarray(spec.lower), jnp.asarray(spec.upper - spec.lower), jnp.asarray(spec.layer)
+
+  def unit(values):
+    active = layer <= values[:, :1]
+    return jnp.where(active & (span > 0), (values - lower) / jnp.where(span > 0, span, 1.0), 0.0), active
+
+  return unit
+
+
 def arc_featurizer(space: Any) -> Featurizer:
   """(u, active) [n, P] of conditional points -> ArcPair (arc_kernel.md 2)."""
   spec = conditional_spec_of(space)
   encode = lambda pts: cond.to_unit(cond.stack_points(list(pts)), spec)
-  return vector_featurizer("arc", (cond.KIND,), space.canonical_key, encode, arc_to_pair, ArcPair, len(spec.names))
+  return vector_featurizer("arc", (cond.KIND,), space.canonical_key, encode, arc_to_pair, ArcPair, len(spec.names),
+                           encode_values=_unit_values(spec))
 
 
 def poor_man_featurizer(space: Any) -> Featurizer:
   """Unit values with inactive ones at POOR_MAN_FILL = -1 (arc_kernel.md 9) -> VectorPair."""
   spec = conditional_spec_of(space)
+  unit = _unit_values(spec)
 
   def encode(pts) -> tuple:
     u, active = cond.to_unit(cond.stack_points(list(pts)), spec)
     return (np.where(active, u, POOR_MAN_FILL),)
 
+  def encode_values(values) -> tuple:
+    u, active = unit(values)
+    return (jnp.where(active, u, POOR_MAN_FILL),)
+
   return vector_featurizer("poor_man", (cond.KIND,), space.canonical_key, encode, vector_to_pair, VectorPair,
-                           len(spec.names))
+                           len(spec.names), encode_values=encode_values)
 
 
 POOR_MAN_FILL = -1.0  # arc_kernel.md 9: the paper's value for inactive parameters

@@ -22,6 +22,7 @@ from nas_jax.arch.architecture import Architecture, stack
 from nas_jax.features import otmann_costs as costs
 
 __all__ = [
+    "check_options",
     "SOLVERS",
     "KERNEL_NU_STR",
     "OtmannDistances",
@@ -79,6 +80,14 @@ def _check(solver: str, chunk_size: int, sinkhorn: SinkhornConfig) -> None:
   s = sinkhorn
   if not (s.epsilon > 0 and 0 < s.momentum < 2 and s.threshold > 0 and s.cap > 2 and s.max_iterations >= 1):
     raise ValueError(f"sinkhorn: {s}; need epsilon > 0, 0 < momentum < 2, threshold > 0, cap > 2, max_iterations >= 1")
+
+
+def check_options(*, solver: str = "exact", nu_str=KERNEL_NU_STR, params="paper", chunk_size: int = 256) -> None:
+  """Checks options of `otmann_distances` before any distance is computed (a search checks them
+  at build time, not after its first evaluation); ValueError naming the bad one."""
+  _check(solver, chunk_size, SinkhornConfig())
+  _nu_values(nu_str)
+  costs.otmann_params(params)
 
 
 def _nu_values(nu_str) -> tuple[np.ndarray, bool]:

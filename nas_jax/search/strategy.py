@@ -60,7 +60,7 @@ STRATEGIES: dict[str, Callable[..., Strategy]] = {
     "local_search": _lazy("local_search", "ls_factory"),
     "regularized_evolution": _lazy("regularized_evolution", "re_factory"),
     "autokeras": _lazy("presets", "autokeras_factory"),
-    "conditional_bo": _lazy("conditional_bo", "conditional_bo_factory"),
+    "conditional_bo": _lazy("presets", "conditional_bo_factory"),
 }
 
 

@@ -12,8 +12,9 @@ is a power of two, so a growing history compiles O(log n) times.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,9 +25,10 @@ from nas_jax.spaces.graph_edit import next_power_of_two
 from nas_jax.surrogates import gp, kernels
 from nas_jax.surrogates.ensemble import ensemble_surrogate
 from nas_jax.surrogates.priors import default_box
-from nas_jax.surrogates.surrogate import JointInputs, Predictive, Surrogate, gp_surrogate, hallucinate
+from nas_jax.surrogates.surrogate import GPState, JointInputs, Predictive, Surrogate, gp_surrogate, hallucinate
 
-__all__ = ["SURROGATES", "PointModel", "Fitted", "point_model", "fit", "predict", "capacity"]
+__all__ = ["SURROGATES", "PointModel", "Fitted", "ValueModel", "point_model", "fit", "predict", "capacity",
+           "value_model", "value_predictive"]
 
 SURROGATES = ("gp", "gp_fixed", "ensemble")
 
@@ -187,3 +189,57 @@ def predict(fitted: Fitted, candidates: Sequence, *, joint: bool = False) -> tup
   pred = model.surrogate.predict(fitted.state, inputs)
   pred_p = pred if fitted.state_p is fitted.state else model.surrogate.predict(fitted.state_p, inputs)
   return _to_scores(model, pred, m), _to_scores(model, pred_p, m)
+
+
+_VAR_FLOOR = 1e-12  # relative to Var(Y): keeps the gradient of the std finite at observed points
+
+
+@flax.struct.dataclass
+class ValueModel:
+  """A fitted GP as a traceable function of raw parameter values (gradient ascent on them).
+
+  posterior, posterior_p: gp.GPPosterior [S, ...] of the observations, and with the pending points;
+  train: the featurizer's features of the C train slots (zero at padding); offset: the target
+  offset (0 when the GP models scores); sign: -1 when it models offset - score, else 1;
+  encode, to_pair: the featurizer's `encode_values` and `to_pair` (static).
+  """
+
+  posterior: gp.GPPosterior
+  posterior_p: gp.GPPosterior
+  train: tuple
+  offset: jax.Array
+  sign: jax.Array
+  encode: Callable = flax.struct.field(pytree_node=False)
+  to_pair: Callable = flax.struct.field(pytree_node=False)
+
+
+def _batched(state: Any) -> gp.GPPosterior:
+  """The [S, ...] posterior of a fitted GP state (a fixed GP's posterior gets S = 1)."""
+  return state.posterior if isinstance(state, GPState) else jax.tree.map(lambda x: x[None], state)
+
+
+def value_model(fitted: Fitted) -> ValueModel:
+  """The ValueModel of a fitted GP whose featurizer encodes raw values; ValueError otherwise."""
+  model = fitted.model
+  if model.vectors or model.featurizer.encode_values is None:
+    raise ValueError(f"value_model: a GP on a featurizer with encode_values is needed; got {model.name!r} on"
+                     f" {model.featurizer.name!r}")
+  train = model.featurizer.features(fitted.cache, fitted.train)
+  train = tuple(np.concatenate([x, np.zeros((fitted.capacity - len(x),) + x.shape[1:], x.dtype)]) for x in train)
+  offset = 0.0 if model.target_offset is None else model.target_offset
+  sign = 1.0 if model.target_offset is None else -1.0
+  return ValueModel(_batched(fitted.state), _batched(fitted.state_p), tuple(jnp.asarray(x) for x in train),
+                    jnp.asarray(offset), jnp.asarray(sign), model.featurizer.encode_values, model.featurizer.to_pair)
+
+
+def value_predictive(vm: ValueModel, values: jax.Array) -> tuple[Predictive, Predictive]:
+  """(pred, pred_p) at values [m, P] on the score scale, mean and std [S, m]; traceable and
+  differentiable (the variance is floored at 1e-12 Var(Y), where sqrt has no gradient)."""
+  pair = vm.to_pair(vm.encode(values), vm.train)
+
+  def one(post):
+    mean, var = jax.vmap(gp.predict, (0, None))(post, pair)
+    std = jnp.sqrt(jnp.maximum(var, _VAR_FLOOR * post.y_scale[:, None] ** 2))
+    return Predictive(vm.offset + vm.sign * mean, std)
+
+  return one(vm.posterior), one(vm.posterior_p)

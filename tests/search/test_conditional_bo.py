@@ -13,7 +13,9 @@ import pytest
 from nas_jax.acquisition.continuous import maximize_continuous, n_evaluations
 from nas_jax.search import compare
 from nas_jax.search.state import Observation, Status
-from nas_jax.search.strategies.conditional_bo import KERNELS, OPTIMIZERS, conditional_bo
+from nas_jax.search.strategies.presets import CONDITIONAL_KERNELS as KERNELS
+from nas_jax.search.strategies.presets import CONDITIONAL_OPTIMIZERS as OPTIMIZERS
+from nas_jax.search.strategies.presets import conditional_bo
 from nas_jax.search.strategy import make_strategy
 from nas_jax.spaces.conditional import check_point, conditional_space, conditional_spec
 
@@ -75,7 +77,7 @@ def test_every_kernel_proposes_valid_points_neither_observed_nor_pending(kernel)
   for p in out:
     check_point(p, SPEC)
     note = strategy.notes(proposed, p)
-    assert note["kernel"] == kernel and note["depth"] == int(p.values[0])
+    assert note["featurizer"] == kernel and note["depth"] == int(p.values[0])
     assert note["origin"] in ("random", "mutation", "gradient") and note["acquisition"] >= 0  # EI
 
 
@@ -85,7 +87,7 @@ def test_gradient_and_mutation_spend_equal_acquisition_evaluations_by_default():
     strategy = conditional_bo(SPACE, "min", kernel="arc", optimizer=optimizer, **FAST)
     proposed, (p,) = strategy.propose(_observed(strategy), 1, [])
     note = strategy.notes(proposed, p)
-    assert note["optimizer"] == optimizer
+    assert note["optimizer"] == "per_depth" and note["gradient"] == (optimizer == "gradient")
     spent[optimizer] = note["n_acq_evals"]
   scored = 3 * FAST["n_random"] + 6  # random points per depth and the observed points
   gradient = n_evaluations(3 * FAST["n_grad_starts"], FAST["grad_steps"])

@@ -175,7 +175,6 @@ def _next_two(name: str) -> list:
 
 def test_every_registered_strategy_has_a_case():
   assert sorted(CASES) == NAMES
-  assert all(any(option in bad for bad in CASES[name].bad) for name, option in XFAIL)  # no stale marks
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -221,30 +220,11 @@ def test_a_batch_call_gives_n_distinct_new_points(name):
   assert len(keys) == len(set(keys)) == 2 and not set(keys) & observed
 
 
-# Known breaches of the contract in code outside this suite, as (strategy, option): reason. Strict,
-# so the fix fails these cases until its mark is removed.
-_UNCHECKED_OTMANN = ("features/featurizers.py::otmann_featurizer passes solver and params to otmann_distances"
-                     " unchecked: a bad value raises only in the first update after an evaluation")
-_RAND_IGNORES = ("strategies/presets.py::rand_factory builds bo with acquisition='random', which makes no"
-                 " featurizer, so solver and otmann_params are accepted and never checked (nor used)")
-XFAIL = {
-    ("nasbot", "solver"): _UNCHECKED_OTMANN,
-    ("nasbot", "otmann_params"): _UNCHECKED_OTMANN,
-    ("rand", "solver"): _RAND_IGNORES,
-    ("rand", "otmann_params"): _RAND_IGNORES,
-    ("bo", "acquisition_config"): ("strategies/bo.py checks the names in acquisition_config, not their values:"
-                                   " kappa='nope' is accepted, ignored by ei and a TypeError in acquire() at"
-                                   " the first model-based proposal with ucb"),
-}
-
-
 def _bad_cases() -> list:
   out = []
   for name in NAMES:
     for bad in CASES[name].bad if name in CASES else ({},):
-      reason = XFAIL.get((name, next(iter(bad), None)))
-      marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-      out.append(pytest.param(name, bad, id=f"{name}-{'-'.join(bad) or 'no-case'}", marks=marks))
+      out.append(pytest.param(name, bad, id=f"{name}-{'-'.join(bad) or 'no-case'}"))
   return out
 
 

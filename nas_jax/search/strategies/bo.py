@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import time
 from typing import Any
 
 import jax
@@ -27,7 +28,7 @@ import numpy as np
 
 from nas_jax.acquisition import functions as acq
 from nas_jax.acquisition import mutation
-from nas_jax.acquisition.optimizers import Context, make_optimiser
+from nas_jax.acquisition.optimizers import Context, ValueAcquisition, make_optimiser, value_acquisition
 from nas_jax.features.featurizer import FeatureCache
 from nas_jax.features.featurizers import make_featurizer
 from nas_jax.search.state import GOALS
@@ -38,7 +39,8 @@ from nas_jax.surrogates import point_model
 __all__ = ["INITIAL", "BOState", "bo", "bo_factory"]
 
 INITIAL = ("pool", "random")
-_ACQ_OPTIONS = ("kappa", "xi", "sigma_scale")
+_ACQ_DEFAULTS = (("kappa", 2.0), ("xi", 0.0), ("sigma_scale", 1.0))  # `functions.acquire`'s
+_ACQ_OPTIONS = tuple(k for k, _ in _ACQ_DEFAULTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,14 +97,23 @@ def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_
   unknown = sorted(set(acq_options) - set(_ACQ_OPTIONS))
   if unknown:
     raise ValueError(f"bo: acquisition_config has {unknown}; allowed: {', '.join(_ACQ_OPTIONS)}")
+  for name, least in (("kappa", 0.0), ("xi", 0.0), ("sigma_scale", 0.0)):
+    v = acq_options.get(name, least)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < least:
+      raise ValueError(f"bo: acquisition_config.{name}={v!r}; expected a finite number >= {least:g}")
   if acquisition not in acq.ACQUISITIONS + ("random",):
     raise ValueError(f"bo: acquisition={acquisition!r}; allowed: {', '.join(acq.ACQUISITIONS + ('random',))}")
   optimiser = make_optimiser(optimizer, space.kind, **_options("optimizer_config", optimizer_config))
-  model = None
-  if acquisition != "random":
-    feats = make_featurizer(featurizer, space, **_options("featurizer_config", featurizer_config))
-    model = point_model.point_model(surrogate, feats, **_options("surrogate_config", surrogate_config))
+  # Built for "random" too, so that its options are checked: RAND uses neither.
+  feats = make_featurizer(featurizer, space, **_options("featurizer_config", featurizer_config))
+  model = point_model.point_model(surrogate, feats, **_options("surrogate_config", surrogate_config))
+  if acquisition == "random":
+    model = None
   joint = acquisition == "ts" and model is not None and not model.vectors
+  if optimiser.needs_values and (model is None or model.vectors or model.featurizer.encode_values is None
+                                 or acquisition not in ("ei", "pi", "ucb")):
+    raise ValueError(f"bo: optimizer={optimizer!r} ascends the acquisition's gradient: it needs a GP surrogate on"
+                     " a featurizer of raw values (arc or poor_man) and acquisition ei, pi or ucb")
 
   def score_fn(fitted, best, key):
     def score(cands: list) -> np.ndarray:
@@ -112,18 +123,33 @@ def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_
     return score
 
   def choose(keys, state, taken: list, exclude: set) -> list:
-    """[(point, value, notes)] of one optimisation, best first."""
+    """[(point, value, notes)] of one optimisation, best first; notes hold the seconds spent."""
     k_fit, k_opt, k_aux = keys
     history = state.history
     ctx = Context(space, history.points, history.scores, history.trial_ids, frozenset(exclude))
+    t0 = time.perf_counter()
     if model is None:  # RAND: the optimiser on Unif(0, 1) values, one host stream per call
       rng = common.host_rng(k_aux)
-      return optimiser.maximize((k_opt, k_aux), lambda cands: rng.uniform(size=len(cands)), ctx, batch)
-    ok = np.flatnonzero(history.ok)
-    train = [history.points[i] for i in ok] + taken
-    cache = model.featurizer.extend(state.cache, taken)
-    fitted = point_model.fit(model, k_fit, cache, train, history.scores[ok], len(ok))
-    return optimiser.maximize((k_opt, k_aux), score_fn(fitted, float(history.scores[ok].max()), k_aux), ctx, batch)
+      score = lambda cands: rng.uniform(size=len(cands))
+    else:
+      ok = np.flatnonzero(history.ok)
+      train = [history.points[i] for i in ok] + taken
+      cache = model.featurizer.extend(state.cache, taken)
+      fitted = point_model.fit(model, k_fit, cache, train, history.scores[ok], len(ok))
+      best = float(history.scores[ok].max())
+      if optimiser.needs_values:
+        va = ValueAcquisition(point_model.value_model(fitted), best,
+                              *(acq_options.get(k, d) for k, d in _ACQ_DEFAULTS), name=acquisition)
+        ctx = ctx._replace(value_fn=jax.tree_util.Partial(value_acquisition, va))
+      score = score_fn(fitted, best, k_aux)
+    t1 = time.perf_counter()
+    chosen = optimiser.maximize((k_opt, k_aux), score, ctx, batch)
+    seconds = {"fit": round(t1 - t0, 4), "acquisition": round(time.perf_counter() - t1, 4)}
+    return [(p, v, {**x, "seconds": seconds}) for p, v, x in chosen]
+
+  parts = {"optimizer": optimizer}
+  if model is not None:
+    parts.update(featurizer=featurizer, surrogate=surrogate)
 
   def init(key):
     return BOState(key=key, history=common.empty_history(), cache=model.featurizer.init([]) if model else None)
@@ -147,8 +173,7 @@ def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_
       chosen = choose(keys, state, list(pending) + out, exclude) if warm else []
       if chosen:
         for point, value, extra in chosen:
-          notes[space.canonical_key(point)] = {"origin": acquisition, "optimizer": optimizer, "acquisition": value,
-                                               **extra}
+          notes[space.canonical_key(point)] = {"origin": acquisition, **parts, "acquisition": value, **extra}
         exclude.update(space.canonical_key(p) for p, _, _ in chosen)
         points = [p for p, _, _ in chosen]
         queue += points[n - len(out):]

@@ -1,9 +1,11 @@
 """The published model-based methods as presets of the one `bo` strategy, each with its paper's
 option names: NASBOT and RAND (nasbot.md 7-10), BANANAS and its GP-BO baseline (bananas.md 8-9,
-presets "paper" and "code" of spec 14), and Auto-Keras (autokeras.md 4-7).
+presets "paper" and "code" of spec 14), Auto-Keras (autokeras.md 4-7) and conditional BO with the
+arc kernel (arc_kernel.md 6).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from nas_jax.features import encodings
@@ -12,8 +14,9 @@ from nas_jax.search.strategies import common
 from nas_jax.search.strategies.bo import bo
 from nas_jax.search.strategy import Strategy
 
-__all__ = ["BANANAS_PRESETS", "nasbot", "bananas", "gp_bo", "autokeras", "nasbot_factory", "rand_factory",
-           "bananas_factory", "gp_factory", "autokeras_factory"]
+__all__ = ["BANANAS_PRESETS", "CONDITIONAL_KERNELS", "CONDITIONAL_OPTIMIZERS", "nasbot", "bananas", "gp_bo",
+           "autokeras", "conditional_bo", "nasbot_factory", "rand_factory", "bananas_factory", "gp_factory",
+           "autokeras_factory", "conditional_bo_factory"]
 
 # Every difference between BANANAS' presets (bananas.md 14).
 BANANAS_PRESETS = {
@@ -110,6 +113,36 @@ def autokeras(space: Any, goal: str = "max", *, num_classes: int = 10, kernel: s
             initial="pool")
 
 
+CONDITIONAL_KERNELS = ("arc", "poor_man", "otmann")
+CONDITIONAL_OPTIMIZERS = ("gradient", "mutation")
+
+
+def conditional_bo(space: Any, goal: str = "max", *, kernel: str = "arc", acquisition: str = "ei", beta: float = 2.0,
+                   n_starts_fit: int = 8, fit_steps: int = 100, n_random: int = 200, n_grad_starts: int = 16,
+                   grad_steps: int = 50, optimizer: str | None = None, n_mutations: int | None = None) -> Strategy:
+  """Conditional BO over chain MLPs (arc_kernel.md 6): the space's initial points, random ones until
+  2 successes, then a fitted GP with the arc kernel, the poor man's embedding or NASBOT's OTMANN
+  kernel (on the points' networks), and EI or UCB (mean + sqrt(beta) std) maximised per depth by
+  random points, the EA and, with optimizer "gradient" (the default but for "otmann"), gradient
+  ascent on the continuous parameters; n_mutations None spends equal evaluations either way."""
+  optimizer = optimizer or ("mutation" if kernel == "otmann" else "gradient")
+  for name, value, allowed in (("kernel", kernel, CONDITIONAL_KERNELS), ("optimizer", optimizer, CONDITIONAL_OPTIMIZERS),
+                               ("acquisition", acquisition, ("ei", "ucb"))):
+    if value not in allowed:
+      raise ValueError(f"conditional_bo: {name}={value!r}; allowed: {', '.join(allowed)}")
+  if kernel == "otmann" and optimizer == "gradient":
+    raise ValueError("conditional_bo: optimizer='gradient' with kernel='otmann'; OTMANN reads networks, not"
+                     " values, so it has no gradient: use optimizer='mutation' (or None)")
+  if not (isinstance(beta, (int, float)) and beta >= 0):
+    raise ValueError(f"conditional_bo: beta={beta!r}; expected a number >= 0")
+  return bo(space, goal, featurizer=kernel, surrogate="gp",
+            surrogate_config=dict(n_starts=n_starts_fit, fit_steps=fit_steps), acquisition=acquisition,
+            acquisition_config=dict(kappa=math.sqrt(beta)), optimizer="per_depth",
+            optimizer_config=dict(n_random=n_random, gradient=optimizer == "gradient", n_grad_starts=n_grad_starts,
+                                  grad_steps=grad_steps, n_mutations=n_mutations),
+            initial="pool", min_ok=2)
+
+
 def _factory(preset, **fixed):
   def factory(config, space, task) -> Strategy:
     return preset(space, task.goal, **{**common.strategy_options(config), **fixed})
@@ -123,3 +156,4 @@ rand_factory = _factory(nasbot, acquisition="random")
 bananas_factory = _factory(bananas)
 gp_factory = _factory(gp_bo)
 autokeras_factory = _factory(autokeras)
+conditional_bo_factory = _factory(conditional_bo)
