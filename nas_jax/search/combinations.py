@@ -25,7 +25,8 @@ NATURAL_ACQUISITION = {"gp": "ei", "gp_fixed": "ei", "ensemble": "its"}
 _FAST_SURROGATE = {"gp": dict(n_starts=2, fit_steps=20), "gp_fixed": {},
                    "ensemble": dict(hidden=(8, 8), epochs=20, n_members=3)}
 _FAST_OPTIMIZER = {"ea": dict(lo=10, hi=20), "mutation": dict(n_candidates=30), "random": dict(n_candidates=50),
-                   "tree": dict(n_children=4, max_ops=2), "enumerate": {}}
+                   "tree": dict(n_children=4, max_ops=2), "enumerate": {},
+                   "per_depth": dict(n_random=20, n_grad_starts=2, grad_steps=10, n_mutations=20)}
 
 
 class Combination(NamedTuple):
@@ -92,8 +93,8 @@ def bo_kwargs(combination: Combination, fast: bool) -> dict:
 
   The initial design is the space's pool, and the model is fitted from the first success on.
   fast=True shrinks every part for a smoke run (a GP of 2 starts x 20 steps, an ensemble of 3
-  nets of (8, 8) units trained 20 epochs, 20-50 candidates per optimisation); fast=False keeps the
-  registries' defaults.
+  nets of (8, 8) units trained 20 epochs, 20-50 candidates per optimisation, 2 gradient starts x 10
+  steps per depth); fast=False keeps the registries' defaults.
   """
   c = Combination(*combination)
   return dict(featurizer=c.featurizer, featurizer_config={}, surrogate=c.surrogate,
