@@ -29,7 +29,7 @@ from nas_jax.spaces import cell_graphs
 from nas_jax.spaces import conditional as cond
 from nas_jax.spaces.space import canonical_key as arch_key
 
-__all__ = ["FEATURIZERS", "OTMANN_SPACES", "make_featurizer", "conditional_spec_of", "featurizers_for"]
+__all__ = ["BINARY_FEATURIZERS", "FEATURIZERS", "POOR_MAN_FILL", "OTMANN_SPACES", "make_featurizer", "conditional_spec_of", "featurizers_for"]
 
 OTMANN_SPACES = ("cnn", "mlp", "autokeras", cond.KIND, "nb201", "nb101")
 _CELL_KINDS = ("nb201", "nb101")
@@ -162,6 +162,8 @@ def poor_man_featurizer(space: Any) -> Featurizer:
 
 
 POOR_MAN_FILL = -1.0  # arc_kernel.md 9: the paper's value for inactive parameters
+# Featurizers of 0/1 vectors (a Hamming kernel counts their mismatches); adj_code, adj_cont are not.
+BINARY_FEATURIZERS = ("path", "trunc_path", "path_iso", "adj_onehot")
 
 FEATURIZERS: dict[str, tuple[tuple, Callable[..., Featurizer]]] = {
     "otmann": (OTMANN_SPACES, otmann_featurizer),

@@ -20,12 +20,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.features.featurizer import FeatureCache, Featurizer
-from nas_jax.features.pairwise import OtmannPair, VectorPair
+from nas_jax.features.featurizers import BINARY_FEATURIZERS
+from nas_jax.features.pairwise import DistancePair, OtmannPair, VectorPair
 from nas_jax.spaces.graph_edit import next_power_of_two
 from nas_jax.surrogates import gp, kernels
 from nas_jax.surrogates.ensemble import ensemble_surrogate
 from nas_jax.surrogates.priors import default_box
-from nas_jax.surrogates.surrogate import GPState, JointInputs, Predictive, Surrogate, gp_surrogate, hallucinate
+from nas_jax.surrogates.surrogate import (GPState, JointInputs, Predictive, Surrogate, gp_surrogate, hallucinate,
+                                         predict_state)
 
 __all__ = ["SURROGATES", "PointModel", "Fitted", "ValueModel", "point_model", "fit", "predict", "capacity",
            "value_model", "value_predictive"]
@@ -72,26 +74,38 @@ def capacity(n: int, minimum: int) -> int:
 
 
 def _fixed_gp(kernel: Any) -> Surrogate:
-  """A GP whose kernel is fixed: zero prior mean, raw targets, no fit (gp.condition_fixed)."""
+  """A GP whose kernel is fixed: zero prior mean, raw targets, no fit (gp.condition_fixed). Its
+  state is a GPState of one hyper-parameter sample, so joint draws (Thompson sampling) work too."""
 
   def fit(key, pair, y, mask):
-    del key
-    return gp.condition_fixed(kernel, pair, y, mask)
+    post = gp.condition_fixed(kernel, pair, y, mask)
+    return GPState(jax.tree.map(lambda x: x[None], post), jnp.zeros(1), key, post.ok)
 
-  def predict(post, pair):
-    mean, var = gp.predict(post, pair)
-    return Predictive(mean, jnp.sqrt(var))
+  def predict(state, inputs):
+    return predict_state(state, inputs, n_samples=16, squeeze=True)
 
-  return Surrogate(fit, predict, lambda post, pair, y, mask: fit(None, pair, y, mask))
+  def condition(state, pair, y, mask):
+    return fit(state.key, pair, y, mask)
+
+  return Surrogate(fit, predict, condition)
+
+
+def _check_hamming(featurizer: Featurizer, kernel: str | None) -> None:
+  if kernel == "hamming" and featurizer.name not in BINARY_FEATURIZERS:
+    raise ValueError(f"surrogate_config.kernel='hamming' counts mismatches of 0/1 features; {featurizer.name!r}"
+                     f" is not binary (binary featurizers: {', '.join(BINARY_FEATURIZERS)})")
 
 
 def _fixed_kernel(featurizer: Featurizer, kernel: str | None, variance: float, length_scale: float):
-  if featurizer.pair_type is VectorPair and kernel in (None, "hamming"):
+  _check_hamming(featurizer, kernel)
+  binary = featurizer.name in BINARY_FEATURIZERS
+  if featurizer.pair_type is VectorPair and (kernel == "hamming" or (kernel is None and binary)):
     return kernels.Hamming.create(variance, length_scale)
-  if kernel in (None, "matern12") and featurizer.pair_type is not OtmannPair:
+  if kernel in (None, "matern12") and featurizer.pair_type in (VectorPair, DistancePair):
     return kernels.Matern12.create(variance, length_scale)
-  raise ValueError(f"surrogate_config.kernel={kernel!r}: a fixed GP on {featurizer.name!r} features takes"
-                   " 'hamming' (vectors) or 'matern12' (vectors and distances)")
+  raise ValueError(f"surrogate_config.kernel={kernel!r}: a fixed GP on {featurizer.name!r} features"
+                   f" ({featurizer.pair_type.__name__}) takes 'hamming' (binary vectors) or 'matern12' (vectors"
+                   " and distances); use the fitted 'gp' for OTMANN and arc features")
 
 
 def point_model(name: str, featurizer: Featurizer, *, target_offset: float | None = None, **options) -> PointModel:
@@ -110,6 +124,7 @@ def point_model(name: str, featurizer: Featurizer, *, target_offset: float | Non
     if name == "gp":
       fit_keys = ("n_starts", "fit_steps", "n_hyper_samples", "n_chains")
       fit_opts = {k: options.pop(k) for k in fit_keys if k in options}
+      _check_hamming(featurizer, options.get("kernel"))
       box = options.pop("box", None)
       if box is None:
         box = default_box(featurizer.pair_type, featurizer.dim, **options)
@@ -213,11 +228,6 @@ class ValueModel:
   to_pair: Callable = flax.struct.field(pytree_node=False)
 
 
-def _batched(state: Any) -> gp.GPPosterior:
-  """The [S, ...] posterior of a fitted GP state (a fixed GP's posterior gets S = 1)."""
-  return state.posterior if isinstance(state, GPState) else jax.tree.map(lambda x: x[None], state)
-
-
 def value_model(fitted: Fitted) -> ValueModel:
   """The ValueModel of a fitted GP whose featurizer encodes raw values; ValueError otherwise."""
   model = fitted.model
@@ -228,7 +238,7 @@ def value_model(fitted: Fitted) -> ValueModel:
   train = tuple(np.concatenate([x, np.zeros((fitted.capacity - len(x),) + x.shape[1:], x.dtype)]) for x in train)
   offset = 0.0 if model.target_offset is None else model.target_offset
   sign = 1.0 if model.target_offset is None else -1.0
-  return ValueModel(_batched(fitted.state), _batched(fitted.state_p), tuple(jnp.asarray(x) for x in train),
+  return ValueModel(fitted.state.posterior, fitted.state_p.posterior, tuple(jnp.asarray(x) for x in train),
                     jnp.asarray(offset), jnp.asarray(sign), model.featurizer.encode_values, model.featurizer.to_pair)
 
 

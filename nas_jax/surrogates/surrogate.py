@@ -18,6 +18,7 @@ __all__ = [
     "Surrogate",
     "gp_surrogate",
     "hallucinate",
+    "predict_state",
 ]
 
 
@@ -126,7 +127,7 @@ def gp_surrogate(
     return state
 
   def predict(state, inputs):
-    return _predict(state, inputs, n_samples=n_samples, squeeze=squeeze)
+    return predict_state(state, inputs, n_samples=n_samples, squeeze=squeeze)
 
   def condition(state, inputs, y, mask):
     y = jnp.asarray(y)
@@ -174,7 +175,9 @@ def _fit(key, box, pair, y, mask, *, config: _FitConfig) -> GPState:
 
 
 @functools.partial(jax.jit, static_argnames=("n_samples", "squeeze"))
-def _predict(state: GPState, inputs: Any, *, n_samples: int, squeeze: bool) -> Predictive:
+def predict_state(state: GPState, inputs: Any, *, n_samples: int, squeeze: bool) -> Predictive:
+  """A GPState's Predictive at inputs (Pairwise (m, C), or JointInputs for n_samples joint draws
+  per hyper-parameter sample); squeeze drops the axis S = 1 of a single fit."""
   if isinstance(inputs, JointInputs):
     mean, cov = jax.vmap(gp.predict_joint, (0, None, None))(
         state.posterior, inputs.cross, inputs.test
