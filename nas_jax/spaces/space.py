@@ -82,12 +82,12 @@ def canonical_key(arch: Architecture) -> str:
   parents, children = adjacency_lists(g.adj)
   # Colours are ranks among the round's sorted distinct signatures, so equal signature
   # multisets give equal colourings; the key hashes every round's multiset, i.e. the history.
-  rounds = []
+  rounds, n_classes = [], -1  # refinement stops once a round splits no colour class
   for _ in range(g.n + 1):
     rank = {sig: r for r, sig in enumerate(sorted(set(signature)))}
     colour = [rank[sig] for sig in signature]
     rounds.append(sorted(signature))
-    if len(rounds) > 1 and len(rank) == n_classes:
+    if len(rank) == n_classes:
       break
     n_classes = len(rank)
     signature = [(colour[i], tuple(sorted(colour[p] for p in parents[i])),

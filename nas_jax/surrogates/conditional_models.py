@@ -14,7 +14,6 @@ import numpy as np
 from nas_jax.features.featurizers import POOR_MAN_FILL
 from nas_jax.features.pairwise import ArcPair, VectorPair
 from nas_jax.spaces import graph_edit
-from nas_jax.surrogates import gp_fit
 from nas_jax.surrogates.priors import arc_box, poor_man_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 
