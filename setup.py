@@ -1,36 +1,41 @@
 """nas_jax: neural architecture search by Bayesian optimisation, in JAX."""
+
 import setuptools
 
 setuptools.setup(
-    name="nas_jax",
-    version="0.1.0",
-    description=(
-        "JAX-native neural architecture search: NASBOT (OTMANN), BANANAS,"
-        " Auto-Keras morphism and arc kernels."
-    ),
-    packages=setuptools.find_packages(include=["nas_jax", "nas_jax.*"]),
-    python_requires=">=3.10",
-    install_requires=[
-        "jax>=0.4.30",
-        "jaxlib>=0.4.30",
-        "flax>=0.8.5",
-        "optax>=0.2.2",
-        "ott-jax>=0.4.7",
-        "chex>=0.1.86",
-        "absl-py>=2.0",
-        "ml_collections>=0.1.1",
-        "numpy>=1.24",
-        "POT>=0.9.3",
-        "scikit-learn>=1.3",
-        "matplotlib>=3.7",
-        "tqdm>=4.66",
+  name="nas_jax",
+  version="0.1.0",
+  description=("JAX-native neural architecture search: NASBOT (OTMANN), BANANAS, Auto-Keras morphism and arc kernels."),
+  packages=setuptools.find_packages(include=["nas_jax", "nas_jax.*"]),
+  python_requires=">=3.10",
+  install_requires=[
+    "jax>=0.4.30",
+    "jaxlib>=0.4.30",
+    "flax>=0.8.5",
+    "optax>=0.2.2",
+    "ott-jax>=0.4.7",
+    "chex>=0.1.86",
+    "absl-py>=2.0",
+    "ml_collections>=0.1.1",
+    "numpy>=1.24",
+    "POT>=0.9.3",
+    "scikit-learn>=1.3",
+    "matplotlib>=3.7",
+    "tqdm>=4.66",
+  ],
+  extras_require={
+    # CI installs only this extra: it runs the notebooks (nbclient) and, where a system
+    # Chromium is found, the report in a headless browser (selenium).
+    "test": [
+      "pytest>=7.4",
+      "hypothesis>=6.90",
+      "networkx>=3.1",
+      "nbclient>=0.10",
+      "nbformat>=5.9",
+      "ipykernel>=6.25",
+      "selenium>=4.10",
     ],
-    extras_require={
-        # CI installs only this extra: it runs the notebooks (nbclient) and, where a system
-        # Chromium is found, the report in a headless browser (selenium).
-        "test": ["pytest>=7.4", "hypothesis>=6.90", "networkx>=3.1", "nbclient>=0.10", "nbformat>=5.9",
-                 "ipykernel>=6.25", "selenium>=4.10"],
-        "ray": ["ray>=2.9"],
-        "colab": ["nbclient>=0.10", "ipykernel>=6.25", "nbformat>=5.9"],
-    },
+    "ray": ["ray>=2.9"],
+    "colab": ["nbclient>=0.10", "ipykernel>=6.25", "nbformat>=5.9"],
+  },
 )

@@ -18,6 +18,7 @@ with a fresh Adam is printed too: the part of the gap that is the fresh optimize
 with --history evaluated networks (random morph chains of the space, scores drawn at random),
 the median of --proposals proposals after a first one with compilation (target <= 2 s).
 """
+
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before jax: see launch/_env.py
@@ -122,8 +123,9 @@ def part_a():
   np.testing.assert_allclose(d_jax, d_ref, rtol=1e-9, atol=1e-12)
   print(f"(a) edit-distance matrix of {FLAGS.n} networks ({pairs} pairs), best of {FLAGS.repeats}:")
   print(f"    per-pair pure Python: {t_ref:.3f} s ({pairs / t_ref:,.0f} pairs/s)")
-  print(f"    edit_distances:       {t_jax:.3f} s ({pairs / t_jax:,.0f} pairs/s); first call with"
-        f" compilation {first:.2f} s")
+  print(
+    f"    edit_distances:       {t_jax:.3f} s ({pairs / t_jax:,.0f} pairs/s); first call with compilation {first:.2f} s"
+  )
   ratio = t_ref / t_jax
   print(f"    ratio {ratio:.1f}x (target >= 20x: {'met' if ratio >= 20 else 'missed'})")
 
@@ -138,27 +140,45 @@ def part_b():
   # The parent itself trained one more epoch from its weights with a fresh Adam, as a child is:
   # what a fresh optimizer alone costs, morph or not.
   again = training.evaluate(g0, data, one, key, init_variables=parent.variables)
-  print(f"(b) warm start on digits, parent G0 (width {FLAGS.width}) after {parent.epochs} epochs:"
-        f" best validation accuracy {parent.val_accuracy:.4f}; one more epoch with a fresh Adam:"
-        f" {acc(again):.4f}")
+  print(
+    f"(b) warm start on digits, parent G0 (width {FLAGS.width}) after {parent.epochs} epochs:"
+    f" best validation accuracy {parent.val_accuracy:.4f}; one more epoch with a fresh Adam:"
+    f" {acc(again):.4f}"
+  )
   print(f"    {'op':<22} {'warm, 1 epoch':>14} {'- parent':>9} {'scratch, 1 epoch':>17}")
   convs = main_chain.chain_view(g0).convs
-  for op in (morphism.Op("deep", convs[0], kernel=3), morphism.Op("wide", convs[0]),
-             morphism.Op("add", convs[1], convs[0]), morphism.Op("concat", convs[1], convs[0])):
+  for op in (
+    morphism.Op("deep", convs[0], kernel=3),
+    morphism.Op("wide", convs[0]),
+    morphism.Op("add", convs[1], convs[0]),
+    morphism.Op("concat", convs[1], convs[0]),
+  ):
     child, init = morph.morph(g0, parent.variables, op, key, noise=True)
     warm = training.evaluate(child, data, one, key, init_variables=init)
     cold = training.evaluate(child, data, one, key)
     gap = 100 * (acc(warm) - parent.val_accuracy)
-    print(f"    {str(op.to_json()):<22} {acc(warm):>14.4f} {gap:>+8.2f}p {acc(cold):>17.4f}"
-          f"  {'within 1 point' if abs(gap) <= 1 else 'NOT within 1 point'}")
+    print(
+      f"    {str(op.to_json()):<22} {acc(warm):>14.4f} {gap:>+8.2f}p {acc(cold):>17.4f}"
+      f"  {'within 1 point' if abs(gap) <= 1 else 'NOT within 1 point'}"
+    )
 
 
 def part_c():
   space = morph_space.morph_space()
   points = space.sample(jax.random.key(FLAGS.seed), FLAGS.history)
   rng = np.random.default_rng(FLAGS.seed)
-  obs = [Observation(trial_id=i, arch_json=space.to_json(p), value=float(rng.uniform(0.9, 0.99)), status=Status.OK,
-                     error="", seconds=1.0, worker="bench") for i, p in enumerate(points)]
+  obs = [
+    Observation(
+      trial_id=i,
+      arch_json=space.to_json(p),
+      value=float(rng.uniform(0.9, 0.99)),
+      status=Status.OK,
+      error="",
+      seconds=1.0,
+      worker="bench",
+    )
+    for i, p in enumerate(points)
+  ]
   strategy = presets.autokeras(space, "max")
   state = strategy.update(strategy.init(jax.random.key(FLAGS.seed)), obs)
   times = []
@@ -167,16 +187,20 @@ def part_c():
     _, (point,) = strategy.propose(dataclasses.replace(state, key=jax.random.key(i)), 1, [])
     times.append(time.perf_counter() - t0)
   med = float(np.median(times[1:]))
-  print(f"(c) one proposal with {FLAGS.history} evaluated networks: first (compiling) {times[0]:.2f} s,"
-        f" median of {FLAGS.proposals} more {med:.2f} s (target <= 2 s: {'met' if med <= 2 else 'missed'});"
-        f" last chose {len(point.ops)} ops from trial {point.parent_trial}")
+  print(
+    f"(c) one proposal with {FLAGS.history} evaluated networks: first (compiling) {times[0]:.2f} s,"
+    f" median of {FLAGS.proposals} more {med:.2f} s (target <= 2 s: {'met' if med <= 2 else 'missed'});"
+    f" last chose {len(point.ops)} ops from trial {point.parent_trial}"
+  )
 
 
 def main(argv):
   del argv
   jax.config.update("jax_enable_x64", True)
-  print(f"backend={jax.default_backend()} jax={jax.__version__} cpus={os.cpu_count()} "
-        f"affinity={len(os.sched_getaffinity(0))}")
+  print(
+    f"backend={jax.default_backend()} jax={jax.__version__} cpus={os.cpu_count()} "
+    f"affinity={len(os.sched_getaffinity(0))}"
+  )
   for part, fn in (("a", part_a), ("b", part_b), ("c", part_c)):
     if part in FLAGS.parts:
       fn()

@@ -4,6 +4,7 @@ of full 150-query BANANAS trials on NAS-Bench-201 CIFAR-10 through the shared lo
 
   taskset -c 0,1 python benchmarks/bench_bananas.py --data=../shared/data/nasbench201
 """
+
 import functools
 import os
 import statistics
@@ -61,7 +62,7 @@ def loop_fit(keys, x, y, mask, model, epochs=EPOCHS):
     for ek in jax.random.split(k_order, epochs):
       order = np.asarray(order_fn(ek, mask))
       for b in range(n_batches):
-        idx = order[b * BATCH:(b + 1) * BATCH]
+        idx = order[b * BATCH : (b + 1) * BATCH]
         w = (np.arange(b * BATCH, b * BATCH + len(idx)) < n_real).astype(np.float32)
         idx = np.pad(idx, (0, BATCH - len(idx)))
         w = np.pad(w, (0, BATCH - len(w)))
@@ -96,11 +97,13 @@ def bench_ensemble(table):
   short = ensemble.fit_members(keys, x, y, mask, **{**kw, "epochs": 2})
   p_vm = ensemble.predict_members(short, x)
   p_lp = ensemble.predict_members(
-      ensemble.EnsembleState(loop_fit(keys, x, y, mask, model, epochs=2), jnp.zeros(M), model), x)
+    ensemble.EnsembleState(loop_fit(keys, x, y, mask, model, epochs=2), jnp.zeros(M), model), x
+  )
   err = float(jnp.abs(p_vm - p_lp).max())
   assert err < 1e-3, f"vmapped and looped fits disagree by {err} after 2 epochs"
-  mae = lambda params: float(jnp.abs(ensemble.predict_members(
-      ensemble.EnsembleState(params, jnp.zeros(M), model), x) - y).mean())
+  mae = lambda params: float(
+    jnp.abs(ensemble.predict_members(ensemble.EnsembleState(params, jnp.zeros(M), model), x) - y).mean()
+  )
   mae_vm, mae_lp = mae(vm[0][1].params), mae(lp[0][1])
   assert abs(mae_vm - mae_lp) < 0.5, f"training MAE {mae_vm:.3f} (vmapped) vs {mae_lp:.3f} (loop)"
   t_vm = statistics.median(t for t, _ in vm)
@@ -108,11 +111,12 @@ def bench_ensemble(table):
   t_lp = statistics.median(t for t, _ in lp)
   steps = M * EPOCHS * -(-FLAGS.n_train // BATCH)
   print(f"(a) {M}-member ensemble, {FLAGS.n_train} rows, {EPOCHS} epochs, batch {BATCH}: {steps} member-steps")
-  print(f"    vmapped one scan  : {t_vm * 1e3:8.1f} ms  (compile {compile_s:.1f} s), {steps / t_vm:,.0f} member-steps/s")
+  print(
+    f"    vmapped one scan  : {t_vm * 1e3:8.1f} ms  (compile {compile_s:.1f} s), {steps / t_vm:,.0f} member-steps/s"
+  )
   print(f"    loop of jit scans : {t_pm * 1e3:8.1f} ms  ratio {t_pm / t_vm:.2f}x")
   print(f"    loop of jit steps : {t_lp * 1e3:8.1f} ms  ratio {t_lp / t_vm:.2f}x")
-  print(f"    2-epoch max |pred diff| {err:.1e}; 150-epoch training MAE {mae_vm:.3f} (vmapped),"
-        f" {mae_lp:.3f} (loop)")
+  print(f"    2-epoch max |pred diff| {err:.1e}; 150-epoch training MAE {mae_vm:.3f} (vmapped), {mae_lp:.3f} (loop)")
 
 
 def bench_trial():
@@ -122,21 +126,34 @@ def bench_trial():
   times, regrets = [], []
   for seed in range(FLAGS.trials + 1):
     with tempfile.TemporaryDirectory() as d:
-      t, obs = _timed(lambda: loop.run(
-          presets.bananas(space, "max"), task, executors.InlineExecutor(), d, space=space,
-          budget=150, key=jax.random.PRNGKey(seed), progress=False))
+      t, obs = _timed(
+        lambda: loop.run(
+          presets.bananas(space, "max"),
+          task,
+          executors.InlineExecutor(),
+          d,
+          space=space,
+          budget=150,
+          key=jax.random.PRNGKey(seed),
+          progress=False,
+        )
+      )
     regrets.append(tabular.regret_curve([o.value for o in obs], [o.test_value for o in obs], table.best_test)[-1])
     times.append(t)
-  print(f"(b) BANANAS (preset code) 150 queries on NB201 CIFAR-10: first trial (with compiles)"
-        f" {times[0]:.1f} s; then median {statistics.median(times[1:] or times):.1f} s/trial"
-        f" -> 20 trials ~ {20 * statistics.median(times[1:] or times) / 60:.1f} min;"
-        f" mean final regret {np.mean(regrets):.3f}")
+  print(
+    f"(b) BANANAS (preset code) 150 queries on NB201 CIFAR-10: first trial (with compiles)"
+    f" {times[0]:.1f} s; then median {statistics.median(times[1:] or times):.1f} s/trial"
+    f" -> 20 trials ~ {20 * statistics.median(times[1:] or times) / 60:.1f} min;"
+    f" mean final regret {np.mean(regrets):.3f}"
+  )
 
 
 def main(argv):
   del argv
-  print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()},"
-        f" cpus {len(os.sched_getaffinity(0))}")
+  print(
+    f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()},"
+    f" cpus {len(os.sched_getaffinity(0))}"
+  )
   table = tabular.load_nb201(FLAGS.data)
   bench_ensemble(table)
   if FLAGS.trials:

@@ -11,6 +11,7 @@ Both paths of (a) get the same points and hyper-parameters; the script asserts t
 to 1e-9. (b) times propose(state, 1, []) from a state holding `--history` random points with
 random values, split into the GP fit and the acquisition optimisation as the notes record them.
 """
+
 import dataclasses
 import json
 import math
@@ -38,8 +39,11 @@ flags.DEFINE_integer("history", 200, "(b) Observed points.")
 flags.DEFINE_enum("kernel", "arc", ["arc", "poor_man"], "(b) The GP's kernel.")
 flags.DEFINE_integer("repeats", 3, "Timed runs after a warm-up.")
 flags.DEFINE_list("parts", ["a", "b", "c"], "Which parts to run.")
-flags.DEFINE_string("trained", "runs/kernel_quality/trained.jsonl", "(c) Trained points of launch/kernel_quality.py"
-                    " (digits, full data); random values when the file is absent.")
+flags.DEFINE_string(
+  "trained",
+  "runs/kernel_quality/trained.jsonl",
+  "(c) Trained points of launch/kernel_quality.py (digits, full data); random values when the file is absent.",
+)
 flags.DEFINE_integer("c_history", 100, "(c) Observed points.")
 flags.DEFINE_integer("c_keys", 8, "(c) Proposals per optimiser (one per key).")
 
@@ -85,16 +89,22 @@ def bench_gram(space, spec, n: int, repeats: int) -> None:
   err = float(np.abs(np.asarray(k_jax) - k_loop).max())
   np.testing.assert_allclose(np.asarray(k_jax), k_loop, rtol=0, atol=1e-9)
   ratio = t_loop / t_jax
-  print(f"(a) arc Gram of {n} points, P={p}: jit {t_jax * 1e3:.1f} ms, numpy pair loop {t_loop:.2f} s;"
-        f" ratio {ratio:.0f}x (target >= {TARGET_RATIO:.0f}x: {'met' if ratio >= TARGET_RATIO else 'MISSED'});"
-        f" max |difference| {err:.1e}")
+  print(
+    f"(a) arc Gram of {n} points, P={p}: jit {t_jax * 1e3:.1f} ms, numpy pair loop {t_loop:.2f} s;"
+    f" ratio {ratio:.0f}x (target >= {TARGET_RATIO:.0f}x: {'met' if ratio >= TARGET_RATIO else 'MISSED'});"
+    f" max |difference| {err:.1e}"
+  )
 
 
 def bench_proposal(space, n_history: int, kernel: str, repeats: int) -> None:
   points = space.initial() + space.sample(jax.random.key(1), n_history - len(space.initial()))
   values = np.random.default_rng(1).uniform(0.02, 0.3, n_history)  # validation errors, goal "min"
-  obs = [Observation(trial_id=i, arch_json=space.to_json(q), value=float(v), status=Status.OK, error="",
-                     seconds=1.0, worker="bench") for i, (q, v) in enumerate(zip(points, values))]
+  obs = [
+    Observation(
+      trial_id=i, arch_json=space.to_json(q), value=float(v), status=Status.OK, error="", seconds=1.0, worker="bench"
+    )
+    for i, (q, v) in enumerate(zip(points, values))
+  ]
   strategy = conditional_bo(space, "min", kernel=kernel)
   state = strategy.update(strategy.init(jax.random.key(0)), obs)
   runs = []
@@ -107,9 +117,11 @@ def bench_proposal(space, n_history: int, kernel: str, repeats: int) -> None:
   fit = statistics.median(notes["seconds"]["fit"] for _, notes in runs)
   acq = statistics.median(notes["seconds"]["acquisition"] for _, notes in runs)
   evals = runs[0][1]["n_acq_evals"]
-  print(f"(b) one {kernel} proposal with {n_history} observed points: {total:.2f} s (fit {fit:.2f} s,"
-        f" acquisition {acq:.2f} s, {evals} acquisition evaluations; target <= {TARGET_PROPOSAL_S:.0f} s:"
-        f" {'met' if total <= TARGET_PROPOSAL_S else 'MISSED'}), median of {repeats} after a warm-up")
+  print(
+    f"(b) one {kernel} proposal with {n_history} observed points: {total:.2f} s (fit {fit:.2f} s,"
+    f" acquisition {acq:.2f} s, {evals} acquisition evaluations; target <= {TARGET_PROPOSAL_S:.0f} s:"
+    f" {'met' if total <= TARGET_PROPOSAL_S else 'MISSED'}), median of {repeats} after a warm-up"
+  )
 
 
 def _history(space, n: int) -> list:
@@ -122,12 +134,26 @@ def _history(space, n: int) -> list:
   else:
     pairs = list(zip(space.sample(jax.random.key(1), n), np.random.default_rng(1).uniform(0.02, 0.3, n)))
     source = f"{n} random points with random values ({FLAGS.trained} is absent)"
-  obs = [Observation(trial_id=i, arch_json=space.to_json(q), value=float(v), status=Status.OK, error="",
-                     seconds=1.0, worker="bench") for i, (q, v) in enumerate(pairs)]
+  obs = [
+    Observation(
+      trial_id=i, arch_json=space.to_json(q), value=float(v), status=Status.OK, error="", seconds=1.0, worker="bench"
+    )
+    for i, (q, v) in enumerate(pairs)
+  ]
   # The initial points as failed trials: observed (never proposed again) but not in the GP, so
   # that every timed call proposes through the acquisition.
-  obs += [Observation(trial_id=len(obs) + i, arch_json=space.to_json(q), value=None, status=Status.FAILED,
-                      error="not trained (benchmark)", seconds=0.0, worker="bench") for i, q in enumerate(space.initial())]
+  obs += [
+    Observation(
+      trial_id=len(obs) + i,
+      arch_json=space.to_json(q),
+      value=None,
+      status=Status.FAILED,
+      error="not trained (benchmark)",
+      seconds=0.0,
+      worker="bench",
+    )
+    for i, q in enumerate(space.initial())
+  ]
   return obs, source
 
 
@@ -145,18 +171,22 @@ def bench_optimisers(space, repeats_keys: int) -> None:
   g, m = (np.array([a for a, _ in reached[o]]) for o in ("gradient", "mutation"))
   evals = {o: reached[o][0][1] for o in reached}
   se = lambda x: np.std(x, ddof=1) / np.sqrt(len(x))
-  print(f"(c) EI of the proposal, arc kernel, history of {source}, {repeats_keys} keys:"
-        f" gradient {g.mean():.4g} ± {se(g):.2g} ({evals['gradient']} evaluations),"
-        f" mutation only {m.mean():.4g} ± {se(m):.2g} ({evals['mutation']} evaluations);"
-        f" gradient >= mutation for {int(np.sum(g >= m))} of {repeats_keys} keys")
+  print(
+    f"(c) EI of the proposal, arc kernel, history of {source}, {repeats_keys} keys:"
+    f" gradient {g.mean():.4g} ± {se(g):.2g} ({evals['gradient']} evaluations),"
+    f" mutation only {m.mean():.4g} ± {se(m):.2g} ({evals['mutation']} evaluations);"
+    f" gradient >= mutation for {int(np.sum(g >= m))} of {repeats_keys} keys"
+  )
 
 
 def main(argv):
   del argv
   jax.config.update("jax_enable_x64", True)
-  print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()};"
-        f" {os.cpu_count()} cpus, affinity {len(os.sched_getaffinity(0))} cores,"
-        f" OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
+  print(
+    f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()};"
+    f" {os.cpu_count()} cpus, affinity {len(os.sched_getaffinity(0))} cores,"
+    f" OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}"
+  )
   space = cond.conditional_space(max_depth=3)
   spec = cond.conditional_spec(3)
   if "a" in FLAGS.parts:

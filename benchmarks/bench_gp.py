@@ -6,6 +6,7 @@ n_nu = 4) with the same starts and steps: all starts in one vmap; all starts in 
 but one after another (batch_size=1, lax.map); and one call per start in a Python loop (one
 compile, reused). The script asserts that they reach the same likelihoods.
 """
+
 import argparse
 import os
 import statistics
@@ -67,9 +68,7 @@ def main():
   def compile_optimise(starts_, batch_size=None):
     """Ahead-of-time compile, timed on its own; returns the executable and seconds."""
     t0 = time.perf_counter()
-    exe = gp_fit.optimise.lower(
-        starts_, box, pair, y, mask, steps=args.steps, batch_size=batch_size
-    ).compile()
+    exe = gp_fit.optimise.lower(starts_, box, pair, y, mask, steps=args.steps, batch_size=batch_size).compile()
     return exe, time.perf_counter() - t0
 
   one = jax.tree.map(lambda x: x[:1], starts)
@@ -78,16 +77,13 @@ def main():
   exe_one, compile_one = compile_optimise(one)  # the loop compiles once and reuses it
 
   def looped():
-    outs = [
-        exe_one(jax.tree.map(lambda x: x[i : i + 1], starts), box, pair, y, mask)
-        for i in range(args.starts)
-    ]
+    outs = [exe_one(jax.tree.map(lambda x: x[i : i + 1], starts), box, pair, y, mask) for i in range(args.starts)]
     return jnp.concatenate([lml for _, lml in outs])
 
   paths = {
-      "vmap (16 at once)": lambda: exe_vmap(starts, box, pair, y, mask)[1],
-      "lax.map (batch 1)": lambda: exe_map(starts, box, pair, y, mask)[1],
-      "python loop": looped,
+    "vmap (16 at once)": lambda: exe_vmap(starts, box, pair, y, mask)[1],
+    "lax.map (batch 1)": lambda: exe_map(starts, box, pair, y, mask)[1],
+    "python loop": looped,
   }
   compile_s = dict(zip(paths, (compile_vmap, compile_map, compile_one)))
   for fn in paths.values():  # warm-up
@@ -99,16 +95,22 @@ def main():
   best = float(np.nanmax(lml["python loop"]))
 
   print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
-  print(f"cpu affinity {len(os.sched_getaffinity(0))} cores,"
-        f" OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}; n={args.n},"
-        f" starts={args.starts}, steps={args.steps}, median of {args.repeats} after warm-up")
+  print(
+    f"cpu affinity {len(os.sched_getaffinity(0))} cores,"
+    f" OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}; n={args.n},"
+    f" starts={args.starts}, steps={args.steps}, median of {args.repeats} after warm-up"
+  )
   for name in paths:
-    print(f"{name:18s}: {median[name]:7.3f} s ({args.starts * args.steps / median[name]:6.0f}"
-          f" start-steps/s); compile {compile_s[name]:.2f} s")
+    print(
+      f"{name:18s}: {median[name]:7.3f} s ({args.starts * args.steps / median[name]:6.0f}"
+      f" start-steps/s); compile {compile_s[name]:.2f} s"
+    )
   loop = median["python loop"]
-  print(f"ratio loop / vmap = {loop / median['vmap (16 at once)']:.2f}x,"
-        f" loop / lax.map = {loop / median['lax.map (batch 1)']:.2f}x;"
-        f" best log-likelihood {best:.6f} (all paths agree)")
+  print(
+    f"ratio loop / vmap = {loop / median['vmap (16 at once)']:.2f}x,"
+    f" loop / lax.map = {loop / median['lax.map (batch 1)']:.2f}x;"
+    f" best log-likelihood {best:.6f} (all paths agree)"
+  )
 
 
 if __name__ == "__main__":

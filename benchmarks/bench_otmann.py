@@ -4,6 +4,7 @@ Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_otmann.py [--n_large=100
 All three methods run in this process on the same 60 CNNs (the paper's 10 plus 50 random ones),
 at the kernel's four nu_str values; the script asserts that they agree before printing ratios.
 """
+
 import argparse
 import os
 import resource
@@ -112,8 +113,10 @@ def main():
   rng = np.random.default_rng(0)
   archs = pools.initial_pool("cnn") + [random_arch.random_architecture("cnn", rng) for _ in range(50)]
   n_pairs = len(archs) * (len(archs) - 1) // 2
-  print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}, pot {ot.__version__}, "
-        f"cpu affinity {sorted(os.sched_getaffinity(0))}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
+  print(
+    f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}, pot {ot.__version__}, "
+    f"cpu affinity {sorted(os.sched_getaffinity(0))}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
+  )
   sizes = [int(a.mask.sum()) for a in archs]
   print(f"{len(archs)} CNNs ({min(sizes)}-{max(sizes)} layers), {n_pairs} pairs x {len(NU)} nu_str values {NU}")
 
@@ -134,13 +137,16 @@ def main():
   rel = np.abs(sink.d - exact.d)[off] / exact.d[off]
   assert rel.max() <= 1e-2, f"sinkhorn vs exact: max relative error {rel.max():.3g}"
   assert np.all(sink.d >= exact.d * (1 - 1e-9)), "a rounded Sinkhorn plan is feasible, so d >= exact"
-  print(f"agreement: exact == baseline (rtol 1e-9); sinkhorn vs exact max rel err {rel.max():.2e}, "
-        f"median {np.median(rel):.2e}, never below exact")
+  print(
+    f"agreement: exact == baseline (rtol 1e-9); sinkhorn vs exact max rel err {rel.max():.2e}, "
+    f"median {np.median(rel):.2e}, never below exact"
+  )
   print(f"{'method':30s} {'median s':>9s} {'pairs/s':>10s} {'vs baseline':>11s}")
   print(f"{'baseline (per pair, ot.emd)':30s} {t_base:9.3f} {n_pairs / t_base:10.0f} {1.0:10.2f}x")
   for solver, (t, _, first) in results.items():
-    print(f"{solver:30s} {t:9.3f} {n_pairs / t:10.0f} {t_base / t:10.2f}x"
-          f"   (first call, with compilation: {first:.2f} s)")
+    print(
+      f"{solver:30s} {t:9.3f} {n_pairs / t:10.0f} {t_base / t:10.2f}x   (first call, with compilation: {first:.2f} s)"
+    )
   print(f"network simplex alone inside one exact run: {lp_share(archs):.3f} s")
 
   if args.n_large:
@@ -152,8 +158,10 @@ def main():
     t = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     assert np.all(np.isfinite(r.d)) and np.array_equal(r.d, np.swapaxes(r.d, -1, -2))
-    print(f"sinkhorn {n}x{n} ({n * (n - 1) // 2} pairs, nu_str {args.large_nu}): {t:.1f} s incl. compilation, "
-          f"{n * (n - 1) / 2 / t:.0f} pairs/s, peak RSS {rss:.0f} MiB")
+    print(
+      f"sinkhorn {n}x{n} ({n * (n - 1) // 2} pairs, nu_str {args.large_nu}): {t:.1f} s incl. compilation, "
+      f"{n * (n - 1) / 2 / t:.0f} pairs/s, peak RSS {rss:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ the run needs no training. Compile time (first call at each capacity) is reporte
 
   taskset -c 0,1 python benchmarks/bench_propose.py [--n_evaluated=100] [--solver=exact]
 """
+
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before jax: see launch/_env.py
@@ -41,8 +42,17 @@ def _history(space, task, n, key):
   out = []
   for i, p in enumerate(points[:n]):
     js = space.to_json(p)
-    out.append(Observation(trial_id=i, arch_json=js, value=task.evaluate(js, 0).value,
-                           status=Status.OK, error="", seconds=0.0, worker="bench"))
+    out.append(
+      Observation(
+        trial_id=i,
+        arch_json=js,
+        value=task.evaluate(js, 0).value,
+        status=Status.OK,
+        error="",
+        seconds=0.0,
+        worker="bench",
+      )
+    )
   return out
 
 
@@ -50,8 +60,7 @@ def main(argv):
   del argv
   jax.config.update("jax_enable_x64", True)
   space, task = layer_graph_space("cnn"), synthetic_task("f1")
-  strategy = nasbot(space, task.goal, solver=FLAGS.solver, n_starts=FLAGS.n_starts,
-                    fit_steps=FLAGS.fit_steps)
+  strategy = nasbot(space, task.goal, solver=FLAGS.solver, n_starts=FLAGS.n_starts, fit_steps=FLAGS.fit_steps)
   obs = _history(space, task, FLAGS.n_evaluated, jax.random.key(0))
   t0 = time.perf_counter()
   state = strategy.update(strategy.init(jax.random.key(1)), obs)
@@ -67,14 +76,20 @@ def main(argv):
     times.append(time.perf_counter() - t0)
     assert space.canonical_key(point) not in state.history.keys
   med = float(np.median(times))
-  print(f"backend={jax.default_backend()} devices={jax.devices()} jax={jax.__version__} "
-        f"cpus={os.cpu_count()} affinity={len(os.sched_getaffinity(0))}")
-  print(f"evaluated networks: {FLAGS.n_evaluated}, solver: {FLAGS.solver}, "
-        f"GP starts x steps: {FLAGS.n_starts} x {FLAGS.fit_steps}")
+  print(
+    f"backend={jax.default_backend()} devices={jax.devices()} jax={jax.__version__} "
+    f"cpus={os.cpu_count()} affinity={len(os.sched_getaffinity(0))}"
+  )
+  print(
+    f"evaluated networks: {FLAGS.n_evaluated}, solver: {FLAGS.solver}, "
+    f"GP starts x steps: {FLAGS.n_starts} x {FLAGS.fit_steps}"
+  )
   print(f"distance cache for {FLAGS.n_evaluated} networks (once per search): {t_update:.2f} s")
   print(f"first proposal (includes compilation): {t_first:.2f} s")
-  print(f"proposal, median of {FLAGS.repeats}: {med:.2f} s  (paper 46.13 s: {46.13 / med:.1f}x; "
-        f"target <= 2 s: {'met' if med <= 2 else 'missed'})")
+  print(
+    f"proposal, median of {FLAGS.repeats}: {med:.2f} s  (paper 46.13 s: {46.13 / med:.1f}x; "
+    f"target <= 2 s: {'met' if med <= 2 else 'missed'})"
+  )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Each child runs `training.evaluate` (same TrainConfig as configs/train_pool.py a
 and reports its own peak RSS (getrusage, RUSAGE_SELF). The script asserts that every network
 learns (validation accuracy above 0.3; chance is 0.1) and exits 1 if a network exceeds 1 GiB.
 """
+
 import argparse
 import functools
 import json
@@ -32,12 +33,22 @@ def child(index: int, epochs: int, kind: str) -> None:
   shapes = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0), data.x_train[:1])
   n_params = sum(leaf.size for leaf in jax.tree.leaves(shapes["params"]))
   r = training.evaluate(arch, data, training.TrainConfig(epochs=epochs), jax.random.key(index))
-  print(json.dumps({
-      "index": index, "layers": int(arch.mask.sum()), "params": n_params, "val_accuracy": r.val_accuracy,
-      "seconds_per_epoch": r.seconds_per_epoch, "eval_seconds": r.eval_seconds / epochs,
-      "compile_seconds": r.compile_seconds, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-      "jax": jax.__version__, "device": f"{jax.default_backend()} {jax.devices()[0].device_kind}",
-  }))
+  print(
+    json.dumps(
+      {
+        "index": index,
+        "layers": int(arch.mask.sum()),
+        "params": n_params,
+        "val_accuracy": r.val_accuracy,
+        "seconds_per_epoch": r.seconds_per_epoch,
+        "eval_seconds": r.eval_seconds / epochs,
+        "compile_seconds": r.compile_seconds,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "jax": jax.__version__,
+        "device": f"{jax.default_backend()} {jax.devices()[0].device_kind}",
+      }
+    )
+  )
 
 
 def _cpu_model() -> str:
@@ -58,19 +69,29 @@ def main():
   rows = []
   for i in (int(s) for s in args.indices.split(",")):
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, __file__, f"--child={i}", f"--epochs={args.epochs}", f"--kind={args.kind}"],
-                       capture_output=True, text=True, check=False)
+    p = subprocess.run(
+      [sys.executable, __file__, f"--child={i}", f"--epochs={args.epochs}", f"--kind={args.kind}"],
+      capture_output=True,
+      text=True,
+      check=False,
+    )
     if p.returncode != 0:
       sys.exit(f"network {i} failed:\n{p.stderr[-3000:]}")
     rows.append({**json.loads(p.stdout.strip().splitlines()[-1]), "wall_seconds": time.perf_counter() - t0})
-  print(f"{args.kind} pool on digits, {args.epochs} epochs, batch 32; {rows[0]['device']}, jax {rows[0]['jax']};"
-        f" {len(os.sched_getaffinity(0))} cores of {_cpu_model()}; load average {os.getloadavg()[0]:.1f}")
-  print(f"{'net':>4} {'layers':>6} {'params M':>8} {'val acc':>7} {'s/epoch':>7} {'eval s':>6} {'compile s':>9}"
-        f" {'RSS MiB':>7} {'wall s':>6}")
+  print(
+    f"{args.kind} pool on digits, {args.epochs} epochs, batch 32; {rows[0]['device']}, jax {rows[0]['jax']};"
+    f" {len(os.sched_getaffinity(0))} cores of {_cpu_model()}; load average {os.getloadavg()[0]:.1f}"
+  )
+  print(
+    f"{'net':>4} {'layers':>6} {'params M':>8} {'val acc':>7} {'s/epoch':>7} {'eval s':>6} {'compile s':>9}"
+    f" {'RSS MiB':>7} {'wall s':>6}"
+  )
   for r in rows:
-    print(f"{args.kind[0].upper()}{r['index'] + 1:<3} {r['layers']:>6} {r['params'] / 1e6:>8.2f}"
-          f" {r['val_accuracy']:>7.3f} {r['seconds_per_epoch']:>7.2f} {r['eval_seconds']:>6.2f}"
-          f" {r['compile_seconds']:>9.2f} {r['peak_rss_mib']:>7.0f} {r['wall_seconds']:>6.1f}")
+    print(
+      f"{args.kind[0].upper()}{r['index'] + 1:<3} {r['layers']:>6} {r['params'] / 1e6:>8.2f}"
+      f" {r['val_accuracy']:>7.3f} {r['seconds_per_epoch']:>7.2f} {r['eval_seconds']:>6.2f}"
+      f" {r['compile_seconds']:>9.2f} {r['peak_rss_mib']:>7.0f} {r['wall_seconds']:>6.1f}"
+    )
   total, peak = sum(r["wall_seconds"] for r in rows), max(r["peak_rss_mib"] for r in rows)
   print(f"total wall {total:.0f} s; max RSS {peak:.0f} MiB (target < {RSS_TARGET_MIB:.0f})")
   assert all(r["val_accuracy"] > 0.3 for r in rows), "a network did not learn: see val acc"

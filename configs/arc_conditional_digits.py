@@ -7,6 +7,7 @@ Run (`:smoke` = the three initial networks and two proposals, one epoch, inline;
   python launch/search.py --config=configs/arc_conditional_digits.py[:smoke] --config.workdir=runs/arc_conditional
 The equal-budget ablation of the acquisition optimiser: add --config.strategy_config.optimizer=mutation.
 """
+
 import os
 import runpy
 
@@ -17,7 +18,8 @@ _BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_condition
 
 def conditional_bo_options(kernel: str, smoke: bool) -> ml_collections.ConfigDict:
   """The `conditional_bo` keyword arguments of the conditional configs."""
-  return ml_collections.ConfigDict({
+  return ml_collections.ConfigDict(
+    {
       "kernel": kernel,  # "arc" | "poor_man" | "otmann"
       "acquisition": "ei",  # "ei" | "ucb"
       "beta": 2.0,  # UCB only: mean + sqrt(beta) std
@@ -30,7 +32,8 @@ def conditional_bo_options(kernel: str, smoke: bool) -> ml_collections.ConfigDic
       # EA children per depth; None: 100, plus with "mutation" what the gradient stage spends
       # (equal acquisition evaluations). A FieldReference so that --config overrides take an int.
       "n_mutations": ml_collections.FieldReference(10 if smoke else None, field_type=int),
-  })
+    }
+  )
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:

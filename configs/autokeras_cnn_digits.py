@@ -16,6 +16,7 @@ Run:
   python launch/search.py --config=configs/autokeras_cnn_digits.py --config.strategy_config.beta=10 ...
 Weights of every trained network go to WORKDIR/weights (`task.weights_dir` moves them).
 """
+
 import ml_collections
 from ml_collections import config_dict
 
@@ -26,14 +27,17 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   tokens = [t for t in arg.split("+") if t]
   bad = [t for t in tokens if t not in _TOKENS]
   if bad or ("random" in tokens and len({"otmann", "ea"} & set(tokens))):
-    raise ValueError(f"get_config: arg must be tokens from {', '.join(_TOKENS)} joined by '+' (random takes"
-                     f" no kernel or optimizer token); got {arg!r}")
+    raise ValueError(
+      f"get_config: arg must be tokens from {', '.join(_TOKENS)} joined by '+' (random takes"
+      f" no kernel or optimizer token); got {arg!r}"
+    )
   smoke, small = "smoke" in tokens, "small" in tokens
   c = ml_collections.ConfigDict()
   c.strategy = "random" if "random" in tokens else "autokeras"
   c.strategy_config = ml_collections.ConfigDict()
   if c.strategy == "autokeras":
-    c.strategy_config = ml_collections.ConfigDict({
+    c.strategy_config = ml_collections.ConfigDict(
+      {
         "kernel": "otmann" if "otmann" in tokens else "edit",  # "edit" | "otmann"
         "optimizer": "ea" if "ea" in tokens else "tree",  # "tree" (Alg. 1) | "ea" (NASBOT's EA)
         "beta": 2.576,  # UCB weight (code; the paper sweeps 1e-2..1e2)
@@ -43,10 +47,21 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         "variant": "paper",  # SA test per child (paper) | "code": at pop time
         "num_classes": 10,
         "max_ops": 2 if smoke else 4 if small else 0,  # 0: the paper's unbounded tree (see autokeras.autokeras)
-    })
-  c.space = ml_collections.ConfigDict({"name": "autokeras", "kind": "autokeras", "width": 8 if smoke else 16 if small else 64,
-                                       "n_blocks": 3, "kernels": (3, 5), "max_width": 1024, "max_layers": 100})
-  c.task = ml_collections.ConfigDict({
+      }
+    )
+  c.space = ml_collections.ConfigDict(
+    {
+      "name": "autokeras",
+      "kind": "autokeras",
+      "width": 8 if smoke else 16 if small else 64,
+      "n_blocks": 3,
+      "kernels": (3, 5),
+      "max_width": 1024,
+      "max_layers": 100,
+    }
+  )
+  c.task = ml_collections.ConfigDict(
+    {
       "name": "morph_train",
       "dataset": "digits",
       "epochs": 1 if smoke else 4 if small else 10,
@@ -61,7 +76,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "task_type": "classification",
       "weights_dir": "",  # "" = WORKDIR/weights
       "morph_noise": True,  # spec 2.3's symmetry-breaking noise on new weights
-  })
+    }
+  )
   c.budget = 3 if smoke else 12 if small else 30
   c.num_workers = 1
   c.prefetch = 0 if smoke else 1  # spec 7.3: the next proposal is made while a network trains

@@ -11,6 +11,7 @@ Any part is an override, e.g. --config.strategy_config.optimizer=ea or
 
 Space, task and executor fields are those of `random_nb201.py`.
 """
+
 import os
 import runpy
 
@@ -29,17 +30,21 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   smoke = "smoke" in tokens
   path = "path_ensemble" in tokens
   c.strategy = "bo"
-  c.strategy_config = ml_collections.ConfigDict({
+  c.strategy_config = ml_collections.ConfigDict(
+    {
       "featurizer": "path" if path else "otmann",
       "featurizer_config": {},
       "surrogate": "ensemble" if path else "gp",
-      "surrogate_config": ({"target_offset": 100.0, "hidden": [8, 8] if smoke else [20] * 10,
-                            "epochs": 20 if smoke else 150} if path else
-                           {"n_starts": 2 if smoke else 8, "fit_steps": 20 if smoke else 100}),
+      "surrogate_config": (
+        {"target_offset": 100.0, "hidden": [8, 8] if smoke else [20] * 10, "epochs": 20 if smoke else 150}
+        if path
+        else {"n_starts": 2 if smoke else 8, "fit_steps": 20 if smoke else 100}
+      ),
       "acquisition": "ei",
       "optimizer": "enumerate" if "enumerate" in tokens else "mutation",
       "optimizer_config": {} if "enumerate" in tokens else {"n_candidates": 30 if smoke else 100},
       "initial": "random",
       "n_init": 10,
-  })
+    }
+  )
   return c

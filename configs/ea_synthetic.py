@@ -6,6 +6,7 @@ CI) and a function `f0`..`f3` (f1 and f0 on CNNs, f2 and f3 on MLPs, spec 10.6),
   python launch/search.py --config=configs/ea_synthetic.py[:smoke] --config.workdir=runs/ea_f1
   python launch/search.py --config=configs/ea_synthetic.py:f2 --config.workdir=runs/ea_f2
 """
+
 import ml_collections
 from ml_collections import config_dict
 
@@ -17,8 +18,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   tokens = [t for t in arg.split("+") if t]
   bad = [t for t in tokens if t != "smoke" and t not in FUNCTIONS]
   if bad or sum(t in FUNCTIONS for t in tokens) > 1:
-    raise ValueError(f"get_config: arg must be '+'-separated tokens, smoke and at most one of"
-                     f" {', '.join(FUNCTIONS)}; got {arg!r}")
+    raise ValueError(
+      f"get_config: arg must be '+'-separated tokens, smoke and at most one of {', '.join(FUNCTIONS)}; got {arg!r}"
+    )
   smoke = "smoke" in tokens
   function = next((t for t in tokens if t in FUNCTIONS), "f1")
   c = ml_collections.ConfigDict()

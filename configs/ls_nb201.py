@@ -7,6 +7,7 @@ The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.
 
 Space, task and executor fields are those of `random_nb201.py`.
 """
+
 import os
 import runpy
 

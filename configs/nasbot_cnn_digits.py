@@ -5,6 +5,7 @@ is maximised and test accuracy recorded. Task, space and executor fields are tho
 Run (`:smoke` = two tiny networks, one epoch, inline; used by tests):
   python launch/search.py --config=configs/nasbot_cnn_digits.py[:smoke] --config.workdir=runs/nasbot_cnn
 """
+
 import os
 import runpy
 

@@ -4,6 +4,7 @@ Task, space and executor fields are those of `random_mlp_diabetes.py`.
 
 Run: python launch/search.py --config=configs/nasbot_mlp_diabetes.py[:smoke] --config.workdir=runs/nasbot_mlp
 """
+
 import os
 import runpy
 

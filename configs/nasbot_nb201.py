@@ -8,6 +8,7 @@ The comparison of all NB201 methods: see `random_nb201.py`.
 
 Space, task and executor fields are those of `random_nb201.py`.
 """
+
 import os
 import runpy
 
@@ -20,7 +21,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c = _BASE(arg)
   smoke = arg == "smoke"
   c.strategy = "bo"
-  c.strategy_config = ml_collections.ConfigDict({
+  c.strategy_config = ml_collections.ConfigDict(
+    {
       "featurizer": "otmann",
       "surrogate": "gp",
       "surrogate_config": {"n_starts": 2 if smoke else 16, "fit_steps": 20 if smoke else 200},
@@ -30,5 +32,6 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "optimizer_config": {"lo": 10 if smoke else 50, "hi": 10 if smoke else 500, "pool": False},
       "initial": "random",
       "n_init": 10,
-  })
+    }
+  )
   return c

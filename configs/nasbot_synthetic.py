@@ -9,6 +9,7 @@ used by tests and CI; `f0`..`f3`) and the paper's ablations (App. C.4, Fig. 7), 
 e.g. the modifier ablation on f2, as `launch/compare.py --configs=...` takes it:
   python launch/search.py --config=configs/nasbot_synthetic.py:f2+unit --config.workdir=runs/f2_unit
 """
+
 import os
 import runpy
 
@@ -19,7 +20,8 @@ _BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "ea_synthetic.py"
 
 def nasbot_options(smoke: bool) -> ml_collections.ConfigDict:
   """The `nasbot` keyword arguments every NASBOT config starts from."""
-  return ml_collections.ConfigDict({
+  return ml_collections.ConfigDict(
+    {
       "acquisition": "ei",  # "ei" (NASBOT) | "random" (RAND, spec 10.4)
       "solver": "exact",  # OTMANN solver: "exact" (POT) | "sinkhorn" (ott-jax, batched)
       "otmann_params": "paper",  # "paper" | "nasbot_code" (spec App. R)
@@ -33,7 +35,8 @@ def nasbot_options(smoke: bool) -> ml_collections.ConfigDict:
       "ea_min": 10 if smoke else 50,
       "ea_max": 20 if smoke else 500,
       "selection": "paper",  # "paper" | "nasbot_code"
-  })
+    }
+  )
 
 
 _KERNELS, _MODIFIERS = ("d", "d_bar"), ("unit", "structure")

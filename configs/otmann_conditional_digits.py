@@ -6,6 +6,7 @@ random points and NASBOT's EA only, since OTMANN has no gradient in the paramete
 Run (`:smoke` = the three initial networks and two proposals, one epoch, inline; used by tests):
   python launch/search.py --config=configs/otmann_conditional_digits.py[:smoke] --config.workdir=runs/otmann_conditional
 """
+
 import os
 import runpy
 

@@ -6,6 +6,7 @@ Run (`:smoke` = the three initial networks and two proposals, one epoch, inline;
   python launch/search.py --config=configs/poor_man_conditional_digits.py[:smoke] \
     --config.workdir=runs/poor_man_conditional
 """
+
 import os
 import runpy
 

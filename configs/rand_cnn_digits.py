@@ -4,6 +4,7 @@ Unif(0, 1) instead of the acquisition; every other field is that of `nasbot_cnn_
 Run (`:smoke` = two tiny networks, one epoch, inline; used by tests):
   python launch/search.py --config=configs/rand_cnn_digits.py[:smoke] --config.workdir=runs/rand_cnn
 """
+
 import os
 import runpy
 

@@ -3,6 +3,7 @@ synthetic objective; every other field is that of `nasbot_synthetic.py`.
 
 Run: python launch/search.py --config=configs/rand_synthetic.py[:smoke] --config.workdir=runs/rand_f1
 """
+
 import os
 import runpy
 

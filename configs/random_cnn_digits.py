@@ -7,6 +7,7 @@ On a Ray cluster:
   python launch/search.py --config=configs/random_cnn_digits.py --config.executor=ray \
     --config.ray_address=auto --config.workdir=runs/random_cnn_digits
 """
+
 import ml_collections
 from ml_collections import config_dict
 
@@ -20,7 +21,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.strategy_config = ml_collections.ConfigDict()  # random search reads no options
   # smoke: at most 8 layers, so networks are small (the pools' networks are longer and left out).
   c.space = ml_collections.ConfigDict({"name": "layer_graph", "kind": "cnn", "max_layers": 8 if smoke else 60})
-  c.task = ml_collections.ConfigDict({
+  c.task = ml_collections.ConfigDict(
+    {
       "name": "train",
       "dataset": "digits",  # "digits", "diabetes" or a .csv/.npz path (then set target and task_type)
       "epochs": 1 if smoke else 8,
@@ -32,7 +34,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "data_seed": 0,  # the train/validation/test split; fixed across trials and seeds
       "target": "",
       "task_type": "regression",
-  })
+    }
+  )
   c.budget = 2 if smoke else 60
   c.num_workers = 1 if smoke else 2
   c.executor = "inline" if smoke else "local"  # "inline" | "local" (process pool) | "ray"

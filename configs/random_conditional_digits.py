@@ -6,6 +6,7 @@ The baseline of the conditional BO configs (`*_conditional_digits.py`), which sh
 Run (`:smoke` = five networks (the BO configs then fit their GP twice), one epoch, inline; used by tests):
   python launch/search.py --config=configs/random_conditional_digits.py[:smoke] --config.workdir=runs/random_conditional
 """
+
 import ml_collections
 from ml_collections import config_dict
 
@@ -18,13 +19,15 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.strategy = "random"
   c.strategy_config = ml_collections.ConfigDict()  # random search reads no options
   c.space = ml_collections.ConfigDict({"name": "conditional", "kind": "conditional", "max_depth": 3})
-  c.task = ml_collections.ConfigDict({
+  c.task = ml_collections.ConfigDict(
+    {
       "name": "conditional",
       "dataset": "digits",  # "digits" (classification) or "diabetes" (regression)
       "epochs": 1 if smoke else 20,
       "data_seed": 0,  # the train/validation/test split; fixed across trials and seeds
       "max_depth": 3,  # must equal space.max_depth
-  })
+    }
+  )
   c.budget = 5 if smoke else 60
   c.num_workers = 1 if smoke else 2
   c.executor = "inline" if smoke else "local"  # "inline" | "local" (process pool) | "ray"

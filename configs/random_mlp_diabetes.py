@@ -9,6 +9,7 @@ On a Ray cluster:
 
 Executor and training fields are those of `random_cnn_digits.py`.
 """
+
 import os
 import runpy
 

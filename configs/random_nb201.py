@@ -8,6 +8,7 @@ Comparison (spec 11.2: 150 queries; regret = best test - test of the best-valid 
 configs/ls_nb201.py,configs/gp_nb201.py,configs/random_nb201.py --seeds=20 --budget=150 \\
     --out=runs/compare_nb201
 """
+
 import ml_collections
 from ml_collections import config_dict
 
@@ -22,10 +23,14 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   # dedup_key: "string" (the authors' code) or "iso" (NB201's isomorphism classes, spec 3.3)
   c.space = ml_collections.ConfigDict({"name": "nb201", "kind": "nb201", "dedup_key": "string"})
   # dataset: cifar10 | cifar100 | imagenet16; report_metric: test | valtest (spec 11.1)
-  c.task = ml_collections.ConfigDict({
-      "name": "nb201", "path": "../shared/data/nasbench201", "dataset": "cifar10",
+  c.task = ml_collections.ConfigDict(
+    {
+      "name": "nb201",
+      "path": "../shared/data/nasbench201",
+      "dataset": "cifar10",
       "report_metric": "test",
-  })
+    }
+  )
   c.budget = 15 if smoke else 150
   c.num_workers = 1
   c.executor = "inline"  # a table lookup: no worker processes needed

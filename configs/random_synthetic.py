@@ -4,6 +4,7 @@ arg and every field but the strategy are those of `ea_synthetic.py`.
 Run (`:smoke` = tiny budget, used by tests and CI; `:f2` = f2 on MLPs):
   python launch/search.py --config=configs/random_synthetic.py[:smoke] --config.workdir=runs/random_f1
 """
+
 import os
 import runpy
 

@@ -8,6 +8,7 @@ MLP pool on diabetes, or on a table of yours:
   python launch/train.py --config=configs/train_pool.py --config.kind=mlp \
     --config.dataset=data.csv --config.target=price
 """
+
 import ml_collections
 
 

@@ -7,6 +7,7 @@ repeated network, or the seeds of a comparison evaluating the same initial pool 
 it: set JAX_COMPILATION_CACHE_DIR to move the cache, or to "" to turn it off. Worker processes
 inherit both settings.
 """
+
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -10,6 +10,7 @@ Each combination runs with small options (`bo_kwargs(fast=True)`) in OUT/runs/<c
 OUT/results.json and OUT/table.md are rewritten after each one. A rerun skips combinations
 already in results.json, ok or failed; bad flags print one line on stderr and exit with 2.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import functools
 import json
@@ -69,17 +70,26 @@ def _objective(kind: str, space) -> tuple[Task | None, str]:
     return Task("autokeras-f1", "max", _autokeras_f1), ""
   if kind == "conditional":
     return Task("conditional-f2", "max", functools.partial(_conditional_f2, conditional_spec_of(space).max_depth)), ""
-  return None, (f"no {kind} table here, and the synthetic functions read cnn/mlp layer graphs; a cell's layer graph"
-                f" (kind {kind}_layers) is not one")
+  return None, (
+    f"no {kind} table here, and the synthetic functions read cnn/mlp layer graphs; a cell's layer graph"
+    f" (kind {kind}_layers) is not one"
+  )
 
 
 def _run(c: combos.Combination, space, task: Task) -> dict:
   """One short search; any exception becomes a failed row, so the matrix goes on."""
   start = time.time()
   try:
-    obs = loop.run(bo(space, task.goal, **combos.bo_kwargs(c, fast=True)), task, InlineExecutor(),
-                   os.path.join(FLAGS.out, "runs", "-".join(c)), space=space, budget=FLAGS.budget,
-                   key=jax.random.PRNGKey(FLAGS.seed), progress=False)
+    obs = loop.run(
+      bo(space, task.goal, **combos.bo_kwargs(c, fast=True)),
+      task,
+      InlineExecutor(),
+      os.path.join(FLAGS.out, "runs", "-".join(c)),
+      space=space,
+      budget=FLAGS.budget,
+      key=jax.random.PRNGKey(FLAGS.seed),
+      progress=False,
+    )
     values = [o.value for o in obs if o.ok]
     best, error = (max(values), "") if values else (None, f"none of {len(obs)} evaluations succeeded")
   except Exception as e:  # noqa: BLE001  (a failing combination is a result of the matrix)
@@ -92,8 +102,10 @@ def _write(rows: dict) -> None:
   with open(tmp, "w") as f:
     json.dump({"budget": FLAGS.budget, "seed": FLAGS.seed, "rows": list(rows.values())}, f, indent=1)
   os.replace(tmp, os.path.join(FLAGS.out, RESULTS))
-  lines = ["| space | featurizer | surrogate | acquisition | optimizer | best | seconds | status |",
-           "|---|---|---|---|---|---|---|---|"]
+  lines = [
+    "| space | featurizer | surrogate | acquisition | optimizer | best | seconds | status |",
+    "|---|---|---|---|---|---|---|---|",
+  ]
   for r in sorted(rows.values(), key=lambda r: combos.SPACE_KINDS.index(r["space"])):
     best = "-" if r["best"] is None else f"{r['best']:.4g}"
     seconds = "-" if r["seconds"] is None else f"{r['seconds']:.1f}"
@@ -120,8 +132,10 @@ def _check_flags() -> dict:
   with open(path) as f:
     old = json.load(f)
   if (old["budget"], old["seed"]) != (FLAGS.budget, FLAGS.seed):
-    raise ValueError(f"--budget={FLAGS.budget} --seed={FLAGS.seed}: {path} holds budget {old['budget']}, seed"
-                     f" {old['seed']}; use another --out")
+    raise ValueError(
+      f"--budget={FLAGS.budget} --seed={FLAGS.seed}: {path} holds budget {old['budget']}, seed"
+      f" {old['seed']}; use another --out"
+    )
   return {"-".join(r[k] for k in _FIELDS): r for r in old["rows"]}
 
 
@@ -150,9 +164,12 @@ def main(argv):
   for kind in FLAGS.spaces:
     space = combos.space_of(kind)
     task, reason = _objective(kind, space)
-    matrix = [c for c in combos.valid_combinations(kind, space)
-              if (FLAGS.featurizers is None or c.featurizer in FLAGS.featurizers)
-              and (FLAGS.optimizers is None or c.optimizer in FLAGS.optimizers)]
+    matrix = [
+      c
+      for c in combos.valid_combinations(kind, space)
+      if (FLAGS.featurizers is None or c.featurizer in FLAGS.featurizers)
+      and (FLAGS.optimizers is None or c.optimizer in FLAGS.optimizers)
+    ]
     for i, c in enumerate(matrix):
       name = "-".join(c)
       if rows.get(name, {}).get("status") in ("ok", "failed"):

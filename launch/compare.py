@@ -8,6 +8,7 @@
 Writes OUT/table.md (mean ± standard error of the best value at the budget), OUT/curves.png and
 OUT/results.json. Each run has its own workdir, OUT/<config>/seed<s>, so rerunning resumes.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 from absl import app, flags, logging
 import jax
@@ -20,8 +21,9 @@ flags.DEFINE_integer("seeds", 3, "Number of seeds: runs seeds 0 .. seeds-1.", lo
 flags.DEFINE_list("seed_list", None, "Explicit seeds, e.g. 0,3,7; overrides --seeds.")
 flags.DEFINE_integer("budget", None, "Evaluations per run (every config gets the same).", lower_bound=1)
 flags.DEFINE_string("out", None, "Output folder.")
-flags.DEFINE_multi_string("set", [], "dotted.field=value set in every config, e.g. --set=task.epochs=3;"
-                          " repeat the flag for several fields.")
+flags.DEFINE_multi_string(
+  "set", [], "dotted.field=value set in every config, e.g. --set=task.epochs=3; repeat the flag for several fields."
+)
 flags.DEFINE_bool("progress", False, "Show each run's progress bar.")
 
 

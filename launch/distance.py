@@ -7,6 +7,7 @@ A.json is a JSON list of architectures in the interchange format. D.json gets {"
 "params"}; with several --nu_str values, d and d_bar gain a leading nu axis. --draw writes
 DIR/arch<i>.png, a drawing of each of the first --draw_count architectures of --archs.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 import os
@@ -59,12 +60,19 @@ def _run(nus: list) -> str:
   b = _load(FLAGS.archs_b) if FLAGS.archs_b else None
   if FLAGS.embed and (b is not None or len(a) < 3):
     raise ValueError("--embed needs one symmetric set (no --archs_b) of at least 3 architectures")
-  out = otmann.otmann_distances(a, b, solver=FLAGS.solver, nu_str=nus[0] if len(nus) == 1 else nus,
-                                params=FLAGS.params)
+  out = otmann.otmann_distances(a, b, solver=FLAGS.solver, nu_str=nus[0] if len(nus) == 1 else nus, params=FLAGS.params)
   params = otmann_costs.OTMANN_PARAMS[FLAGS.params]
-  record = {"d": out.d.tolist(), "d_bar": out.d_bar.tolist(),
-            "params": {"preset": FLAGS.params, "solver": FLAGS.solver, "nu_str": nus,
-                       **params._asdict(), "mass": params.mass._asdict()}}
+  record = {
+    "d": out.d.tolist(),
+    "d_bar": out.d_bar.tolist(),
+    "params": {
+      "preset": FLAGS.params,
+      "solver": FLAGS.solver,
+      "nu_str": nus,
+      **params._asdict(),
+      "mass": params.mass._asdict(),
+    },
+  }
   with open(FLAGS.out, "w") as f:
     json.dump(record, f)
   first = out.d if len(nus) == 1 else out.d[0]
@@ -75,7 +83,7 @@ def _run(nus: list) -> str:
     plots.embedding_2d(first, FLAGS.embed, title=f"t-SNE of {title}")
   if FLAGS.draw:
     os.makedirs(FLAGS.draw, exist_ok=True)
-    for i, arch in enumerate(a[:FLAGS.draw_count]):
+    for i, arch in enumerate(a[: FLAGS.draw_count]):
       ax = plots.draw(arch, title=f"{os.path.basename(FLAGS.archs)}[{i}]")
       FigureCanvasAgg(ax.figure).print_png(os.path.join(FLAGS.draw, f"arch{i}.png"))
   return f"wrote {FLAGS.out}: {first.shape[0]}x{first.shape[1]} distances"

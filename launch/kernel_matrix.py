@@ -8,6 +8,7 @@ Networks of several workdirs (e.g. the seeds of a comparison) are pooled; duplic
 descriptor keep their first evaluation. The paper reports MSE 0.112 on its CIFAR10 history; the
 script also prints the MSE with the values shuffled, what a kernel blind to performance gets.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import os
 import sys
@@ -66,12 +67,17 @@ def main(argv):
   mse = kq.kernel_quality(k, values)
   rng = np.random.default_rng(0)
   null = [kq.kernel_quality(k, rng.permutation(values)) for _ in range(200)]
-  print(f"{len(archs)} networks; MSE(normal scores of K, of P) = {mse:.4f} (paper: 0.112 on CIFAR10);"
-        f" with the values shuffled: {np.mean(null):.4f} +- {np.std(null):.4f} (200 shuffles)")
+  print(
+    f"{len(archs)} networks; MSE(normal scores of K, of P) = {mse:.4f} (paper: 0.112 on CIFAR10);"
+    f" with the values shuffled: {np.mean(null):.4f} +- {np.std(null):.4f} (200 shuffles)"
+  )
   if FLAGS.plot:
     fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-    for ax, m, title in zip(axes, (kq.normal_scores(k), kq.normal_scores(kq.performance_matrix(values))),
-                            ("kernel K (edit distance, Bourgain)", "performance 1 - |acc_i - acc_j|")):
+    for ax, m, title in zip(
+      axes,
+      (kq.normal_scores(k), kq.normal_scores(kq.performance_matrix(values))),
+      ("kernel K (edit distance, Bourgain)", "performance 1 - |acc_i - acc_j|"),
+    ):
       ax.imshow(m, cmap="viridis", vmin=-1, vmax=1)
       ax.set_title(title, fontsize=9)
     fig.suptitle(f"{len(archs)} networks, best first; MSE {mse:.4f}")

@@ -10,6 +10,7 @@ paper, plus NASBOT's OTMANN GP on the points' layer graphs) predicts the validat
 held-out half of the points from the other half, raw and log, over --n_splits random splits:
 WORKDIR/table.md (NMSE mean ± standard error) and WORKDIR/nmse.png.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import os
 import sys
@@ -37,9 +38,12 @@ flags.DEFINE_integer("steps", 200, "GP fitting steps.", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "Seed of the points, their training and the splits.", lower_bound=0)
 
 _PAPER = {  # arc_kernel.md 5, for the table's footer
-    "separate_linear": (0.968, 0.886, 1.039, 2.120), "separate_gp": (0.925, 0.641, 0.860, 0.848),
-    "poor_man_linear": (0.905, 0.763, 0.996, 0.851), "poor_man_gp": (0.907, 0.518, 1.178, 0.752),
-    "separate_hierarchical_gp": (0.801, 0.627, 0.956, 0.950), "hierarchical_gp": (0.801, 0.441, 0.993, 0.674),
+  "separate_linear": (0.968, 0.886, 1.039, 2.120),
+  "separate_gp": (0.925, 0.641, 0.860, 0.848),
+  "poor_man_linear": (0.905, 0.763, 0.996, 0.851),
+  "poor_man_gp": (0.907, 0.518, 1.178, 0.752),
+  "separate_hierarchical_gp": (0.801, 0.627, 0.956, 0.950),
+  "hierarchical_gp": (0.801, 0.441, 0.993, 0.674),
 }
 
 
@@ -55,8 +59,10 @@ def _markdown(table: dict) -> str:
       cells.append(f"**{mean:.3f}** ± {err:.3f}" if mean == best else f"{mean:.3f} ± {err:.3f}")
     lines.append(f"| {m} | " + " | ".join(cells) + " |")
   lines.append("\nNMSE on held-out halves (mean ± standard error over splits; bold: lowest in its column).")
-  lines.append("The paper's Table 1 (NN, NN log, NN half, NN log half): "
-               + "; ".join(f"{m} {', '.join(map(str, v))}" for m, v in _PAPER.items()))
+  lines.append(
+    "The paper's Table 1 (NN, NN log, NN half, NN log half): "
+    + "; ".join(f"{m} {', '.join(map(str, v))}" for m, v in _PAPER.items())
+  )
   return "\n".join(lines) + "\n"
 
 
@@ -80,12 +86,25 @@ def main(argv):
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   jax.config.update("jax_enable_x64", True)
   try:
-    trained = ce.train_cached(FLAGS.workdir, n_points=FLAGS.n_points, epochs=FLAGS.epochs, seed=FLAGS.seed,
-                              names=FLAGS.datasets, max_depth=FLAGS.max_depth)
+    trained = ce.train_cached(
+      FLAGS.workdir,
+      n_points=FLAGS.n_points,
+      epochs=FLAGS.epochs,
+      seed=FLAGS.seed,
+      names=FLAGS.datasets,
+      max_depth=FLAGS.max_depth,
+    )
   except ValueError as e:
     sys.exit(f"kernel_quality.py: {e}")
-  table = ce.nmse_rows(trained, n_splits=FLAGS.n_splits, seed=FLAGS.seed, max_depth=FLAGS.max_depth,
-                       otmann=FLAGS.otmann, n_starts=FLAGS.n_starts, steps=FLAGS.steps)
+  table = ce.nmse_rows(
+    trained,
+    n_splits=FLAGS.n_splits,
+    seed=FLAGS.seed,
+    max_depth=FLAGS.max_depth,
+    otmann=FLAGS.otmann,
+    n_starts=FLAGS.n_starts,
+    steps=FLAGS.steps,
+  )
   with open(os.path.join(FLAGS.workdir, "table.md"), "w") as f:
     f.write(_markdown(table))
   _plot(table, os.path.join(FLAGS.workdir, "nmse.png"))

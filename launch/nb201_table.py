@@ -8,6 +8,7 @@ best test accuracy and against the test accuracy of the best-validation cell.
 Each (dataset, config, seed) run has its own workdir under OUT/<dataset>/, so rerunning resumes
 and finished runs are replayed; OUT/table.md holds the table, OUT/regrets.json the numbers.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 import os
@@ -19,11 +20,24 @@ from nas_jax.search import compare
 from nas_jax.tasks import tabular
 
 FLAGS = flags.FLAGS
-METHODS = ("configs/random_nb201.py", "configs/re_nb201.py", "configs/ls_nb201.py", "configs/bananas_nb201.py",
-           "configs/bananas_nb201.py:paper", "configs/gp_nb201.py", "configs/nasbot_nb201.py")
-NAMES = {"random_nb201": "random", "re_nb201": "regularised evolution", "ls_nb201": "local search",
-         "bananas_nb201": "BANANAS (code preset)", "bananas_nb201-paper": "BANANAS (paper preset)",
-         "gp_nb201": "GP-BO (Hamming on path encodings)", "nasbot_nb201": "NASBOT (OTMANN GP + EI + EA)"}
+METHODS = (
+  "configs/random_nb201.py",
+  "configs/re_nb201.py",
+  "configs/ls_nb201.py",
+  "configs/bananas_nb201.py",
+  "configs/bananas_nb201.py:paper",
+  "configs/gp_nb201.py",
+  "configs/nasbot_nb201.py",
+)
+NAMES = {
+  "random_nb201": "random",
+  "re_nb201": "regularised evolution",
+  "ls_nb201": "local search",
+  "bananas_nb201": "BANANAS (code preset)",
+  "bananas_nb201-paper": "BANANAS (paper preset)",
+  "gp_nb201": "GP-BO (Hamming on path encodings)",
+  "nasbot_nb201": "NASBOT (OTMANN GP + EI + EA)",
+}
 flags.DEFINE_list("configs", list(METHODS), "Config specs, path.py[:arg].")
 flags.DEFINE_list("datasets", list(tabular.DATASETS), "NB201 datasets.")
 flags.DEFINE_integer("seeds", 20, "Seeds 0 .. seeds-1 for every config but --slow ones.", lower_bound=1)
@@ -57,8 +71,13 @@ def main(argv):
     for spec in FLAGS.configs:
       seeds = range(FLAGS.slow_seeds if spec in FLAGS.slow else FLAGS.seeds)
       out = os.path.join(FLAGS.out, ds)
-      results = compare.compare([spec], list(seeds), FLAGS.budget, os.path.join(out, compare.run_name(spec)),
-                                overrides={"task.dataset": ds, "task.path": FLAGS.data})
+      results = compare.compare(
+        [spec],
+        list(seeds),
+        FLAGS.budget,
+        os.path.join(out, compare.run_name(spec)),
+        overrides={"task.dataset": ds, "task.path": FLAGS.data},
+      )
       name = compare.run_name(spec)
       regrets[ds][name] = tabular.regret_summary(results["test_runs"][name], table)
       r = regrets[ds][name]
@@ -66,11 +85,16 @@ def main(argv):
   with open(os.path.join(FLAGS.out, "regrets.json"), "w") as f:
     json.dump({"budget": FLAGS.budget, "regrets": regrets}, f, indent=1)
   names = list(dict.fromkeys(n for ds in regrets.values() for n in ds))
-  lines = ["| method | seeds | " + " | ".join(f"{ds} regret | {ds} regret (best-valid cell)" for ds in regrets) + " |",
-           "|---|---|" + "---|---|" * len(regrets)]
+  lines = [
+    "| method | seeds | " + " | ".join(f"{ds} regret | {ds} regret (best-valid cell)" for ds in regrets) + " |",
+    "|---|---|" + "---|---|" * len(regrets),
+  ]
   for n in names:
-    cells = [f"{regrets[ds][n]['regret'][0]:.3f} ± {regrets[ds][n]['regret'][1]:.3f} | "
-             f"{regrets[ds][n]['regret_bv'][0]:.3f} ± {regrets[ds][n]['regret_bv'][1]:.3f}" for ds in regrets]
+    cells = [
+      f"{regrets[ds][n]['regret'][0]:.3f} ± {regrets[ds][n]['regret'][1]:.3f} | "
+      f"{regrets[ds][n]['regret_bv'][0]:.3f} ± {regrets[ds][n]['regret_bv'][1]:.3f}"
+      for ds in regrets
+    ]
     seeds = regrets[next(iter(regrets))][n]["n"]
     lines.append(f"| {NAMES.get(n, n)} | {seeds} | " + " | ".join(cells) + " |")
   with open(os.path.join(FLAGS.out, "table.md"), "w") as f:

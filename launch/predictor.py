@@ -7,6 +7,7 @@
 Prints, per encoding and training size, the ensemble's MAE on its training cells and on held-out
 cells (val error, percentage points), and writes them as JSON to --out.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 
@@ -40,15 +41,24 @@ def main(argv):
   space = cells_lib.nb201_space()
   cells = [space.from_json({"kind": "nb201", "arch_str": s}) for s in table.arch_strs]
   result = predictor_experiment.predictor_mae(
-      jax.random.PRNGKey(FLAGS.seed), cells, 100.0 - table.valid, encoding_names=FLAGS.encodings,
-      train_sizes=sizes, n_test=FLAGS.n_test, n_fits=FLAGS.n_fits, epochs=FLAGS.epochs,
+    jax.random.PRNGKey(FLAGS.seed),
+    cells,
+    100.0 - table.valid,
+    encoding_names=FLAGS.encodings,
+    train_sizes=sizes,
+    n_test=FLAGS.n_test,
+    n_fits=FLAGS.n_fits,
+    epochs=FLAGS.epochs,
   )
   for name, rows in result.items():
     for n, r in rows.items():
       print(f"{name:>11} n={n:<4} train MAE {r['train']:.3f}  test MAE {r['test']:.3f} ± {r['test_std']:.3f}")
   with open(FLAGS.out, "w") as f:
-    json.dump({"dataset": FLAGS.dataset, "epochs": FLAGS.epochs, "n_test": FLAGS.n_test,
-               "n_fits": FLAGS.n_fits, "mae": result}, f, indent=1)
+    json.dump(
+      {"dataset": FLAGS.dataset, "epochs": FLAGS.epochs, "n_test": FLAGS.n_test, "n_fits": FLAGS.n_fits, "mae": result},
+      f,
+      indent=1,
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ evaluations, the best networks drawn, failures, and (GP strategies) the distance
 It reads the journal as a resume does, so it works while the search runs or after it was killed.
 The page is one file with everything embedded; open it in any browser, offline.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import sys
 
@@ -17,8 +18,7 @@ from nas_jax import report
 FLAGS = flags.FLAGS
 flags.DEFINE_string("workdir", None, "The --config.workdir of a search (holds journal.jsonl).")
 flags.DEFINE_integer("top_k", 3, "How many of the best networks to draw.", lower_bound=1)
-flags.DEFINE_integer("max_networks", 40, "Cap on the networks of the distance heatmap (GP strategies).",
-                     lower_bound=2)
+flags.DEFINE_integer("max_networks", 40, "Cap on the networks of the distance heatmap (GP strategies).", lower_bound=2)
 
 
 def main(argv):

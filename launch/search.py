@@ -5,6 +5,7 @@
 Rerunning with the same --config.workdir resumes: finished evaluations are replayed from
 workdir/journal.jsonl, never run again. Results: workdir/summary.json and workdir/progress.png.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 import os
@@ -17,8 +18,7 @@ from nas_jax.search import config as search_config
 from nas_jax.search import loop
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file("config", None, "A configs/*.py file; append :smoke for a tiny run.",
-                                lock_config=True)
+config_flags.DEFINE_config_file("config", None, "A configs/*.py file; append :smoke for a tiny run.", lock_config=True)
 flags.DEFINE_bool("progress", True, "Show a progress bar (evaluations, failures, best so far).")
 
 
@@ -31,8 +31,10 @@ def main(argv):
   path = os.path.join(FLAGS.config.workdir, loop.SUMMARY)
   with open(path) as f:
     s = json.load(f)
-  print(f"{s['task']}: best value {s['best_value']} (trial {s['best_trial_id']}) after {s['n_evaluated']}"
-        f" evaluations, {s['n_failed']} failed; see {path}")
+  print(
+    f"{s['task']}: best value {s['best_value']} (trial {s['best_trial_id']}) after {s['n_evaluated']}"
+    f" evaluations, {s['n_failed']} failed; see {path}"
+  )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 Peak RSS is this process's high-water mark so far; benchmarks/bench_train.py measures each
 network in its own process.
 """
+
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import json
 import os
@@ -18,8 +19,9 @@ from nas_jax.spaces import pools
 from nas_jax.tasks import datasets, training
 
 FLAGS = flags.FLAGS
-config_flags.DEFINE_config_file("config", None, "configs/train_pool.py; append :smoke for a tiny run.",
-                                lock_config=True)
+config_flags.DEFINE_config_file(
+  "config", None, "configs/train_pool.py; append :smoke for a tiny run.", lock_config=True
+)
 
 
 def main(argv):
@@ -32,10 +34,17 @@ def main(argv):
   if bad or not c.indices:
     raise ValueError(f"config.indices: {tuple(c.indices)}; choose a non-empty subset of 0..{len(pool) - 1}")
   train_config = training.TrainConfig(
-      epochs=c.epochs, batch_size=c.batch_size, learning_rate=float(c.learning_rate), optimizer=c.optimizer,
-      schedule=c.schedule, weight_decay=float(c.weight_decay))
-  print(f"{c.kind} pool on {data.name} ({data.x_train.shape[0]} train / {data.x_val.shape[0]} val), "
-        f"{c.epochs} epochs, {jax.default_backend()} {jax.devices()[0].device_kind}, jax {jax.__version__}")
+    epochs=c.epochs,
+    batch_size=c.batch_size,
+    learning_rate=float(c.learning_rate),
+    optimizer=c.optimizer,
+    schedule=c.schedule,
+    weight_decay=float(c.weight_decay),
+  )
+  print(
+    f"{c.kind} pool on {data.name} ({data.x_train.shape[0]} train / {data.x_val.shape[0]} val), "
+    f"{c.epochs} epochs, {jax.default_backend()} {jax.devices()[0].device_kind}, jax {jax.__version__}"
+  )
   print(training.format_header(data.task), flush=True)
   rows = []
   for i in c.indices:

@@ -7,6 +7,7 @@ Every trained point is appended to `<workdir>/trained.jsonl` (one fsynced line p
 interrupted run resumes where it stopped; a point is identified by (dataset, half, index), and
 point i is the same random point in every run with the same seed.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,7 @@ from nas_jax.surrogates.priors import nasbot_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 from nas_jax.tasks import conditional_training, datasets
 
-__all__ = ["TABLE_FILE", "DATASETS", "COLUMNS", "half_training", "train_cached", "targets", "otmann_nmse",
-           "nmse_rows"]
+__all__ = ["TABLE_FILE", "DATASETS", "COLUMNS", "half_training", "train_cached", "targets", "otmann_nmse", "nmse_rows"]
 
 TABLE_FILE = "trained.jsonl"
 DATASETS = {"digits": "classification", "diabetes": "regression"}
@@ -60,8 +60,17 @@ def _append(path: str, rows: list) -> None:
     os.fsync(f.fileno())
 
 
-def train_cached(workdir: str, *, n_points: int, epochs: int, seed: int = 0, names: Sequence[str] = tuple(DATASETS),
-                 max_depth: int = 3, chunk: int = 32, log=print) -> dict:
+def train_cached(
+  workdir: str,
+  *,
+  n_points: int,
+  epochs: int,
+  seed: int = 0,
+  names: Sequence[str] = tuple(DATASETS),
+  max_depth: int = 3,
+  chunk: int = 32,
+  log=print,
+) -> dict:
   """Trains (or reads back) n_points random points per (dataset, half).
 
   Returns:
@@ -85,11 +94,21 @@ def train_cached(workdir: str, *, n_points: int, epochs: int, seed: int = 0, nam
       data = half_training(full, seed) if half else full
       todo = [i for i in range(n_points) if (name, half, i) not in done]
       for start in range(0, len(todo), chunk):
-        idx = todo[start:start + chunk]
-        r = conditional_training.train_points(cond.stack_points([points[i] for i in idx]), spec, data,
-                                              epochs=epochs, key=jax.random.key(seed), chunk=chunk)
-        rows = [{"dataset": name, "half": half, "index": i, "point": space.to_json(points[i]),
-                 "val_error": float(v), "test_error": float(t)} for i, v, t in zip(idx, r.val_error, r.test_error)]
+        idx = todo[start : start + chunk]
+        r = conditional_training.train_points(
+          cond.stack_points([points[i] for i in idx]), spec, data, epochs=epochs, key=jax.random.key(seed), chunk=chunk
+        )
+        rows = [
+          {
+            "dataset": name,
+            "half": half,
+            "index": i,
+            "point": space.to_json(points[i]),
+            "val_error": float(v),
+            "test_error": float(t),
+          }
+          for i, v, t in zip(idx, r.val_error, r.test_error)
+        ]
         _append(path, rows)
         done.update({(name, half, row["index"]): row for row in rows})
         log(f"{name}{' half' if half else ''}: {len(done)} points trained in all ({r.seconds:.1f} s for {len(idx)})")
@@ -102,8 +121,17 @@ def targets(errors: np.ndarray, log_target: bool) -> np.ndarray:
   return np.log(errors + _LOG_FLOOR) if log_target else errors
 
 
-def otmann_nmse(key, points: list, y: np.ndarray, spec: cond.ConditionalSpec, decision: str, *, n_splits: int,
-                n_starts: int = 8, steps: int = 200) -> list[float]:
+def otmann_nmse(
+  key,
+  points: list,
+  y: np.ndarray,
+  spec: cond.ConditionalSpec,
+  decision: str,
+  *,
+  n_splits: int,
+  n_starts: int = 8,
+  steps: int = 200,
+) -> list[float]:
   """NMSE of NASBOT's GP (OTMANN kernel of `to_architecture(point)`) on the splits of
   `conditional_models.nmse_table` (a random half for training)."""
   archs = [cond.to_architecture(p, spec, decision) for p in points]
@@ -112,15 +140,24 @@ def otmann_nmse(key, points: list, y: np.ndarray, spec: cond.ConditionalSpec, de
   scores = []
   sub = lambda m, rows, cols: jnp.asarray(m[:, rows][:, :, cols])
   for tr, te, k_fit in cm.split_indices(key, len(points), n_splits, int(round(0.5 * len(points)))):
-    state = surrogate.fit(k_fit, OtmannPair(sub(dist.d, tr, tr), sub(dist.d_bar, tr, tr)), jnp.asarray(y[tr]),
-                          jnp.ones(len(tr), bool))
+    state = surrogate.fit(
+      k_fit, OtmannPair(sub(dist.d, tr, tr), sub(dist.d_bar, tr, tr)), jnp.asarray(y[tr]), jnp.ones(len(tr), bool)
+    )
     pred = surrogate.predict(state, OtmannPair(sub(dist.d, te, tr), sub(dist.d_bar, te, tr)))
     scores.append(cm.nmse(y[te], np.asarray(pred.mean).reshape(-1, len(te)).mean(0)))
   return scores
 
 
-def nmse_rows(trained: dict, *, n_splits: int = 5, seed: int = 0, max_depth: int = 3, otmann: bool = True,
-              n_starts: int = 8, steps: int = 200) -> dict:
+def nmse_rows(
+  trained: dict,
+  *,
+  n_splits: int = 5,
+  seed: int = 0,
+  max_depth: int = 3,
+  otmann: bool = True,
+  n_starts: int = 8,
+  steps: int = 200,
+) -> dict:
   """{column name: {model: (mean, stderr)}} over every (dataset, half) and raw/log target."""
   spec = cond.conditional_spec(max_depth)
   table = {}
@@ -131,11 +168,20 @@ def nmse_rows(trained: dict, *, n_splits: int = 5, seed: int = 0, max_depth: int
         continue
       y = targets(errors, log_target)
       key = jax.random.key(seed)
-      row = {m: v[:2] for m, v in cm.nmse_table(key, u, active, y, n_splits=n_splits, n_starts=n_starts,
-                                                   steps=steps).items()}
+      row = {
+        m: v[:2] for m, v in cm.nmse_table(key, u, active, y, n_splits=n_splits, n_starts=n_starts, steps=steps).items()
+      }
       if otmann:
-        s = otmann_nmse(key, points, y, spec, "softmax" if DATASETS[name] == "classification" else "linear",
-                        n_splits=n_splits, n_starts=n_starts, steps=steps)
+        s = otmann_nmse(
+          key,
+          points,
+          y,
+          spec,
+          "softmax" if DATASETS[name] == "classification" else "linear",
+          n_splits=n_splits,
+          n_starts=n_starts,
+          steps=steps,
+        )
         row["otmann_gp"] = (float(np.mean(s)), float(np.std(s, ddof=1) / np.sqrt(len(s))))
       table[f"{name}{suffix}"] = row
   return table

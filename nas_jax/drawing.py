@@ -4,6 +4,7 @@ topological order, barycentre ordering within a layer) and drawn with matplotlib
 Each layer is a text box (label name, units, stride); each edge an arrow. An edge that skips over
 at least one layer is curved, so skip connections stay visible instead of running through boxes.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -25,10 +26,18 @@ __all__ = ["Layout", "layout", "node_text", "draw", "NODE_GID", "EDGE_GID", "SKI
 NODE_GID, EDGE_GID, SKIP_GID = "node", "edge", "skip"
 _SKIP_RAD = 0.35  # curvature of skip arrows; alternating sign keeps parallel skips apart
 _ROLE_COLOURS = {  # light fills, one per role, so conv/pool/fc (or activations) read at a glance
-    labels_lib.Role.IP: "#d9d9d9", labels_lib.Role.OP: "#d9d9d9", labels_lib.Role.CONV: "#9ecae1",
-    labels_lib.Role.RES: "#c6dbef", labels_lib.Role.POOL: "#fdd0a2", labels_lib.Role.FC: "#c7e9c0",
-    labels_lib.Role.ACT: "#9ecae1", labels_lib.Role.DECISION: "#fcbba1", labels_lib.Role.CELL_OP: "#dadaeb",
-    labels_lib.Role.SKIP: "#deebf7", labels_lib.Role.CONCAT: "#c6dbef", labels_lib.Role.GAP: "#fdd0a2",
+  labels_lib.Role.IP: "#d9d9d9",
+  labels_lib.Role.OP: "#d9d9d9",
+  labels_lib.Role.CONV: "#9ecae1",
+  labels_lib.Role.RES: "#c6dbef",
+  labels_lib.Role.POOL: "#fdd0a2",
+  labels_lib.Role.FC: "#c7e9c0",
+  labels_lib.Role.ACT: "#9ecae1",
+  labels_lib.Role.DECISION: "#fcbba1",
+  labels_lib.Role.CELL_OP: "#dadaeb",
+  labels_lib.Role.SKIP: "#deebf7",
+  labels_lib.Role.CONCAT: "#c6dbef",
+  labels_lib.Role.GAP: "#fdd0a2",
 }
 _SIGMOID_COLOUR = "#c7e9c0"  # MLP "sig" group (logistic, tanh) apart from the rectifiers
 
@@ -60,8 +69,10 @@ def _single(arch: Any) -> Architecture:
   if not isinstance(arch, Architecture):
     raise TypeError(f"arch: got a {type(arch).__name__}; expected an Architecture or a Cell")
   if np.ndim(arch.labels) != 1:
-    raise ValueError(f"arch: a batch (labels shape {np.shape(arch.labels)}); draw one architecture at a"
-                     " time, e.g. nas_jax.unstack(batch)[0]")
+    raise ValueError(
+      f"arch: a batch (labels shape {np.shape(arch.labels)}); draw one architecture at a"
+      " time, e.g. nas_jax.unstack(batch)[0]"
+    )
   return arch
 
 
@@ -96,9 +107,13 @@ def layout(arch: Architecture) -> Layout:
     x[ranked] = np.arange(ranked.size) - (ranked.size - 1) / 2
   order = np.asarray(order)
   parents, children = np.nonzero(adj)
-  return Layout(nodes=nodes[order], depth=depth[order], xy=np.stack([x, -depth], 1)[order].astype(float),
-                edges=np.stack([nodes[parents], nodes[children]], 1).reshape(-1, 2),
-                skip=depth[children] - depth[parents] > 1)
+  return Layout(
+    nodes=nodes[order],
+    depth=depth[order],
+    xy=np.stack([x, -depth], 1)[order].astype(float),
+    edges=np.stack([nodes[parents], nodes[children]], 1).reshape(-1, 2),
+    skip=depth[children] - depth[parents] > 1,
+  )
 
 
 def node_text(arch: Architecture, slot: int) -> str:
@@ -152,16 +167,36 @@ def draw(arch: Any, ax: Axes | None = None, *, title: str | None = None) -> Axes
   for slot, (x, y) in zip(lay.nodes.tolist(), lay.xy):
     # Boxes sit below the arrows: a box places its frame when drawn, and the arrows are clipped
     # to those frames (patchA/patchB), so the boxes must be drawn first.
-    text = ax.text(x, y, node_text(arch, slot), ha="center", va="center", fontsize=fontsize, zorder=2,
-                   gid=f"{NODE_GID}:{slot}", bbox=dict(boxstyle="round,pad=0.3", fc=_colour(arch, slot), ec="0.3"))
+    text = ax.text(
+      x,
+      y,
+      node_text(arch, slot),
+      ha="center",
+      va="center",
+      fontsize=fontsize,
+      zorder=2,
+      gid=f"{NODE_GID}:{slot}",
+      bbox=dict(boxstyle="round,pad=0.3", fc=_colour(arch, slot), ec="0.3"),
+    )
     boxes[slot] = (x, y, text)
   for k, ((i, j), skip) in enumerate(zip(lay.edges.tolist(), lay.skip)):
     (xa, ya, ta), (xb, yb, tb) = boxes[i], boxes[j]
     rad = (_SKIP_RAD if k % 2 else -_SKIP_RAD) if skip else 0.0
-    ax.add_patch(FancyArrowPatch(
-        (xa, ya), (xb, yb), arrowstyle="-|>", mutation_scale=10, connectionstyle=f"arc3,rad={rad}",
-        color="tab:red" if skip else "0.25", lw=1.0, zorder=3, patchA=ta.get_bbox_patch(),
-        patchB=tb.get_bbox_patch(), gid=f"{SKIP_GID if skip else EDGE_GID}:{i}-{j}"))
+    ax.add_patch(
+      FancyArrowPatch(
+        (xa, ya),
+        (xb, yb),
+        arrowstyle="-|>",
+        mutation_scale=10,
+        connectionstyle=f"arc3,rad={rad}",
+        color="tab:red" if skip else "0.25",
+        lw=1.0,
+        zorder=3,
+        patchA=ta.get_bbox_patch(),
+        patchB=tb.get_bbox_patch(),
+        gid=f"{SKIP_GID if skip else EDGE_GID}:{i}-{j}",
+      )
+    )
   ax.set_xlim(lay.xy[:, 0].min() - 0.9, lay.xy[:, 0].max() + 0.9)
   ax.set_ylim(-height + 0.4, 0.6)
   ax.set_axis_off()

@@ -3,6 +3,7 @@
 
 Figures are drawn on matplotlib's Agg canvas, so nothing touches pyplot's global state.
 """
+
 from __future__ import annotations
 
 from typing import IO, Sequence
@@ -42,8 +43,14 @@ def _ticks(axis_set, labels: list[str]) -> None:
   axis_set(pos, [labels[i] for i in pos], fontsize=max(4, 10 - len(pos) // 10))
 
 
-def distance_heatmap(d, path: str | IO[bytes], *, row_labels: Sequence[str] | None = None,
-                     col_labels: Sequence[str] | None = None, title: str = "") -> Figure:
+def distance_heatmap(
+  d,
+  path: str | IO[bytes],
+  *,
+  row_labels: Sequence[str] | None = None,
+  col_labels: Sequence[str] | None = None,
+  title: str = "",
+) -> Figure:
   """Writes a PNG heatmap of a distance matrix, one labelled row and column per architecture.
 
   Args:
@@ -70,8 +77,15 @@ def distance_heatmap(d, path: str | IO[bytes], *, row_labels: Sequence[str] | No
   return fig
 
 
-def embedding_2d(d, path: str | None = None, *, labels: Sequence[str] | None = None, title: str = "",
-                 seed: int = 0, perplexity: float | None = None) -> np.ndarray:
+def embedding_2d(
+  d,
+  path: str | None = None,
+  *,
+  labels: Sequence[str] | None = None,
+  title: str = "",
+  seed: int = 0,
+  perplexity: float | None = None,
+) -> np.ndarray:
   """2-D t-SNE embedding of a symmetric distance matrix, as the paper's Fig. 4 (App. A.4).
 
   Args:

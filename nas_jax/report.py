@@ -2,6 +2,7 @@
 one self-contained HTML page, with plots as base64 PNGs and a few lines of inline JS to sort the
 table. It reads the journal as a resume would, so a running or killed search reports too.
 """
+
 from __future__ import annotations
 
 import base64
@@ -26,8 +27,19 @@ from nas_jax.search.state import GOALS, Observation, to_score
 from nas_jax.spaces.cells import Cell, cell_to_architecture
 from nas_jax.spaces.space import SPACES
 
-__all__ = ["REPORT", "GP_STRATEGIES", "Run", "load_run", "best_trials", "run_space", "to_architecture",
-           "distances", "progress_figure", "report_html", "write_report"]
+__all__ = [
+  "REPORT",
+  "GP_STRATEGIES",
+  "Run",
+  "load_run",
+  "best_trials",
+  "run_space",
+  "to_architecture",
+  "distances",
+  "progress_figure",
+  "report_html",
+  "write_report",
+]
 
 REPORT = "report.html"
 # Strategies whose surrogate is a GP over distances between networks: the report shows those.
@@ -80,9 +92,14 @@ def load_run(workdir: str | os.PathLike) -> Run:
   meta = _read_json(os.path.join(workdir, _META))
   if not isinstance(meta, dict) or meta.get("goal") not in GOALS:
     raise ValueError(f"workdir: {workdir!r} has no valid {_META} ({meta!r}); expected {{'task', 'goal'}}")
-  return Run(workdir=workdir, task=str(meta.get("task", "")), goal=meta["goal"],
-             config=_read_json(os.path.join(workdir, _CONFIG)),
-             summary=_read_json(os.path.join(workdir, loop.SUMMARY)), observations=journal.replay(path))
+  return Run(
+    workdir=workdir,
+    task=str(meta.get("task", "")),
+    goal=meta["goal"],
+    config=_read_json(os.path.join(workdir, _CONFIG)),
+    summary=_read_json(os.path.join(workdir, loop.SUMMARY)),
+    observations=journal.replay(path),
+  )
 
 
 def best_trials(run: Run, k: int) -> list[Observation]:
@@ -163,7 +180,9 @@ def _time_axis(observations) -> tuple[np.ndarray, str]:
   `finished_at`; else (journals older than that field) evaluation seconds summed over workers."""
   if observations and all(o.finished_at is not None for o in observations):
     start = min(o.finished_at - o.seconds for o in observations)
-    return np.array([o.finished_at - start for o in observations]), "wall-clock seconds since the first evaluation began"
+    return np.array(
+      [o.finished_at - start for o in observations]
+    ), "wall-clock seconds since the first evaluation began"
   return np.cumsum([o.seconds for o in observations]), "evaluation seconds (cumulative, summed over workers)"
 
 
@@ -173,8 +192,9 @@ def progress_figure(run: Run) -> Figure:
   best = curves.best_so_far(values, run.goal)
   seconds, seconds_label = _time_axis(run.observations)
   fig = Figure(figsize=(11, 4))
-  for ax, x, xlabel in zip(fig.subplots(1, 2), (np.arange(1, len(values) + 1), seconds),
-                           ("evaluations", seconds_label)):
+  for ax, x, xlabel in zip(
+    fig.subplots(1, 2), (np.arange(1, len(values) + 1), seconds), ("evaluations", seconds_label)
+  ):
     ax.plot(x, [np.nan if v is None else v for v in values], ".", color="0.6", label="evaluations")
     ax.step(x, best, where="post", label="best so far")
     ax.set_xlabel(xlabel)
@@ -220,8 +240,11 @@ def _failures(observations: Sequence[Observation]) -> str:
   failed = [o for o in observations if not o.ok]
   if not failed:
     return "<p>No evaluation failed.</p>"
-  items = [f"<li><b>trial {o.trial_id}</b>: {o.status.name} after {o.seconds:.1f} s on "
-           f"{html.escape(o.worker)}<pre>{html.escape(o.error)}</pre></li>" for o in failed]
+  items = [
+    f"<li><b>trial {o.trial_id}</b>: {o.status.name} after {o.seconds:.1f} s on "
+    f"{html.escape(o.worker)}<pre>{html.escape(o.error)}</pre></li>"
+    for o in failed
+  ]
   return f"<ul>{''.join(items)}</ul>"
 
 
@@ -240,8 +263,10 @@ def _heatmap(run: Run, max_networks: int) -> str:
     return ""
   d, ids, title = found
   fig = plots.distance_heatmap(d, io.BytesIO(), row_labels=ids, col_labels=ids, title=title)
-  return (f'<h2 id="distances">Distances between evaluated networks</h2><p>The {len(ids)} best networks,'
-          f" ordered by trial id; the GP's kernel reads these distances.</p>{_img(_png(fig), title)}")
+  return (
+    f'<h2 id="distances">Distances between evaluated networks</h2><p>The {len(ids)} best networks,'
+    f" ordered by trial id; the GP's kernel reads these distances.</p>{_img(_png(fig), title)}"
+  )
 
 
 _STYLE = """body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse}
@@ -272,8 +297,11 @@ def report_html(run: Run, *, top_k: int = 3, max_networks: int = 40) -> str:
       raise ValueError(f"{name}: {v!r}; expected an integer >= 1")
   obs = run.observations
   n_failed = sum(not o.ok for o in obs)
-  state = ("finished" if run.summary is not None else
-           "running or stopped early: no summary.json, so this reports the journal as it stands")
+  state = (
+    "finished"
+    if run.summary is not None
+    else "running or stopped early: no summary.json, so this reports the journal as it stands"
+  )
   best = best_trials(run, 1)
   best_line = f"best value {best[0].value:.6g} (trial {best[0].trial_id})" if best else "no successful evaluation yet"
   config = json.dumps(run.config, indent=1, sort_keys=True) if run.config is not None else "(no config.json)"

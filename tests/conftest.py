@@ -1,4 +1,5 @@
 """Test-wide settings: float64 for GP algebra, and the `slow` marker switch."""
+
 import os
 
 # Before jax: OpenBLAS threads fight XLA's pool (a float64 Cholesky ~30x slower otherwise).
@@ -9,15 +10,11 @@ import pytest  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-SHARED_DATA = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data"
-)
+SHARED_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
 
 
 def pytest_addoption(parser):
-  parser.addoption(
-      "--runslow", action="store_true", default=False, help="also run tests marked slow"
-  )
+  parser.addoption("--runslow", action="store_true", default=False, help="also run tests marked slow")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,5 +1,6 @@
 """The notebooks in colabs/ run top to bottom on CPU with their own small settings, and are
 committed clean (no outputs, no execution counts) so that their git diffs stay readable."""
+
 import glob
 import json
 import os
@@ -35,8 +36,9 @@ def kernel_of_this_interpreter(tmp_path, monkeypatch):
 
 def _execute(book, kernel_name):
   """Runs every cell in colabs/ as the working directory; returns (book, seconds)."""
-  client = nbclient.NotebookClient(book, timeout=LIMIT_S, kernel_name=kernel_name,
-                                   resources={"metadata": {"path": COLABS}})
+  client = nbclient.NotebookClient(
+    book, timeout=LIMIT_S, kernel_name=kernel_name, resources={"metadata": {"path": COLABS}}
+  )
   start = time.monotonic()
   client.execute()
   return book, time.monotonic() - start
@@ -52,16 +54,24 @@ def _text(book) -> str:
 
 def test_there_is_a_notebook_per_workflow():
   names = {os.path.basename(p) for p in NOTEBOOKS}
-  assert names == {"architectures_and_distances.ipynb", "nasbot_search.ipynb", "bananas_nb201.ipynb",
-                   "morphism_and_autokeras.ipynb", "arc_kernel_conditional.ipynb"}
+  assert names == {
+    "architectures_and_distances.ipynb",
+    "nasbot_search.ipynb",
+    "bananas_nb201.ipynb",
+    "morphism_and_autokeras.ipynb",
+    "arc_kernel_conditional.ipynb",
+  }
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_committed_notebook_is_clean_and_valid(path):
   book = nbformat.read(path, as_version=4)
   nbformat.validate(book)
-  dirty = [i for i, c in enumerate(book.cells)
-           if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+  dirty = [
+    i
+    for i, c in enumerate(book.cells)
+    if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+  ]
   assert not dirty, f"{os.path.basename(path)}: cells {dirty} hold outputs or execution counts; clear them"
 
 

@@ -1,5 +1,6 @@
 """The Table 1 experiment's plumbing: the resumable table of trained points, half data, log
 targets, and NMSE rows over every model (tiny sizes; the real run is launch/kernel_quality.py)."""
+
 import json
 import os
 
@@ -19,7 +20,9 @@ def trained(tmp_path_factory):
 def test_every_point_is_recorded_once_and_read_back(trained, monkeypatch):
   workdir, out = trained
   rows = [json.loads(line) for line in open(os.path.join(workdir, ce.TABLE_FILE))]
-  assert len(rows) == 16 and {(r["half"], r["index"]) for r in rows} == {(h, i) for h in (False, True) for i in range(8)}
+  assert len(rows) == 16 and {(r["half"], r["index"]) for r in rows} == {
+    (h, i) for h in (False, True) for i in range(8)
+  }
   points, errors = out[("diabetes", False)]
   assert len(points) == 8 and np.all(np.isfinite(errors)) and np.all(errors > 0)
 

@@ -1,6 +1,7 @@
 """Every config: its `:smoke` variant passes `check_search_config` and runs through
 `search_from_config` (training configs are slow); its docstring holds its own run command; bad
 fields are rejected with errors that name `config.<field>`."""
+
 import glob
 import json
 import os
@@ -10,11 +11,11 @@ import pytest
 from nas_jax.search import compare, config as config_lib, loop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MINE = ("random_synthetic.py", "ea_synthetic.py", "random_cnn_digits.py", "ea_cnn_digits.py",
-        "random_mlp_diabetes.py")
+MINE = ("random_synthetic.py", "ea_synthetic.py", "random_cnn_digits.py", "ea_cnn_digits.py", "random_mlp_diabetes.py")
 # Search configs are those whose config has a strategy (others feed launch/train.py and the like).
-SEARCH_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
-                        if "strategy" in compare.load_config(p))
+SEARCH_CONFIGS = sorted(
+  p for p in glob.glob(os.path.join(ROOT, "configs", "*.py")) if "strategy" in compare.load_config(p)
+)
 # Runs over ~10 s: training networks, or fitting a surrogate at every step.
 _SLOW_STRATEGIES = ("nasbot", "rand", "bananas", "gp_bo", "bo")
 
@@ -82,7 +83,9 @@ def _bad(tmp_path, **changes):
   return c
 
 
-@pytest.mark.parametrize("changes, match", [
+@pytest.mark.parametrize(
+  "changes, match",
+  [
     (dict(strategy="bayes"), r"config\.strategy: 'bayes'.*choose one of: .*ea, .*random"),
     (dict(space__kind="rnn"), r"config\.space\.kind: 'rnn'"),
     (dict(space__max_layers=2), r"config\.space\.max_layers: 2"),
@@ -93,7 +96,8 @@ def _bad(tmp_path, **changes):
     (dict(executor="slurm"), r"config\.executor: 'slurm'.*inline, local, ray"),
     (dict(eval_timeout_s=5.0), r"config\.eval_timeout_s: 5\.0.*inline executor cannot stop"),
     (dict(seed=-3), r"config\.seed: -3"),
-])
+  ],
+)
 def test_bad_fields_are_named(tmp_path, changes, match):
   with pytest.raises(ValueError, match=match):
     config_lib.check_search_config(_bad(tmp_path, **changes))
@@ -112,14 +116,16 @@ def test_missing_workdir_and_train_mismatch_are_named(tmp_path):
     config_lib.check_search_config(c)
 
 
-@pytest.mark.parametrize("arg, strategy, kind, function, kernel, modifiers, powers", [
+@pytest.mark.parametrize(
+  "arg, strategy, kind, function, kernel, modifiers, powers",
+  [
     ("", "nasbot", "cnn", "f1", "combined", "all", (1.0, 2.0)),
     ("f2+unit", "nasbot", "mlp", "f2", "combined", "unit", (1.0, 2.0)),
     ("d_bar+smoke", "nasbot", "cnn", "f1", "d_bar", "all", (1.0, 2.0)),
     ("f3+structure+p21", "nasbot", "mlp", "f3", "combined", "structure", (2.0, 1.0)),
-])
-def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, function, kernel,
-                                                          modifiers, powers):
+  ],
+)
+def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, function, kernel, modifiers, powers):
   c = compare.load_config(os.path.join(ROOT, "configs", "nasbot_synthetic.py") + f":{arg}")
   assert (c.strategy, c.space.kind, c.task.function) == (strategy, kind, function)
   assert (c.strategy_config.kernel, c.space.modifiers) == (kernel, modifiers)
@@ -128,8 +134,15 @@ def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, f
   assert (rand.strategy, rand.task.function, rand.space.modifiers) == ("rand", function, modifiers)
 
 
-@pytest.mark.parametrize("name, arg", [("nasbot_synthetic.py", "d+d_bar"), ("nasbot_synthetic.py", "f1+f2"),
-                                       ("ea_synthetic.py", "unit"), ("random_synthetic.py", "f4")])
+@pytest.mark.parametrize(
+  "name, arg",
+  [
+    ("nasbot_synthetic.py", "d+d_bar"),
+    ("nasbot_synthetic.py", "f1+f2"),
+    ("ea_synthetic.py", "unit"),
+    ("random_synthetic.py", "f4"),
+  ],
+)
 def test_synthetic_config_args_refuse_conflicts_and_unknown_tokens(name, arg):
   with pytest.raises(ValueError, match="get_config: arg"):
     compare.load_config(os.path.join(ROOT, "configs", name) + f":{arg}")

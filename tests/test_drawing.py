@@ -1,5 +1,6 @@
 """Architecture drawings: one box per real layer and one arrow per edge for every kind, layers
 by longest path (networkx's topological generations), skip connections curved, bad input refused."""
+
 import jax
 import networkx as nx
 import numpy as np
@@ -15,11 +16,17 @@ from nas_jax.spaces.random_arch import random_architecture
 
 # 1 -> 3 skips conv5: the one edge that spans two layers.
 SKIP_NET = {
-    "kind": "cnn",
-    "layers": [{"label": "ip"}, {"label": "conv3", "units": 16, "stride": 2},
-               {"label": "conv5", "units": 24, "stride": 1}, {"label": "max-pool"},
-               {"label": "fc", "units": 32}, {"label": "softmax"}, {"label": "op"}],
-    "edges": [[0, 1], [1, 2], [2, 3], [1, 3], [3, 4], [4, 5], [5, 6]],
+  "kind": "cnn",
+  "layers": [
+    {"label": "ip"},
+    {"label": "conv3", "units": 16, "stride": 2},
+    {"label": "conv5", "units": 24, "stride": 1},
+    {"label": "max-pool"},
+    {"label": "fc", "units": 32},
+    {"label": "softmax"},
+    {"label": "op"},
+  ],
+  "edges": [[0, 1], [1, 2], [2, 3], [1, 3], [3, 4], [4, 5], [5, 6]],
 }
 
 
@@ -39,17 +46,25 @@ def _examples():
   cells = [nas_jax.nb201_space().sample(jax.random.key(s), 1)[0] for s in range(3)]
   cells += [nas_jax.nb101_space().sample(jax.random.key(s), 1)[0] for s in range(3)]
   rng = np.random.default_rng(0)
-  return ([nas_jax.Architecture.from_json(SKIP_NET)] + nas_jax.initial_pool("cnn")[:2]
-          + nas_jax.initial_pool("mlp")[:2] + [random_architecture(k, rng, pad_to=40) for k in ("cnn", "mlp") * 3]
-          + [nas_jax.cell_to_architecture(c) for c in cells] + cells + _autokeras())
+  return (
+    [nas_jax.Architecture.from_json(SKIP_NET)]
+    + nas_jax.initial_pool("cnn")[:2]
+    + nas_jax.initial_pool("mlp")[:2]
+    + [random_architecture(k, rng, pad_to=40) for k in ("cnn", "mlp") * 3]
+    + [nas_jax.cell_to_architecture(c) for c in cells]
+    + cells
+    + _autokeras()
+  )
 
 
 def _autokeras():
   """G1 and G0 after morphs that add a concat-skip and deepen (every autokeras vertex kind)."""
   g0, g1 = morphism.initial_architectures(width=8)
   a, b, _ = main_chain.chain_view(g0).convs
-  return [g1, morphism.replay(g0, [morphism.Op("concat", b, a), morphism.Op("deep", a, kernel=5),
-                                   morphism.Op("add", b, a)])]
+  return [
+    g1,
+    morphism.replay(g0, [morphism.Op("concat", b, a), morphism.Op("deep", a, kernel=5), morphism.Op("add", b, a)]),
+  ]
 
 
 @pytest.mark.parametrize("arch", _examples(), ids=lambda a: f"{a.kind}-{type(a).__name__}")

@@ -1,6 +1,7 @@
 """Imports flow one way down the pipeline: arch -> spaces -> features -> surrogates ->
 acquisition -> search -> tasks. A module never imports from a package listed after its own, and
 no pipeline module imports the modules on top of it (plots, drawing, report)."""
+
 import ast
 import os
 
@@ -10,7 +11,12 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 ORDER = ["arch", "spaces", "features", "surrogates", "acquisition", "search", "tasks"]
 # tasks/ evaluates architectures; besides arch it may only see the Task/Observation types.
 TASKS_MAY_IMPORT = {"arch", "spaces", "search.task", "search.state"}
-TOP = ("plots", "drawing", "report", "conditional_experiment")  # nas_jax/<name>.py: they read the pipeline, never the reverse
+TOP = (
+  "plots",
+  "drawing",
+  "report",
+  "conditional_experiment",
+)  # nas_jax/<name>.py: they read the pipeline, never the reverse
 
 
 def _modules():

@@ -1,4 +1,5 @@
 """Distance plots: the heatmap carries one label per architecture, t-SNE keeps clusters apart."""
+
 import numpy as np
 import pytest
 from matplotlib import image
@@ -47,15 +48,15 @@ def test_embedding_is_reproducible_by_seed():
 
 
 @pytest.mark.parametrize(
-    "d, kwargs, match",
-    [
-        (np.ones((3, 4)), {}, r"d: shape \(3, 4\); expected a non-empty square"),
-        (np.ones((2, 2)) - np.eye(2), {}, "d: 2 architectures; a t-SNE embedding needs at least 3"),
-        (np.triu(np.ones((4, 4)), 1), {}, "d: not symmetric"),
-        (-np.ones((3, 3)), {}, "d: has negative or non-finite entries"),
-        (np.ones((4, 4)) - np.eye(4), {"perplexity": 4}, r"perplexity: 4; expected 0 < perplexity < n = 4"),
-        (np.ones((4, 4)) - np.eye(4), {"labels": ["a"]}, "labels: 1 labels for 4 rows"),
-    ],
+  "d, kwargs, match",
+  [
+    (np.ones((3, 4)), {}, r"d: shape \(3, 4\); expected a non-empty square"),
+    (np.ones((2, 2)) - np.eye(2), {}, "d: 2 architectures; a t-SNE embedding needs at least 3"),
+    (np.triu(np.ones((4, 4)), 1), {}, "d: not symmetric"),
+    (-np.ones((3, 3)), {}, "d: has negative or non-finite entries"),
+    (np.ones((4, 4)) - np.eye(4), {"perplexity": 4}, r"perplexity: 4; expected 0 < perplexity < n = 4"),
+    (np.ones((4, 4)) - np.eye(4), {"labels": ["a"]}, "labels: 1 labels for 4 rows"),
+  ],
 )
 def test_embedding_rejects_bad_input(d, kwargs, match):
   with pytest.raises(ValueError, match=match):

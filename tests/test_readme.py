@@ -1,5 +1,6 @@
 """Every ```python block of the README and of docs/*.md runs (blocks preceded by `<!-- no-test -->`
 are skipped). Blocks may register spaces or strategies; the registries are restored after each."""
+
 import glob
 import os
 import re

@@ -1,6 +1,7 @@
 """The search report: built from a real (tiny) search's workdir, its table holds exactly the journal's
 evaluations, its plots are embedded, failures show their error text, a killed search (torn journal,
 no summary) still reports, GP runs get the distance heatmap, and the page needs nothing external."""
+
 import dataclasses
 import html.parser
 import itertools
@@ -132,7 +133,7 @@ def test_config_and_status_of_a_finished_search(workdir):
   run = report.load_run(workdir)
   text = report.report_html(run)
   assert run.summary is not None and "Search finished." in text
-  assert '&quot;strategy&quot;: &quot;random&quot;' in text and "1 failed" in text
+  assert "&quot;strategy&quot;: &quot;random&quot;" in text and "1 failed" in text
 
 
 def test_a_killed_search_reports_its_journal_as_it_stands(workdir, tmp_path):
@@ -192,8 +193,10 @@ def _system_chromium():
   browser = next(filter(None, (shutil.which(n) for n in ("chromium", "chromium-browser"))), None)
   driver = shutil.which("chromedriver")
   if not browser or not driver:
-    pytest.skip("no system Chromium and chromedriver on PATH (Debian: apt-get install chromium"
-                f" chromium-driver); found browser={browser}, chromedriver={driver}")
+    pytest.skip(
+      "no system Chromium and chromedriver on PATH (Debian: apt-get install chromium"
+      f" chromium-driver); found browser={browser}, chromedriver={driver}"
+    )
   return browser, driver
 
 
@@ -213,14 +216,17 @@ def test_report_renders_in_headless_chromium(workdir, tmp_path):
   try:
     driver.get("file://" + os.path.abspath(path))
     images = driver.execute_script(
-        "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.getBoundingClientRect().width]);")
+      "return Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.getBoundingClientRect().width]);"
+    )
     assert len(images) == 1 + 3 and all(done and w > 0 and shown > 0 for done, w, shown in images)
     rows = driver.find_elements(By.CSS_SELECTOR, "#evaluations tbody tr")
     assert len(rows) == BUDGET and all(r.is_displayed() for r in rows)
 
     def column(i):
-      return [r.find_elements(By.TAG_NAME, "td")[i].get_attribute("data-sort")
-              for r in driver.find_elements(By.CSS_SELECTOR, "#evaluations tbody tr")]
+      return [
+        r.find_elements(By.TAG_NAME, "td")[i].get_attribute("data-sort")
+        for r in driver.find_elements(By.CSS_SELECTOR, "#evaluations tbody tr")
+      ]
 
     header = driver.find_elements(By.CSS_SELECTOR, "#evaluations th")[2]  # value
     header.click()

@@ -1,6 +1,7 @@
 """Gradient ascent of a differentiable acquisition over the continuous coordinates of points
 (issue 12 item 3): Adam from S starts in one vmap, every coordinate kept inside its bounds.
 """
+
 from __future__ import annotations
 
 import functools
@@ -75,8 +76,16 @@ def _check(x0, free, lower, upper, steps, lr, jitter) -> None:
 
 
 def maximize_continuous(
-    key: jax.Array, acq_fn: Callable[[jax.Array], jax.Array], x0_values, free, lower, upper, *,
-    steps: int = 50, lr: float = 0.05, jitter: float = 0.01,
+  key: jax.Array,
+  acq_fn: Callable[[jax.Array], jax.Array],
+  x0_values,
+  free,
+  lower,
+  upper,
+  *,
+  steps: int = 50,
+  lr: float = 0.05,
+  jitter: float = 0.01,
 ) -> tuple[jax.Array, jax.Array]:
   """Maximises acq_fn from S starts by Adam on the free coordinates, clipped to the bounds.
 
@@ -111,5 +120,14 @@ def maximize_continuous(
     raise TypeError(f"acq_fn: a {type(acq_fn).__name__}; expected a callable values [P] -> []")
   if not isinstance(acq_fn, jax.tree_util.Partial):
     acq_fn = jax.tree_util.Partial(acq_fn)
-  return _ascend(key, acq_fn, jnp.asarray(x0), jnp.asarray(free), jnp.asarray(lower), jnp.asarray(upper),
-                 steps=int(steps), lr=float(lr), jitter=float(jitter))
+  return _ascend(
+    key,
+    acq_fn,
+    jnp.asarray(x0),
+    jnp.asarray(free),
+    jnp.asarray(lower),
+    jnp.asarray(upper),
+    steps=int(steps),
+    lr=float(lr),
+    jitter=float(jitter),
+  )

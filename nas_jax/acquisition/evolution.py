@@ -3,6 +3,7 @@
 `ea_maximize` works on any `Space`: it only mutates points and de-duplicates them by
 `canonical_key`; the acquisition is a batched host function of a list of points.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Collection, Hashable, Sequence
@@ -69,15 +70,24 @@ def n_mut_schedule(n_ea: int, *, scale: float = 3.0, lo: int = 5, hi: int = 100)
 def _scores(score_fn: Callable[[list], Any], points: list) -> np.ndarray:
   g = np.asarray(score_fn(points), np.float64)
   if g.shape != (len(points),):
-    raise ValueError(f"score_fn: returned shape {g.shape} for {len(points)} points; expected"
-                     f" [{len(points)}]")
+    raise ValueError(f"score_fn: returned shape {g.shape} for {len(points)} points; expected [{len(points)}]")
   return g
 
 
-def ea_maximize(key, score_fn: Callable[[list], Any], population: Sequence, space: Space, *,
-                n_ea: int, n_mut: int, n: int = 1, exclude: Collection[Hashable] = frozenset(),
-                selection: str = "paper", max_mutations: int | None = None,
-                population_scores=None) -> tuple[list, np.ndarray]:
+def ea_maximize(
+  key,
+  score_fn: Callable[[list], Any],
+  population: Sequence,
+  space: Space,
+  *,
+  n_ea: int,
+  n_mut: int,
+  n: int = 1,
+  exclude: Collection[Hashable] = frozenset(),
+  selection: str = "paper",
+  max_mutations: int | None = None,
+  population_scores=None,
+) -> tuple[list, np.ndarray]:
   """Maximises a cheap score g over `space` by evolution (spec nasbot.md 8.1).
 
   The population (de-duplicated by canonical key) is scored once, or its scores are given.
@@ -110,8 +120,7 @@ def ea_maximize(key, score_fn: Callable[[list], Any], population: Sequence, spac
     first (ties: first scored first), with their scores, [n'] float64.
   """
   max_mutations = 10 * n_ea if max_mutations is None else max_mutations
-  for name, v, least in (("n_ea", n_ea, 0), ("n_mut", n_mut, 1), ("n", n, 1),
-                         ("max_mutations", max_mutations, 0)):
+  for name, v, least in (("n_ea", n_ea, 0), ("n_mut", n_mut, 1), ("n", n, 1), ("max_mutations", max_mutations, 0)):
     if not (isinstance(v, (int, np.integer)) and v >= least):
       raise ValueError(f"{name}: {v!r}; expected an integer >= {least}")
   if selection not in SELECTIONS:
@@ -119,8 +128,10 @@ def ea_maximize(key, score_fn: Callable[[list], Any], population: Sequence, spac
   if len(population) == 0:
     raise ValueError("population: empty; pass at least one point (e.g. space.initial())")
   if population_scores is not None and np.shape(population_scores) != (len(population),):
-    raise ValueError(f"population_scores: shape {np.shape(population_scores)}; expected"
-                     f" [{len(population)}], one score per population point")
+    raise ValueError(
+      f"population_scores: shape {np.shape(population_scores)}; expected"
+      f" [{len(population)}], one score per population point"
+    )
   exclude = set(exclude)
   points, keys, firsts, seen = [], [], [], set()
   for i, p in enumerate(population):

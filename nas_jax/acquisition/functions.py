@@ -3,6 +3,7 @@
 nas_jax maximises, so larger is better everywhere. A Predictive with mean and std [S, m] (S
 hyper-parameter samples) gets the acquisition averaged over S (nasbot.md 7.3).
 """
+
 import math
 from typing import Callable
 
@@ -13,17 +14,17 @@ from jax.scipy.special import ndtr
 from nas_jax.surrogates.surrogate import Predictive
 
 __all__ = [
-    "ACQUISITIONS",
-    "acquire",
-    "ei",
-    "gp_ucb_beta",
-    "hei",
-    "independent_thompson",
-    "lcb",
-    "pi",
-    "thompson",
-    "ucb",
-    "with_pending",
+  "ACQUISITIONS",
+  "acquire",
+  "ei",
+  "gp_ucb_beta",
+  "hei",
+  "independent_thompson",
+  "lcb",
+  "pi",
+  "thompson",
+  "ucb",
+  "with_pending",
 ]
 
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -58,9 +59,7 @@ def pi(pred: Predictive, best, key=None, *, xi: float = 0.0) -> jax.Array:
   """
   diff = pred.mean - (best + xi)
   positive = pred.std > 0
-  value = jnp.where(
-      positive, ndtr(diff / jnp.where(positive, pred.std, 1.0)), (diff > 0).astype(diff.dtype)
-  )
+  value = jnp.where(positive, ndtr(diff / jnp.where(positive, pred.std, 1.0)), (diff > 0).astype(diff.dtype))
   return _over_hypers(value)
 
 
@@ -144,8 +143,17 @@ def hei(pred: Predictive, pred_pending: Predictive, best, key=None, *, xi: float
 ACQUISITIONS = ("ei", "pi", "ucb", "ts", "its")
 
 
-def acquire(name: str, pred: Predictive, pred_pending: Predictive, best, key=None, *, kappa: float = 2.0,
-            xi: float = 0.0, sigma_scale: float = 1.0) -> jax.Array:
+def acquire(
+  name: str,
+  pred: Predictive,
+  pred_pending: Predictive,
+  best,
+  key=None,
+  *,
+  kappa: float = 2.0,
+  xi: float = 0.0,
+  sigma_scale: float = 1.0,
+) -> jax.Array:
   """The acquisition `name` with pending points hallucinated by one rule: the mean of `pred` (the
   real data) and the std and samples of `pred_pending` (`with_pending`). [m] float, larger is better.
 

@@ -1,6 +1,7 @@
 """BANANAS candidate sets (spec bananas.md 7): mutants of the best queried points, and the
 random-candidate ablation. Generic over any `Space`; de-duplicated by `space.canonical_key`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Hashable, Sequence
@@ -27,8 +28,13 @@ def select_parents(points: Sequence[Any], scores: Sequence[float], n: int = 5) -
 
 
 def mutation_candidates(
-    space: Space, key: jax.Array, parents: Sequence[Any], seen: set[Hashable] | frozenset,
-    *, n_target: int = 100, attempts_per_parent: int = 100,
+  space: Space,
+  key: jax.Array,
+  parents: Sequence[Any],
+  seen: set[Hashable] | frozenset,
+  *,
+  n_target: int = 100,
+  attempts_per_parent: int = 100,
 ) -> list:
   """The code's candidate set (spec 7): mutate parents in turn until >= n_target candidates.
 
@@ -45,8 +51,7 @@ def mutation_candidates(
   """
   if n_target < 1 or attempts_per_parent < 1:
     raise ValueError(
-        f"mutation_candidates: n_target={n_target}, attempts_per_parent={attempts_per_parent};"
-        " both must be >= 1"
+      f"mutation_candidates: n_target={n_target}, attempts_per_parent={attempts_per_parent}; both must be >= 1"
     )
   seen = set(seen)
   out = []
@@ -66,8 +71,12 @@ def mutation_candidates(
 
 
 def random_candidates(
-    space: Space, key: jax.Array, seen: set[Hashable] | frozenset, *, n: int = 1000,
-    max_draws: int | None = None,
+  space: Space,
+  key: jax.Array,
+  seen: set[Hashable] | frozenset,
+  *,
+  n: int = 1000,
+  max_draws: int | None = None,
 ) -> list:
   """Up to n distinct random points not in seen, from at most max_draws (default 5n) draws.
 

@@ -19,6 +19,7 @@ canonical keys never to return. Registered in `OPTIMISERS`:
              EA's mutants, then gradient ascent on the continuous parameters of the best ones
              through `context.value_fn`, a traceable acquisition of raw values.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -37,8 +38,16 @@ from nas_jax.spaces.cells import nb201_cell
 from nas_jax.spaces.morph_space import MorphPoint, weights_id
 from nas_jax.surrogates import point_model
 
-__all__ = ["Context", "AcqOptimiser", "OPTIMISERS", "ENUMERABLE", "ValueAcquisition", "value_acquisition",
-           "make_optimiser", "optimisers_for"]
+__all__ = [
+  "Context",
+  "AcqOptimiser",
+  "OPTIMISERS",
+  "ENUMERABLE",
+  "ValueAcquisition",
+  "value_acquisition",
+  "make_optimiser",
+  "optimisers_for",
+]
 
 
 class Context(NamedTuple):
@@ -92,8 +101,9 @@ def _observed(ctx: Context) -> tuple[list, np.ndarray]:
   return [ctx.points[i] for i in idx], ctx.scores[idx]
 
 
-def ea(*, n_ea: int = 0, scale: float = 25.0, lo: int = 50, hi: int = 500, selection: str = "paper",
-       pool: bool = True) -> AcqOptimiser:
+def ea(
+  *, n_ea: int = 0, scale: float = 25.0, lo: int = 50, hi: int = 500, selection: str = "paper", pool: bool = True
+) -> AcqOptimiser:
   """NASBOT's EA. n_ea > 0 fixes the number of new points; else n_EA(t) with t = evaluations so far.
   pool: also start from the space's initial points not observed yet (NASBOT's App. B.3)."""
   if selection not in evolution.SELECTIONS:
@@ -111,28 +121,42 @@ def ea(*, n_ea: int = 0, scale: float = 25.0, lo: int = 50, hi: int = 500, selec
     start = known + ([q for q in ctx.space.initial() if ctx.space.canonical_key(q) not in observed] if pool else [])
     if not start:
       return []
-    chosen, values = evolution.ea_maximize(keys[0], score_fn, start, ctx.space, n_ea=count,
-                                           n_mut=evolution.n_mut_schedule(count), n=n, exclude=ctx.exclude,
-                                           selection=selection)
+    chosen, values = evolution.ea_maximize(
+      keys[0],
+      score_fn,
+      start,
+      ctx.space,
+      n_ea=count,
+      n_mut=evolution.n_mut_schedule(count),
+      n=n,
+      exclude=ctx.exclude,
+      selection=selection,
+    )
     return [(p, float(v), {"n_ea": count}) for p, v in zip(chosen, values)]
 
   return AcqOptimiser("ea", maximize)
 
 
-def mutation_search(*, n_parents: int = 5, n_candidates: int = 100, attempts_per_parent: int = 100,
-                    n_scored: int = 0) -> AcqOptimiser:
+def mutation_search(
+  *, n_parents: int = 5, n_candidates: int = 100, attempts_per_parent: int = 100, n_scored: int = 0
+) -> AcqOptimiser:
   """BANANAS' candidates: mutants of the n_parents best observed points until n_candidates; with
   n_scored > 0 a random n_scored of them are scored (BANANAS' GP-BO baseline scores 200)."""
-  for name, v, least in (("n_parents", n_parents, 1), ("n_candidates", n_candidates, 1),
-                         ("attempts_per_parent", attempts_per_parent, 1), ("n_scored", n_scored, 0)):
+  for name, v, least in (
+    ("n_parents", n_parents, 1),
+    ("n_candidates", n_candidates, 1),
+    ("attempts_per_parent", attempts_per_parent, 1),
+    ("n_scored", n_scored, 0),
+  ):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
       raise ValueError(f"optimizer_config.{name}={v!r}; expected an integer >= {least}")
 
   def maximize(keys, score_fn, ctx, n):
     known, scores = _observed(ctx)
     parents = mutation.select_parents(known, scores, n_parents)
-    cands = mutation.mutation_candidates(ctx.space, keys[0], parents, ctx.exclude, n_target=n_candidates,
-                                         attempts_per_parent=attempts_per_parent)
+    cands = mutation.mutation_candidates(
+      ctx.space, keys[0], parents, ctx.exclude, n_target=n_candidates, attempts_per_parent=attempts_per_parent
+    )
     if n_scored and cands:
       cands = [cands[i] for i in graph_edit.host_rng(keys[1]).permutation(len(cands))[:n_scored]]
     if not cands:
@@ -148,8 +172,9 @@ def random_search(*, n_candidates: int = 1000, max_draws: int = 0) -> AcqOptimis
     raise ValueError(f"optimizer_config.n_candidates={n_candidates!r}; expected an integer >= 1")
 
   def maximize(keys, score_fn, ctx, n):
-    cands = mutation.random_candidates(ctx.space, keys[0], ctx.exclude, n=n_candidates,
-                                       max_draws=max_draws or 5 * n_candidates)
+    cands = mutation.random_candidates(
+      ctx.space, keys[0], ctx.exclude, n=n_candidates, max_draws=max_draws or 5 * n_candidates
+    )
     return _best(cands, _scored(score_fn, cands), n, {"n_candidates": len(cands)}) if cands else []
 
   return AcqOptimiser("random", maximize)
@@ -181,7 +206,7 @@ def enumeration(*, chunk: int = 4096) -> AcqOptimiser:
         cands.append(p)
     if not cands:
       return []
-    values = np.concatenate([_scored(score_fn, cands[i:i + chunk]) for i in range(0, len(cands), chunk)])
+    values = np.concatenate([_scored(score_fn, cands[i : i + chunk]) for i in range(0, len(cands), chunk)])
     return _best(cands, values, n, {"n_candidates": len(cands)})
 
   return AcqOptimiser("enumerate", maximize)
@@ -190,11 +215,14 @@ def enumeration(*, chunk: int = 4096) -> AcqOptimiser:
 def _expander(space: Any, rng: np.random.Generator, n_children: int, max_ops: int) -> tuple[Callable, Callable]:
   """(root, expand) of the tree search: morphs on the Auto-Keras family, mutations elsewhere."""
   if space.kind == "autokeras":
+
     def expand(point):  # a node's ops are those from its history root
       if max_ops and len(point.ops) >= max_ops:
         return []
-      return [(o, MorphPoint(morphism.apply_op(point.arch, o), ops=point.ops + (o,)))
-              for o in morphism.sample_ops(point.arch, rng, n_children)]
+      return [
+        (o, MorphPoint(morphism.apply_op(point.arch, o), ops=point.ops + (o,)))
+        for o in morphism.sample_ops(point.arch, rng, n_children)
+      ]
 
     return (lambda p: MorphPoint(p.arch)), expand
 
@@ -205,8 +233,9 @@ def _expander(space: Any, rng: np.random.Generator, n_children: int, max_ops: in
   return (lambda p: p), expand_any
 
 
-def tree(*, n_children: int = 8, t0: float = 1.0, r: float = 0.9, t_low: float = 1e-4, variant: str = "paper",
-         max_ops: int = 0) -> AcqOptimiser:
+def tree(
+  *, n_children: int = 8, t0: float = 1.0, r: float = 0.9, t_low: float = 1e-4, variant: str = "paper", max_ops: int = 0
+) -> AcqOptimiser:
   """Auto-Keras' tree search (`tree_search.tree_maximize`); one point per call. On the Auto-Keras
   family the choice is a MorphPoint that records its evaluated ancestor, whose weights it starts
   from, and the ops from it; max_ops > 0 caps a node's ops (0: the paper, unbounded)."""
@@ -219,16 +248,28 @@ def tree(*, n_children: int = 8, t0: float = 1.0, r: float = 0.9, t_low: float =
     idx = np.flatnonzero(ctx.ok)
     root, expand = _expander(ctx.space, graph_edit.host_rng(keys[1]), n_children, max_ops)
     roots = [root(ctx.points[i]) for i in idx]
-    res = tree_search.tree_maximize(keys[0], score_fn, roots, ctx.scores[idx], expand, ctx.space.canonical_key,
-                                    seen=ctx.exclude, t0=t0, r=r, t_low=t_low, variant=variant)
+    res = tree_search.tree_maximize(
+      keys[0],
+      score_fn,
+      roots,
+      ctx.scores[idx],
+      expand,
+      ctx.space.canonical_key,
+      seen=ctx.exclude,
+      t0=t0,
+      r=r,
+      t_low=t_low,
+      variant=variant,
+    )
     if res is None:
       return []
     notes = {"n_pops": res.n_pops, "n_scored": res.n_scored}
     point = res.point
     if ctx.space.kind == "autokeras":
       anc = int(idx[res.ancestor])
-      point = MorphPoint(point.arch, weights_id(ctx.points[anc].arch.to_json()), int(ctx.trial_ids[anc]),
-                         tuple(res.ops))
+      point = MorphPoint(
+        point.arch, weights_id(ctx.points[anc].arch.to_json()), int(ctx.trial_ids[anc]), tuple(res.ops)
+      )
       notes["parent_trial"] = point.parent_trial
     return [(point, float(res.score), notes)]
 
@@ -254,14 +295,24 @@ def _random_points(rng: np.random.Generator, spec: cond.ConditionalSpec, depth: 
   return [_to_point(v, spec) for v in values]
 
 
-def per_depth(*, n_random: int = 200, gradient: bool = True, n_grad_starts: int = 16, grad_steps: int = 50,
-              n_mutations: int | None = None) -> AcqOptimiser:
+def per_depth(
+  *,
+  n_random: int = 200,
+  gradient: bool = True,
+  n_grad_starts: int = 16,
+  grad_steps: int = 50,
+  n_mutations: int | None = None,
+) -> AcqOptimiser:
   """For every depth: n_random random points and the observed ones are scored, the EA mutates the
   best (n_mutations new points), and with gradient the best n_grad_starts run grad_steps Adam steps
   on their active continuous parameters. n_mutations None gives 100, plus without gradient the
   evaluations the gradient stage would spend, so both variants spend equal acquisition evaluations."""
-  for name, v, least in (("n_random", n_random, 1), ("n_grad_starts", n_grad_starts, 1),
-                         ("grad_steps", grad_steps, 1), ("n_mutations", 0 if n_mutations is None else n_mutations, 0)):
+  for name, v, least in (
+    ("n_random", n_random, 1),
+    ("n_grad_starts", n_grad_starts, 1),
+    ("grad_steps", grad_steps, 1),
+    ("n_mutations", 0 if n_mutations is None else n_mutations, 0),
+  ):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
       raise ValueError(f"optimizer_config.{name}={v!r}; expected an integer >= {least}")
   if n_mutations is None:
@@ -281,36 +332,52 @@ def per_depth(*, n_random: int = 200, gradient: bool = True, n_grad_starts: int 
       randoms = _random_points(graph_edit.host_rng(k_rand), spec, depth, n_random)
       population = randoms + [p for p, ok in zip(ctx.points, ctx.ok) if ok and p.values[0] == depth]
       points, values = evolution.ea_maximize(
-          k_ea, counted, population, ctx.space, n_ea=n_mutations, n_mut=evolution.n_mut_schedule(max(n_mutations, 1)),
-          n=n_grad_starts if gradient else 1, exclude=ctx.exclude, population_scores=counted(population))
+        k_ea,
+        counted,
+        population,
+        ctx.space,
+        n_ea=n_mutations,
+        n_mut=evolution.n_mut_schedule(max(n_mutations, 1)),
+        n=n_grad_starts if gradient else 1,
+        exclude=ctx.exclude,
+        population_scores=counted(population),
+      )
       random_keys = {ctx.space.canonical_key(p) for p in randoms}
-      found += [(float(v), p, "random" if ctx.space.canonical_key(p) in random_keys else "mutation")
-                for p, v in zip(points, values)]
+      found += [
+        (float(v), p, "random" if ctx.space.canonical_key(p) in random_keys else "mutation")
+        for p, v in zip(points, values)
+      ]
       starts += points
     if gradient and starts:
       x0 = np.stack([np.asarray(p.values, np.float64) for p in starts])
       free = np.stack([np.asarray(p.active) for p in starts]) & ~spec.integer
-      values, acq_values = continuous.maximize_continuous(jax.random.fold_in(keys[0], 0), ctx.value_fn, x0, free,
-                                                          spec.lower, spec.upper, steps=grad_steps)
+      values, acq_values = continuous.maximize_continuous(
+        jax.random.fold_in(keys[0], 0), ctx.value_fn, x0, free, spec.lower, spec.upper, steps=grad_steps
+      )
       spent[0] += continuous.n_evaluations(len(starts), grad_steps)
       moved = [_to_point(v, spec) for v in np.asarray(values)]
       found += [(float(a), p, "gradient") for a, p in zip(np.asarray(acq_values), moved)]
     for value, point, origin in sorted(found, key=lambda f: -f[0]):
       if ctx.space.canonical_key(point) not in ctx.exclude:
-        return [(point, value, {"origin": origin, "depth": int(point.values[0]), "gradient": gradient,
-                                "n_acq_evals": spent[0]})]
+        return [
+          (
+            point,
+            value,
+            {"origin": origin, "depth": int(point.values[0]), "gradient": gradient, "n_acq_evals": spent[0]},
+          )
+        ]
     return []
 
   return AcqOptimiser("per_depth", maximize, needs_values=gradient)
 
 
 OPTIMISERS: dict[str, Callable[..., AcqOptimiser]] = {
-    "ea": ea,
-    "mutation": mutation_search,
-    "random": random_search,
-    "tree": tree,
-    "enumerate": enumeration,
-    "per_depth": per_depth,
+  "ea": ea,
+  "mutation": mutation_search,
+  "random": random_search,
+  "tree": tree,
+  "enumerate": enumeration,
+  "per_depth": per_depth,
 }
 
 
@@ -325,13 +392,13 @@ def make_optimiser(name: str, kind: str, **options) -> AcqOptimiser:
   if name not in OPTIMISERS:
     raise ValueError(f"optimizer: {name!r} is unknown; allowed: {', '.join(OPTIMISERS)}")
   if name not in optimisers_for(kind):
-    raise ValueError(f"optimizer: {name!r} does not work on {kind!r} spaces; choose one of:"
-                     f" {', '.join(optimisers_for(kind))}")
+    raise ValueError(
+      f"optimizer: {name!r} does not work on {kind!r} spaces; choose one of: {', '.join(optimisers_for(kind))}"
+    )
   try:
     return OPTIMISERS[name](**options)
   except TypeError as e:
     raise ValueError(f"optimizer_config for {name!r}: {e}") from None
-
 
 
 @flax.struct.dataclass

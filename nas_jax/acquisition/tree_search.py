@@ -7,6 +7,7 @@ expansion's children in one batched call. nas_jax maximises, so the history hold
 (`to_score`: minus the cost for a cost) and the acquisition is a score too (UCB on the score is
 minus the paper's mu - beta sigma on the cost); every comparison of the paper flips sign with it.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -58,10 +59,20 @@ def check_options(t0: float, r: float, t_low: float, variant: str) -> None:
     raise ValueError(f"variant: {variant!r} is unknown; choose one of: {', '.join(VARIANTS)}")
 
 
-def tree_maximize(key, score_fn: Callable[[list], Any], history: Sequence, history_scores,
-                  expand: Callable[[Any], Sequence[tuple[Any, Any]]], dedup_key: Callable[[Any], Hashable],
-                  *, seen: Collection[Hashable] = (), t0: float = 1.0, r: float = 0.9,
-                  t_low: float = 1e-4, variant: str = "paper") -> TreeResult | None:
+def tree_maximize(
+  key,
+  score_fn: Callable[[list], Any],
+  history: Sequence,
+  history_scores,
+  expand: Callable[[Any], Sequence[tuple[Any, Any]]],
+  dedup_key: Callable[[Any], Hashable],
+  *,
+  seen: Collection[Hashable] = (),
+  t0: float = 1.0,
+  r: float = 0.9,
+  t_low: float = 1e-4,
+  variant: str = "paper",
+) -> TreeResult | None:
   """Maximises an acquisition over networks a few morphs from the history (Alg. 1).
 
   The queue starts with the history keyed by its scores and pops the highest key first. Each pop
@@ -90,8 +101,10 @@ def tree_maximize(key, score_fn: Callable[[list], Any], history: Sequence, histo
   check_options(t0, r, t_low, variant)
   scores = np.asarray(history_scores, np.float64)
   if len(history) == 0 or scores.shape != (len(history),):
-    raise ValueError(f"history, history_scores: {len(history)} points and scores of shape {scores.shape};"
-                     " expected a non-empty history with one score each")
+    raise ValueError(
+      f"history, history_scores: {len(history)} points and scores of shape {scores.shape};"
+      " expected a non-empty history with one score each"
+    )
   if not np.isfinite(scores).any():
     raise ValueError("history_scores: no finite score; the tree starts from evaluated networks")
   rng = graph_edit.host_rng(key)

@@ -4,6 +4,7 @@ Real layers come first (`mask = arange(N) < n_layers`); padded layers have label
 stride and no edges, so every graph quantity ignores them. A batch is the same pytree with a
 leading axis B on every leaf, so functions of one architecture work under `jax.vmap`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -47,8 +48,7 @@ class Architecture:
     return labels_lib.vocabulary(self.kind)
 
   @classmethod
-  def from_json(cls, obj: Any, *, pad_to: int | None = None, limits=None,
-                mass_params="paper") -> Architecture:
+  def from_json(cls, obj: Any, *, pad_to: int | None = None, limits=None, mass_params="paper") -> Architecture:
     """Builds and validates an architecture from the interchange JSON (a dict or a JSON string).
 
     Args:
@@ -80,12 +80,12 @@ def _resize(arch: Architecture, n: int) -> Architecture:
   w = max(n - arch.num_slots, 0)
   vec = lambda x: np.pad(np.asarray(x)[:n], (0, w))
   return Architecture(
-      labels=vec(arch.labels),
-      units=vec(arch.units),
-      strides=vec(arch.strides),
-      adjacency=np.pad(np.asarray(arch.adjacency)[:n, :n], ((0, w), (0, w))),
-      mask=vec(arch.mask),
-      kind=arch.kind,
+    labels=vec(arch.labels),
+    units=vec(arch.units),
+    strides=vec(arch.strides),
+    adjacency=np.pad(np.asarray(arch.adjacency)[:n, :n], ((0, w), (0, w))),
+    mask=vec(arch.mask),
+    kind=arch.kind,
   )
 
 
@@ -116,8 +116,7 @@ def stack(archs: Sequence[Architecture], *, pad_to: int | None = None) -> Archit
       raise ValueError(f"stack: archs[{i}] is already a batch (labels shape {np.shape(a.labels)})")
     if a.kind != archs[0].kind:
       raise ValueError(
-          f"stack: archs[{i}].kind is {a.kind!r} but archs[0].kind is {archs[0].kind!r};"
-          " a batch holds one kind"
+        f"stack: archs[{i}].kind is {a.kind!r} but archs[0].kind is {archs[0].kind!r}; a batch holds one kind"
       )
   n = max(int(np.asarray(a.mask).sum()) for a in archs) if pad_to is None else pad_to
   padded = [_resize(a, n) for a in archs]

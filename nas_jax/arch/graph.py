@@ -5,6 +5,7 @@ solved by N rounds of relaxation over the adjacency matrix: on a DAG, a layer at
 depth k is exact after k rounds whatever the start, so no host-side sort is needed and the
 result does not depend on the order of the layer slots.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,16 +19,16 @@ from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
 
 __all__ = [
-    "MassParams",
-    "MASS_PARAMS",
-    "mass_params",
-    "layer_masses",
-    "total_mass",
-    "path_lengths",
-    "PATH_FEATURES",
-    "topological_order",
-    "adjacency_lists",
-    "host_topological_order",
+  "MassParams",
+  "MASS_PARAMS",
+  "mass_params",
+  "layer_masses",
+  "total_mass",
+  "path_lengths",
+  "PATH_FEATURES",
+  "topological_order",
+  "adjacency_lists",
+  "host_topological_order",
 ]
 
 Role = labels_lib.Role
@@ -55,8 +56,8 @@ class MassParams(NamedTuple):
 # "paper": the rules the paper states (res x2), with the floor its figures use and the text is
 # silent on. "nasbot_code": the authors' code, spec Appendix R (no res doubling).
 MASS_PARAMS = {
-    "paper": MassParams(),
-    "nasbot_code": MassParams(res_mass_factor=1.0),
+  "paper": MassParams(),
+  "nasbot_code": MassParams(res_mass_factor=1.0),
 }
 
 
@@ -65,9 +66,7 @@ def mass_params(name_or_params: str | MassParams) -> MassParams:
   if isinstance(name_or_params, MassParams):
     return name_or_params
   if name_or_params not in MASS_PARAMS:
-    raise ValueError(
-        f"mass params: {name_or_params!r} is unknown; choose one of: {', '.join(MASS_PARAMS)}"
-    )
+    raise ValueError(f"mass params: {name_or_params!r} is unknown; choose one of: {', '.join(MASS_PARAMS)}")
   return MASS_PARAMS[name_or_params]
 
 
@@ -123,9 +122,9 @@ def layer_masses(arch: Architecture, params: MassParams = MassParams()) -> jax.A
   out = jax.lax.fori_loop(0, n, body, jnp.zeros(n, _float()))
   incoming = incoming_of(out)
   coeff = jnp.select(
-      [role == Role.RES, role == Role.FC, has_units],
-      [params.res_mass_factor, params.fc_mass_coeff, 1.0],
-      0.0,
+    [role == Role.RES, role == Role.FC, has_units],
+    [params.res_mass_factor, params.fc_mass_coeff, 1.0],
+    0.0,
   )
   proc = jnp.where(is_pool, incoming, coeff * units * incoming) * arch.mask
   m_np = jnp.maximum(params.zeta * proc.sum(), params.min_nonproc_mass)

@@ -5,6 +5,7 @@ Format: `{"kind": "cnn"|"mlp"|"autokeras", "layers": [{"label": "conv3", "units"
 gives either a valid Architecture or a ValueError whose message names the field and what is
 allowed; nothing here is traced.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,8 @@ __all__ = ["Limits", "FLAT", "from_json", "to_json", "host_masses", "image_sizes
 Role = labels_lib.Role
 # Plain ints: IntEnum attribute lookups dominate the validation time of a network otherwise.
 _IP, _OP, _RES, _POOL, _FC, _DECISION, _GAP = (
-    int(r) for r in (Role.IP, Role.OP, Role.RES, Role.POOL, Role.FC, Role.DECISION, Role.GAP))
+  int(r) for r in (Role.IP, Role.OP, Role.RES, Role.POOL, Role.FC, Role.DECISION, Role.GAP)
+)
 _IMAGE_ROLES = (int(Role.CONV), _RES, _POOL)
 _POOL_STRIDE = 2
 FLAT = 0  # image-size code of flattened data (after fc or a decision layer)
@@ -67,8 +69,7 @@ def _parse_layer(kind: str, i: int, layer: Any, limits: Limits) -> tuple[int, in
     units = layer["units"]
     if not _is_int(units) or not limits.min_units <= units <= limits.max_units:
       raise ValueError(
-          f"{where}.units: {units!r} is not allowed; expected an integer in"
-          f" [{limits.min_units}, {limits.max_units}]"
+        f"{where}.units: {units!r} is not allowed; expected an integer in [{limits.min_units}, {limits.max_units}]"
       )
   elif "units" in layer:
     raise ValueError(f"{where}.units: a {name} layer has no units; omit 'units'")
@@ -185,16 +186,22 @@ def image_sizes(kind: str, lids: np.ndarray, strides: np.ndarray, adj: np.ndarra
     incoming = {int(size[p]) for p in parents[u]}
     if len(incoming) > 1:
       desc = ", ".join(f"{p}: {'flat' if size[p] == FLAT else f'1/{size[p]}'}" for p in parents[u])
-      raise ValueError(f"layers[{u}] ({name}): parents give images of different sizes ({desc}); a concatenation needs one size")
+      raise ValueError(
+        f"layers[{u}] ({name}): parents give images of different sizes ({desc}); a concatenation needs one size"
+      )
     (s,) = incoming
     if role in _IMAGE_ROLES:
       if s == FLAT:
-        raise ValueError(f"layers[{u}] ({name}): its input is already flattened by an fc or decision layer; {name} needs an image")
+        raise ValueError(
+          f"layers[{u}] ({name}): its input is already flattened by an fc or decision layer; {name} needs an image"
+        )
       size[u] = s * strides[u]
   return size
 
 
-def host_masses(kind: str, lids: np.ndarray, units: np.ndarray, adj: np.ndarray, order: list[int], params: graph.MassParams) -> np.ndarray:
+def host_masses(
+  kind: str, lids: np.ndarray, units: np.ndarray, adj: np.ndarray, order: list[int], params: graph.MassParams
+) -> np.ndarray:
   """Layer masses in plain numpy along a topological order (the reference for `graph.layer_masses`)."""
   table = labels_lib.label_table(kind)
   roles = table.role[lids].tolist()
@@ -216,8 +223,9 @@ def host_masses(kind: str, lids: np.ndarray, units: np.ndarray, adj: np.ndarray,
   return np.array([ends.get(r, m) for r, m in zip(roles, mass)])
 
 
-def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = None,
-              mass_params: graph.MassParams | str = "paper") -> Architecture:
+def from_json(
+  obj: Any, *, pad_to: int | None = None, limits: Limits | None = None, mass_params: graph.MassParams | str = "paper"
+) -> Architecture:
   """Validated Architecture from the interchange JSON (dict, or a JSON string).
 
   Args:
@@ -243,8 +251,10 @@ def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = No
     raise ValueError(f"architecture: keys {sorted(map(str, obj))}; expected exactly kind, layers, edges")
   kind = obj["kind"]
   if kind not in labels_lib.JSON_KINDS:
-    raise ValueError(f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.JSON_KINDS)}"
-                     " (cell kinds are built by nas_jax.spaces.cells)")
+    raise ValueError(
+      f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.JSON_KINDS)}"
+      " (cell kinds are built by nas_jax.spaces.cells)"
+    )
   layers = obj["layers"]
   if not isinstance(layers, list) or not layers:
     raise ValueError(f"layers: {layers!r} is not a non-empty list of layer objects")
@@ -272,7 +282,9 @@ def from_json(obj: Any, *, pad_to: int | None = None, limits: Limits | None = No
 def to_json(arch: Architecture) -> dict[str, Any]:
   """Interchange JSON of one architecture: layers in slot order, edges sorted."""
   if np.ndim(arch.labels) != 1:
-    raise ValueError(f"to_json: expected one architecture (labels [N]), got shape {np.shape(arch.labels)}; use unstack()")
+    raise ValueError(
+      f"to_json: expected one architecture (labels [N]), got shape {np.shape(arch.labels)}; use unstack()"
+    )
   table = labels_lib.label_table(arch.kind)
   n = int(np.asarray(arch.mask).sum())
   lids, units, strides = (np.asarray(x)[:n] for x in (arch.labels, arch.units, arch.strides))

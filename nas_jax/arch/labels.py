@@ -3,6 +3,7 @@
 A label id is an index into `vocabulary(kind)`. Attribute tables are numpy constants so that jitted
 code can gather from them with a traced label array.
 """
+
 from __future__ import annotations
 
 import enum
@@ -11,16 +12,16 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
-    "Role",
-    "KINDS",
-    "LAYER_GRAPH_KINDS",
-    "JSON_KINDS",
-    "CELL_LAYER_KINDS",
-    "LabelTable",
-    "vocabulary",
-    "label_table",
-    "label_id",
-    "group_names",
+  "Role",
+  "KINDS",
+  "LAYER_GRAPH_KINDS",
+  "JSON_KINDS",
+  "CELL_LAYER_KINDS",
+  "LabelTable",
+  "vocabulary",
+  "label_table",
+  "label_id",
+  "group_names",
 ]
 
 
@@ -42,115 +43,122 @@ class Role(enum.IntEnum):
 
 
 _CNN = (
-    ("ip", Role.IP, 0),
-    ("op", Role.OP, 0),
-    ("conv3", Role.CONV, 3),
-    ("conv5", Role.CONV, 5),
-    ("conv7", Role.CONV, 7),
-    ("res3", Role.RES, 3),
-    ("res5", Role.RES, 5),
-    ("res7", Role.RES, 7),
-    ("max-pool", Role.POOL, 3),
-    ("avg-pool", Role.POOL, 3),
-    ("fc", Role.FC, 0),
-    ("softmax", Role.DECISION, 0),
+  ("ip", Role.IP, 0),
+  ("op", Role.OP, 0),
+  ("conv3", Role.CONV, 3),
+  ("conv5", Role.CONV, 5),
+  ("conv7", Role.CONV, 7),
+  ("res3", Role.RES, 3),
+  ("res5", Role.RES, 5),
+  ("res7", Role.RES, 7),
+  ("max-pool", Role.POOL, 3),
+  ("avg-pool", Role.POOL, 3),
+  ("fc", Role.FC, 0),
+  ("softmax", Role.DECISION, 0),
 )
 _MLP = (
-    ("ip", Role.IP, 0),
-    ("op", Role.OP, 0),
-    ("relu", Role.ACT, 0),
-    ("crelu", Role.ACT, 0),
-    ("leaky-relu", Role.ACT, 0),
-    ("softplus", Role.ACT, 0),
-    ("elu", Role.ACT, 0),
-    ("logistic", Role.ACT, 0),
-    ("tanh", Role.ACT, 0),
-    ("linear", Role.DECISION, 0),
-    ("softmax", Role.DECISION, 0),
+  ("ip", Role.IP, 0),
+  ("op", Role.OP, 0),
+  ("relu", Role.ACT, 0),
+  ("crelu", Role.ACT, 0),
+  ("leaky-relu", Role.ACT, 0),
+  ("softplus", Role.ACT, 0),
+  ("elu", Role.ACT, 0),
+  ("logistic", Role.ACT, 0),
+  ("tanh", Role.ACT, 0),
+  ("linear", Role.DECISION, 0),
+  ("softmax", Role.DECISION, 0),
 )
 _NB201 = (
-    ("input", Role.IP, 0),
-    ("output", Role.OP, 0),
-    ("skip_connect", Role.CELL_OP, 0),
-    ("nor_conv_1x1", Role.CELL_OP, 1),
-    ("nor_conv_3x3", Role.CELL_OP, 3),
-    ("avg_pool_3x3", Role.CELL_OP, 3),
+  ("input", Role.IP, 0),
+  ("output", Role.OP, 0),
+  ("skip_connect", Role.CELL_OP, 0),
+  ("nor_conv_1x1", Role.CELL_OP, 1),
+  ("nor_conv_3x3", Role.CELL_OP, 3),
+  ("avg_pool_3x3", Role.CELL_OP, 3),
 )
 _NB101 = (
-    ("input", Role.IP, 0),
-    ("output", Role.OP, 0),
-    ("conv3x3-bn-relu", Role.CELL_OP, 3),
-    ("conv1x1-bn-relu", Role.CELL_OP, 1),
-    ("maxpool3x3", Role.CELL_OP, 3),
+  ("input", Role.IP, 0),
+  ("output", Role.OP, 0),
+  ("conv3x3-bn-relu", Role.CELL_OP, 3),
+  ("conv1x1-bn-relu", Role.CELL_OP, 1),
+  ("maxpool3x3", Role.CELL_OP, 3),
 )
 
 # Layer graphs of cells as networks (`nas_jax.spaces.cell_graphs`): the benchmarks' op names, ops
 # with weights as convs (units = output channels), pools as pools; identities are edges, not layers.
 _NB201_LAYERS = (
-    ("input", Role.IP, 0),
-    ("output", Role.OP, 0),
-    ("nor_conv_1x1", Role.CONV, 1),
-    ("nor_conv_3x3", Role.CONV, 3),
-    ("avg_pool_3x3", Role.POOL, 3),
+  ("input", Role.IP, 0),
+  ("output", Role.OP, 0),
+  ("nor_conv_1x1", Role.CONV, 1),
+  ("nor_conv_3x3", Role.CONV, 3),
+  ("avg_pool_3x3", Role.POOL, 3),
 )
 _NB101_LAYERS = (
-    ("input", Role.IP, 0),
-    ("output", Role.OP, 0),
-    ("conv3x3-bn-relu", Role.CONV, 3),
-    ("conv1x1-bn-relu", Role.CONV, 1),  # also the 1x1 projections of the cell input
-    ("maxpool3x3", Role.POOL, 3),
+  ("input", Role.IP, 0),
+  ("output", Role.OP, 0),
+  ("conv3x3-bn-relu", Role.CONV, 3),
+  ("conv1x1-bn-relu", Role.CONV, 1),  # also the 1x1 projections of the cell input
+  ("maxpool3x3", Role.POOL, 3),
 )
 
 # The Auto-Keras reference family (autokeras.md 1.4, 12): conv blocks conv -> BN -> merge of
 # add-skips -> ReLU, 2x2 max-pools, a global-average-pool head with ReLU dense blocks. Skips are
 # vertices: `conv1` (add) and `concat` (the projection of a concatenation).
 _AUTOKERAS = (
-    ("ip", Role.IP, 0),
-    ("op", Role.OP, 0),
-    ("conv3", Role.CONV, 3),
-    ("conv5", Role.CONV, 5),
-    ("conv1", Role.SKIP, 1),
-    ("concat", Role.CONCAT, 1),
-    ("max-pool", Role.POOL, 2),
-    ("gap", Role.GAP, 0),
-    ("fc", Role.FC, 0),
-    ("softmax", Role.DECISION, 0),
+  ("ip", Role.IP, 0),
+  ("op", Role.OP, 0),
+  ("conv3", Role.CONV, 3),
+  ("conv5", Role.CONV, 5),
+  ("conv1", Role.SKIP, 1),
+  ("concat", Role.CONCAT, 1),
+  ("max-pool", Role.POOL, 2),
+  ("gap", Role.GAP, 0),
+  ("fc", Role.FC, 0),
+  ("softmax", Role.DECISION, 0),
 )
 
 # Layer groups of the grouped structural cost (spec nasbot.md 4.3); "all" is always first.
 _GROUPS = {
-    "cnn": (
-        ("all", None),
-        ("conv", ("conv3", "conv5", "conv7", "res3", "res5", "res7")),
-        ("pool", ("max-pool", "avg-pool")),
-        ("fc", ("fc",)),
-    ),
-    "mlp": (
-        ("all", None),
-        ("rec", ("relu", "crelu", "leaky-relu", "softplus", "elu")),
-        ("sig", ("logistic", "tanh")),
-    ),
-    "autokeras": (
-        ("all", None),
-        ("conv", ("conv3", "conv5", "conv1", "concat")),
-        ("pool", ("max-pool", "gap")),
-        ("fc", ("fc",)),
-    ),
-    "nb201": (("all", None),),
-    "nb101": (("all", None),),
-    "nb201_layers": (
-        ("all", None),
-        ("conv", ("nor_conv_1x1", "nor_conv_3x3")),
-        ("pool", ("avg_pool_3x3",)),
-    ),
-    "nb101_layers": (
-        ("all", None),
-        ("conv", ("conv3x3-bn-relu", "conv1x1-bn-relu")),
-        ("pool", ("maxpool3x3",)),
-    ),
+  "cnn": (
+    ("all", None),
+    ("conv", ("conv3", "conv5", "conv7", "res3", "res5", "res7")),
+    ("pool", ("max-pool", "avg-pool")),
+    ("fc", ("fc",)),
+  ),
+  "mlp": (
+    ("all", None),
+    ("rec", ("relu", "crelu", "leaky-relu", "softplus", "elu")),
+    ("sig", ("logistic", "tanh")),
+  ),
+  "autokeras": (
+    ("all", None),
+    ("conv", ("conv3", "conv5", "conv1", "concat")),
+    ("pool", ("max-pool", "gap")),
+    ("fc", ("fc",)),
+  ),
+  "nb201": (("all", None),),
+  "nb101": (("all", None),),
+  "nb201_layers": (
+    ("all", None),
+    ("conv", ("nor_conv_1x1", "nor_conv_3x3")),
+    ("pool", ("avg_pool_3x3",)),
+  ),
+  "nb101_layers": (
+    ("all", None),
+    ("conv", ("conv3x3-bn-relu", "conv1x1-bn-relu")),
+    ("pool", ("maxpool3x3",)),
+  ),
 }
-_VOCAB = {"cnn": _CNN, "mlp": _MLP, "nb201": _NB201, "nb101": _NB101, "autokeras": _AUTOKERAS,
-          "nb201_layers": _NB201_LAYERS, "nb101_layers": _NB101_LAYERS}
+_VOCAB = {
+  "cnn": _CNN,
+  "mlp": _MLP,
+  "nb201": _NB201,
+  "nb101": _NB101,
+  "autokeras": _AUTOKERAS,
+  "nb201_layers": _NB201_LAYERS,
+  "nb101_layers": _NB101_LAYERS,
+}
 KINDS = tuple(_VOCAB)
 # Kinds whose architectures use the layer-graph interchange JSON and NASBOT's validity rules;
 # cell kinds are built by `nas_jax.spaces.cells` (ops as nodes, input and output as ip/op).
@@ -220,15 +228,15 @@ def label_table(kind: str) -> LabelTable:
     names = tuple(n for n, _, _ in entries)
     role = np.array([r for _, r, _ in entries], np.int32)
     groups = np.array(
-        [[members is None or n in members for n in names] for _, members in _GROUPS[kind]],
-        bool,
+      [[members is None or n in members for n in names] for _, members in _GROUPS[kind]],
+      bool,
     )
     _TABLES[kind] = LabelTable(
-        names=names,
-        role=role,
-        kernel=np.array([k for _, _, k in entries], np.int32),
-        has_units=np.isin(role, (Role.CONV, Role.RES, Role.FC, Role.ACT, Role.SKIP, Role.CONCAT)),
-        has_stride=np.isin(role, (Role.CONV, Role.RES)) & (kind != "autokeras"),  # its convs keep the size
-        groups=groups,
+      names=names,
+      role=role,
+      kernel=np.array([k for _, _, k in entries], np.int32),
+      has_units=np.isin(role, (Role.CONV, Role.RES, Role.FC, Role.ACT, Role.SKIP, Role.CONCAT)),
+      has_stride=np.isin(role, (Role.CONV, Role.RES)) & (kind != "autokeras"),  # its convs keep the size
+      groups=groups,
     )
   return _TABLES[kind]

@@ -7,6 +7,7 @@ is a `concat` vertex with two parents, the chain's tensor and the skip's start. 
 checks these rules on the host and returns the view that descriptors, morphs and models read.
 Slots are stable ids: morphs only append slots, so an op list addressed by slots replays.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,8 +24,8 @@ __all__ = ["KIND", "Chain", "chain_view", "check_arrays"]
 KIND = "autokeras"
 Role = labels_lib.Role
 _IP, _OP, _CONV, _POOL, _FC, _DECISION, _SKIP, _CONCAT, _GAP = (
-    int(r) for r in (Role.IP, Role.OP, Role.CONV, Role.POOL, Role.FC, Role.DECISION, Role.SKIP, Role.CONCAT,
-                     Role.GAP))
+  int(r) for r in (Role.IP, Role.OP, Role.CONV, Role.POOL, Role.FC, Role.DECISION, Role.SKIP, Role.CONCAT, Role.GAP)
+)
 _IMAGE = (_CONV, _CONCAT, _POOL)
 _BLOCK_OUT = (_CONV, _CONCAT)  # vertices whose output is a block's output h (ReLU'd, >= 0)
 
@@ -53,8 +54,9 @@ class Chain(NamedTuple):
 
   def skip_triples(self) -> list[tuple[int, int, str]]:
     """The (u, v, type) triples of the descriptor (spec 1.5), adds first."""
-    return ([(self.rank[s], self.rank[e], "add") for s, _, e in self.adds]
-            + [(self.rank[s], self.rank[m], "concat") for s, _, m in self.concats])
+    return [(self.rank[s], self.rank[e], "add") for s, _, e in self.adds] + [
+      (self.rank[s], self.rank[m], "concat") for s, _, m in self.concats
+    ]
 
 
 def _ancestor(parents: list[list[int]], a: int, b: int) -> bool:
@@ -137,10 +139,15 @@ def check_arrays(lids: np.ndarray, adj: np.ndarray) -> Chain:
       raise ValueError(f"{where(u)}: not on the main chain from ip to op")
   sections = [roles[u] for u in order]
   gap, dec = sections.index(_GAP), sections.index(_DECISION)
-  if not (all(r in _IMAGE for r in sections[1:gap]) and all(r == _FC for r in sections[gap + 1:dec])
-          and dec == len(order) - 2):
-    raise ValueError("layers: the main chain must read ip, conv/concat/max-pool layers, gap, fc layers,"
-                     f" softmax, op; it reads {' -> '.join(names[u] for u in order)}")
+  if not (
+    all(r in _IMAGE for r in sections[1:gap])
+    and all(r == _FC for r in sections[gap + 1 : dec])
+    and dec == len(order) - 2
+  ):
+    raise ValueError(
+      "layers: the main chain must read ip, conv/concat/max-pool layers, gap, fc layers,"
+      f" softmax, op; it reads {' -> '.join(names[u] for u in order)}"
+    )
   if sections[1] != _CONV:
     raise ValueError(f"{where(order[1])}: the first layer after ip must be a conv block")
   rank, count = {}, 0
@@ -153,8 +160,9 @@ def check_arrays(lids: np.ndarray, adj: np.ndarray) -> Chain:
         raise ValueError(f"{where(u)}: a concat follows a conv block or another concat; it follows {where(main[u])}")
       start = next(p for p in parents[u] if p != main[u])
       if roles[start] not in _BLOCK_OUT or rank[start] >= rank[main[u]]:
-        raise ValueError(f"{where(u)}: a concat-skip starts at a conv block's output in an earlier block;"
-                         f" it starts at {where(start)}")
+        raise ValueError(
+          f"{where(u)}: a concat-skip starts at a conv block's output in an earlier block; it starts at {where(start)}"
+        )
   convs = tuple(u for u in order if roles[u] == _CONV)
   outputs = []
   for c in convs:
@@ -166,8 +174,15 @@ def check_arrays(lids: np.ndarray, adj: np.ndarray) -> Chain:
   skips = sorted((u for u, r in enumerate(roles) if r == _SKIP), key=lambda s: (pos[kids[s][0]], s))
   adds = tuple((parents[s][0], s, kids[s][0]) for s in skips)
   concats = tuple((next(p for p in parents[u] if p != main[u]), u, main[u]) for u in order if roles[u] == _CONCAT)
-  return Chain(order=tuple(order), convs=convs, fcs=tuple(u for u in order if roles[u] == _FC),
-               outputs=tuple(outputs), adds=adds, concats=concats, rank=rank)
+  return Chain(
+    order=tuple(order),
+    convs=convs,
+    fcs=tuple(u for u in order if roles[u] == _FC),
+    outputs=tuple(outputs),
+    adds=adds,
+    concats=concats,
+    rank=rank,
+  )
 
 
 def chain_view(arch: Architecture) -> Chain:

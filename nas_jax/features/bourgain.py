@@ -1,6 +1,7 @@
 """Bourgain embedding of a distance matrix (autokeras.md 4.3) and its out-of-sample map (4.4):
 coordinates phi whose Euclidean distances rho feed the kernel exp(-rho) of eq. (2).
 """
+
 from __future__ import annotations
 
 import math
@@ -14,11 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
-    "BOURGAIN_REPEATS",
-    "BourgainAnchors",
-    "anchors_from_sets",
-    "bourgain_anchors",
-    "bourgain_embed",
+  "BOURGAIN_REPEATS",
+  "BourgainAnchors",
+  "anchors_from_sets",
+  "bourgain_anchors",
+  "bourgain_embed",
 ]
 
 BOURGAIN_REPEATS = ("intended", "code")
@@ -130,9 +131,7 @@ def bourgain_embed(d, anchors: BourgainAnchors) -> np.ndarray:
     raise TypeError(f"anchors: {type(anchors).__name__} given; expected BourgainAnchors")
   d = np.asarray(d, dtype=float)
   if d.ndim != 2 or d.shape[1] != anchors.n:
-    raise ValueError(
-        f"d: shape {d.shape}; expected [rows, n] with n = {anchors.n}, the anchors' history size"
-    )
+    raise ValueError(f"d: shape {d.shape}; expected [rows, n] with n = {anchors.n}, the anchors' history size")
   if not np.all(np.isfinite(d)) or np.any(d < 0):
     raise ValueError("d: has negative or non-finite entries; distances must be >= 0")
   sets, mask = np.asarray(anchors.sets), np.asarray(anchors.mask)

@@ -2,6 +2,7 @@
 pytree, the layer term D_l by a masked dynamic programme (jit, vmapped over pairs) and the skip
 term D_s by an exact rectangular assignment on the host.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,19 +20,19 @@ from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
 
 __all__ = [
-    "LAYER_MATCHES",
-    "SKIP_TYPES",
-    "Descriptor",
-    "EditDistances",
-    "arch_descriptor",
-    "descriptor",
-    "edit_distance_terms",
-    "edit_distances",
-    "layer_edit_distance",
-    "pad_descriptor",
-    "skip_distance",
-    "stack_descriptors",
-    "width_distance",
+  "LAYER_MATCHES",
+  "SKIP_TYPES",
+  "Descriptor",
+  "EditDistances",
+  "arch_descriptor",
+  "descriptor",
+  "edit_distance_terms",
+  "edit_distances",
+  "layer_edit_distance",
+  "pad_descriptor",
+  "skip_distance",
+  "stack_descriptors",
+  "width_distance",
 ]
 
 SKIP_TYPES = ("add", "concat")  # stored as their index: 0 = add, 1 = concat
@@ -96,8 +97,7 @@ def _check_sizes(sizes, counts: tuple[int, int, int], where: str) -> tuple[int, 
   for name, size, count in zip(names, sizes, counts):
     if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < max(1, count):
       raise ValueError(
-          f"{where}: sizes={tuple(sizes)} has room for {size!r} {name} entries; it needs an"
-          f" integer >= {max(1, count)}"
+        f"{where}: sizes={tuple(sizes)} has room for {size!r} {name} entries; it needs an integer >= {max(1, count)}"
       )
   return tuple(int(s) for s in sizes)
 
@@ -125,12 +125,12 @@ def descriptor(conv, dense=(), skips=(), *, sizes=None) -> Descriptor:
     return np.array(values + [fill] * (size - len(values)), np.int32)
 
   return Descriptor(  # numpy leaves: a search builds hundreds per proposal, on the host
-      conv=padded(conv, lc, _PAD_WIDTH),
-      conv_mask=np.arange(lc) < len(conv),
-      dense=padded(dense, ld, _PAD_WIDTH),
-      dense_mask=np.arange(ld) < len(dense),
-      skips=padded(triples, ls, _PAD_SKIP).reshape(ls, 3),
-      skip_mask=np.arange(ls) < len(triples),
+    conv=padded(conv, lc, _PAD_WIDTH),
+    conv_mask=np.arange(lc) < len(conv),
+    dense=padded(dense, ld, _PAD_WIDTH),
+    dense_mask=np.arange(ld) < len(dense),
+    skips=padded(triples, ls, _PAD_SKIP).reshape(ls, 3),
+    skip_mask=np.arange(ls) < len(triples),
   )
 
 
@@ -139,8 +139,12 @@ def arch_descriptor(arch: Architecture, num_classes: int, *, sizes=None) -> Desc
   widths then the classifier's `num_classes`, and the skip triples (`main_chain.Chain`)."""
   chain = main_chain.chain_view(arch)
   units = np.asarray(arch.units)
-  return descriptor([int(units[c]) for c in chain.convs], [int(units[f]) for f in chain.fcs] + [num_classes],
-                    chain.skip_triples(), sizes=sizes)
+  return descriptor(
+    [int(units[c]) for c in chain.convs],
+    [int(units[f]) for f in chain.fcs] + [num_classes],
+    chain.skip_triples(),
+    sizes=sizes,
+  )
 
 
 def _counts(desc: Descriptor) -> np.ndarray:
@@ -171,18 +175,16 @@ def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
   for name in ("conv_mask", "dense_mask", "skip_mask"):
     mask = np.asarray(getattr(desc, name))
     if not np.array_equal(mask, np.arange(mask.shape[-1]) < mask.sum(-1, keepdims=True)):
-      raise ValueError(
-          f"pad_descriptor: {name} has a real entry after a padded one; real entries come first"
-      )
+      raise ValueError(f"pad_descriptor: {name} has a real entry after a padded one; real entries come first")
   counts = tuple(int(c) for c in _counts(desc).reshape(-1, 3).max(0))
   lc, ld, ls = _check_sizes(sizes, counts, "pad_descriptor")
   return Descriptor(
-      conv=_fit(desc.conv, lc, axis, _PAD_WIDTH),
-      conv_mask=_fit(desc.conv_mask, lc, axis, False),
-      dense=_fit(desc.dense, ld, axis, _PAD_WIDTH),
-      dense_mask=_fit(desc.dense_mask, ld, axis, False),
-      skips=_fit(desc.skips, ls, axis, _PAD_SKIP),
-      skip_mask=_fit(desc.skip_mask, ls, axis, False),
+    conv=_fit(desc.conv, lc, axis, _PAD_WIDTH),
+    conv_mask=_fit(desc.conv_mask, lc, axis, False),
+    dense=_fit(desc.dense, ld, axis, _PAD_WIDTH),
+    dense_mask=_fit(desc.dense_mask, ld, axis, False),
+    skips=_fit(desc.skips, ls, axis, _PAD_SKIP),
+    skip_mask=_fit(desc.skip_mask, ls, axis, False),
   )
 
 
@@ -253,9 +255,7 @@ def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
   return ans
 
 
-def layer_edit_distance(
-    a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: jax.Array
-) -> jax.Array:
+def layer_edit_distance(a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: jax.Array) -> jax.Array:
   """D_l of two padded width lists (autokeras.md 3.2, eq. 6 corrected); jit- and vmap-safe.
 
   Args:
@@ -281,11 +281,11 @@ def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax
 def _layer_term(a: Descriptor, b: Descriptor, layer_match: str) -> jax.Array:
   if layer_match == "joint":
     return layer_edit_distance(
-        *_joint(a.conv, a.conv_mask, a.dense, a.dense_mask),
-        *_joint(b.conv, b.conv_mask, b.dense, b.dense_mask),
+      *_joint(a.conv, a.conv_mask, a.dense, a.dense_mask),
+      *_joint(b.conv, b.conv_mask, b.dense, b.dense_mask),
     )
   return layer_edit_distance(a.conv, a.conv_mask, b.conv, b.conv_mask) + layer_edit_distance(
-      a.dense, a.dense_mask, b.dense, b.dense_mask
+    a.dense, a.dense_mask, b.dense, b.dense_mask
   )
 
 
@@ -339,9 +339,7 @@ def _as_batch(descs: Descs, name: str) -> Descriptor:
       raise ValueError(f"{name}: one Descriptor given; pass a list or a batch (conv [B, Lc])")
     return descs
   if isinstance(descs, (str, bytes)) or not isinstance(descs, Sequence) or not descs:
-    raise TypeError(
-        f"{name}: {type(descs).__name__} given; expected a non-empty list of Descriptor or a batch"
-    )
+    raise TypeError(f"{name}: {type(descs).__name__} given; expected a non-empty list of Descriptor or a batch")
   return stack_descriptors(descs)
 
 
@@ -349,8 +347,9 @@ def _host(desc: Descriptor) -> Descriptor:
   return jax.tree.map(np.asarray, desc)
 
 
-def edit_distance_terms(descs_a: Descs, descs_b: Descs | None = None, *,
-                        layer_match: str = "separate", chunk_size: int = 1024) -> EditDistances:
+def edit_distance_terms(
+  descs_a: Descs, descs_b: Descs | None = None, *, layer_match: str = "separate", chunk_size: int = 1024
+) -> EditDistances:
   """Both terms of the edit distance (autokeras.md 3) between two sets of descriptors.
 
   Args:
@@ -368,9 +367,7 @@ def edit_distance_terms(descs_a: Descs, descs_b: Descs | None = None, *,
     TypeError / ValueError naming the bad argument.
   """
   if layer_match not in LAYER_MATCHES:
-    raise ValueError(
-        f"layer_match: {layer_match!r} is unknown; choose one of: {', '.join(LAYER_MATCHES)}"
-    )
+    raise ValueError(f"layer_match: {layer_match!r} is unknown; choose one of: {', '.join(LAYER_MATCHES)}")
   if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
     raise ValueError(f"chunk_size: {chunk_size!r}; expected a positive integer")
   ha = _host(_as_batch(descs_a, "descs_a"))
@@ -383,22 +380,26 @@ def edit_distance_terms(descs_a: Descs, descs_b: Descs | None = None, *,
   skips_a, skips_b = ha.skip_mask.sum(-1), hb.skip_mask.sum(-1)
   layers, skips = np.zeros((n_a, n_b)), np.zeros((n_a, n_b))
   for start in range(0, len(ia), chunk_size):
-    sel_a, sel_b = ia[start:start + chunk_size], ib[start:start + chunk_size]
+    sel_a, sel_b = ia[start : start + chunk_size], ib[start : start + chunk_size]
     width = 1 << (len(sel_a) - 1).bit_length()
     idx = np.arange(width) % len(sel_a)  # padded with repeats of real pairs
     pick = lambda h, sel: jax.tree.map(lambda x: x[sel[idx]], h)
     d_l, cost = _pair_terms(pick(ha, sel_a), pick(hb, sel_b), layer_match)
     layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel_a)]
-    skips[sel_a, sel_b] = _assignments(
-        np.asarray(cost, np.float64)[: len(sel_a)], skips_a[sel_a], skips_b[sel_b]
-    )
+    skips[sel_a, sel_b] = _assignments(np.asarray(cost, np.float64)[: len(sel_a)], skips_a[sel_a], skips_b[sel_b])
   if descs_b is None:
     layers[ib, ia], skips[ib, ia] = layers[ia, ib], skips[ia, ib]
   return EditDistances(layers, skips)
 
 
-def edit_distances(descs_a: Descs, descs_b: Descs | None = None, *, lam: float = 1.0,
-                   layer_match: str = "separate", chunk_size: int = 1024) -> np.ndarray:
+def edit_distances(
+  descs_a: Descs,
+  descs_b: Descs | None = None,
+  *,
+  lam: float = 1.0,
+  layer_match: str = "separate",
+  chunk_size: int = 1024,
+) -> np.ndarray:
   """d = D_l + lam * D_s (eq. 3) between two sets of descriptors: numpy float64 [n_a, n_b].
 
   Arguments as in `edit_distance_terms`; lam: the skip weight, >= 0 (1 in the code, spec 11).

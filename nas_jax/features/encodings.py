@@ -1,6 +1,7 @@
 """BANANAS cell encodings (spec bananas.md 4): path, truncated path, isomorphism-invariant NB201
 paths and adjacency encodings, as jit-able functions of one `Cell` (vmap for a batch).
 """
+
 from __future__ import annotations
 
 import functools
@@ -13,16 +14,16 @@ import numpy as np
 from nas_jax.spaces.cells import Cell
 
 __all__ = [
-    "path_encoding",
-    "truncated_path_encoding",
-    "path_iso_encoding",
-    "adjacency_onehot",
-    "adjacency_code",
-    "adjacency_cont",
-    "ENCODINGS",
-    "encoding_size",
-    "stack_cells",
-    "encode",
+  "path_encoding",
+  "truncated_path_encoding",
+  "path_iso_encoding",
+  "adjacency_onehot",
+  "adjacency_code",
+  "adjacency_cont",
+  "ENCODINGS",
+  "encoding_size",
+  "stack_cells",
+  "encode",
 ]
 
 _F = jnp.float32
@@ -132,12 +133,12 @@ def _nb101_only(name: str, cell: Cell) -> None:
 
 # name -> function of one cell; nb201 names follow the spec (path = path201, ...).
 ENCODINGS: dict[str, Callable[[Cell], jax.Array]] = {
-    "path": path_encoding,
-    "trunc_path": truncated_path_encoding,
-    "path_iso": path_iso_encoding,
-    "adj_onehot": adjacency_onehot,
-    "adj_code": adjacency_code,
-    "adj_cont": adjacency_cont,
+  "path": path_encoding,
+  "trunc_path": truncated_path_encoding,
+  "path_iso": path_iso_encoding,
+  "adj_onehot": adjacency_onehot,
+  "adj_code": adjacency_code,
+  "adj_cont": adjacency_cont,
 }
 
 
@@ -150,9 +151,8 @@ def encoding_size(name: str, kind: str) -> int:
   """The feature dimension of encoding `name` for cells of `kind`."""
   _check_name(name)
   sizes = {
-      "nb101": {"path": 364, "trunc_path": 40, "path_iso": 364, "adj_onehot": 36,
-                "adj_code": 26, "adj_cont": 27},
-      "nb201": {"path": 155, "trunc_path": 30, "path_iso": 40, "adj_onehot": 30},
+    "nb101": {"path": 364, "trunc_path": 40, "path_iso": 364, "adj_onehot": 36, "adj_code": 26, "adj_cont": 27},
+    "nb201": {"path": 155, "trunc_path": 30, "path_iso": 40, "adj_onehot": 30},
   }
   if kind not in sizes or name not in sizes[kind]:
     allowed = ", ".join(sizes.get(kind, {}))

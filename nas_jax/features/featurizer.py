@@ -14,6 +14,7 @@ pending or met again as an optimiser's candidate is never featurized twice.
 `pairs` needs every train point in the cache (extend with pending points first); candidates may
 be anything: cached rows are gathered, the rest computed against the train points only.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,8 +25,15 @@ import numpy as np
 
 from nas_jax.features.pairwise import ArcPair, OtmannPair, VectorPair
 
-__all__ = ["FeatureCache", "Featurizer", "vector_featurizer", "distance_featurizer", "otmann_to_pair",
-           "vector_to_pair", "arc_to_pair"]
+__all__ = [
+  "FeatureCache",
+  "Featurizer",
+  "vector_featurizer",
+  "distance_featurizer",
+  "otmann_to_pair",
+  "vector_to_pair",
+  "arc_to_pair",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,9 +111,16 @@ def _rows(cache: FeatureCache, key_fn: Callable, points: Sequence) -> np.ndarray
   return np.asarray(rows, np.int64)
 
 
-def vector_featurizer(name: str, spaces: tuple, key_fn: Callable, encode: Callable[[Sequence], tuple],
-                      to_pair: Callable[[tuple, tuple], Any], pair_type: type, dim: int | None,
-                      encode_values: Callable[[Any], tuple] | None = None) -> Featurizer:
+def vector_featurizer(
+  name: str,
+  spaces: tuple,
+  key_fn: Callable,
+  encode: Callable[[Sequence], tuple],
+  to_pair: Callable[[tuple, tuple], Any],
+  pair_type: type,
+  dim: int | None,
+  encode_values: Callable[[Any], tuple] | None = None,
+) -> Featurizer:
   """A featurizer of per-point features.
 
   Args:
@@ -138,13 +153,30 @@ def vector_featurizer(name: str, spaces: tuple, key_fn: Callable, encode: Callab
     fc = features(cache, candidates) if len(candidates) else tuple(x[:0] for x in ft)
     return to_pair(ft, ft), to_pair(fc, ft)
 
-  return Featurizer(name, tuple(spaces), pair_type, dim, lambda points: extend(FeatureCache(), points), extend,
-                    pairs, features, to_pair, encode_values)
+  return Featurizer(
+    name,
+    tuple(spaces),
+    pair_type,
+    dim,
+    lambda points: extend(FeatureCache(), points),
+    extend,
+    pairs,
+    features,
+    to_pair,
+    encode_values,
+  )
 
 
-def distance_featurizer(name: str, spaces: tuple, key_fn: Callable, prepare: Callable[[Sequence], list],
-                        dist: Callable[[list, list], tuple], to_pair: Callable[[tuple, tuple], Any],
-                        pair_type: type, dim: int | None) -> Featurizer:
+def distance_featurizer(
+  name: str,
+  spaces: tuple,
+  key_fn: Callable,
+  prepare: Callable[[Sequence], list],
+  dist: Callable[[list, list], tuple],
+  to_pair: Callable[[tuple, tuple], Any],
+  pair_type: type,
+  dim: int | None,
+) -> Featurizer:
   """A featurizer of pairwise distances (OTMANN, edit distance).
 
   Args:
@@ -163,8 +195,10 @@ def distance_featurizer(name: str, spaces: tuple, key_fn: Callable, prepare: Cal
     if n == 0:
       data = tuple(np.asarray(r) for r in rows)
     else:
-      data = tuple(np.concatenate([np.concatenate([old, np.swapaxes(r[..., :n], -1, -2)], -1), r], -2)
-                   for old, r in zip(cache.data, rows))
+      data = tuple(
+        np.concatenate([np.concatenate([old, np.swapaxes(r[..., :n], -1, -2)], -1), r], -2)
+        for old, r in zip(cache.data, rows)
+      )
     index = {**cache.index, **{k: n + i for i, k in enumerate(keys)}}
     return FeatureCache(cache.keys + tuple(keys), index, items, data)
 
@@ -185,8 +219,7 @@ def distance_featurizer(name: str, spaces: tuple, key_fn: Callable, prepare: Cal
         out[..., missing, :] = x
     return to_pair(d_train, tuple(d_cross))
 
-  return Featurizer(name, tuple(spaces), pair_type, dim, lambda points: extend(FeatureCache(), points), extend,
-                    pairs)
+  return Featurizer(name, tuple(spaces), pair_type, dim, lambda points: extend(FeatureCache(), points), extend, pairs)
 
 
 def otmann_to_pair(d_train: tuple, d_cross: tuple) -> tuple[OtmannPair, OtmannPair]:

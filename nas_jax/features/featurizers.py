@@ -1,15 +1,16 @@
 """The featurizers of nas_jax by name, and the spaces each accepts (`FEATURIZERS`).
 
-  otmann        OTMANN distances d, d_bar at several nu_str (NASBOT) of the point's layer graph:
-                cnn/mlp graphs as they are, the Auto-Keras family's networks, the conditional
-                space's chain MLPs (`conditional.to_architecture`) and NB201/NB101 cells
-                (`cell_graphs.cell_layer_graph`). Networks met twice are solved once.
-  edit          Auto-Keras' edit distance, Bourgain-embedded (anchors fixed by the train size).
-  path, trunc_path, path_iso, adj_onehot, adj_code, adj_cont
-                BANANAS' cell encodings (0/1 vectors; also the ensemble's inputs).
-  arc           the arc kernel's (unit values, activity) of conditional points.
-  poor_man      the poor man's embedding: unit values, inactive ones at -1 (also vectors).
+otmann        OTMANN distances d, d_bar at several nu_str (NASBOT) of the point's layer graph:
+              cnn/mlp graphs as they are, the Auto-Keras family's networks, the conditional
+              space's chain MLPs (`conditional.to_architecture`) and NB201/NB101 cells
+              (`cell_graphs.cell_layer_graph`). Networks met twice are solved once.
+edit          Auto-Keras' edit distance, Bourgain-embedded (anchors fixed by the train size).
+path, trunc_path, path_iso, adj_onehot, adj_code, adj_cont
+              BANANAS' cell encodings (0/1 vectors; also the ensemble's inputs).
+arc           the arc kernel's (unit values, activity) of conditional points.
+poor_man      the poor man's embedding: unit values, inactive ones at -1 (also vectors).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -21,15 +22,29 @@ import numpy as np
 from nas_jax.features import bourgain
 from nas_jax.features import edit_distance as ed
 from nas_jax.features import encodings
-from nas_jax.features.featurizer import (Featurizer, arc_to_pair, distance_featurizer, otmann_to_pair,
-                                         vector_featurizer, vector_to_pair)
+from nas_jax.features.featurizer import (
+  Featurizer,
+  arc_to_pair,
+  distance_featurizer,
+  otmann_to_pair,
+  vector_featurizer,
+  vector_to_pair,
+)
 from nas_jax.features.otmann import KERNEL_NU_STR, check_options, otmann_distances
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
 from nas_jax.spaces import cell_graphs
 from nas_jax.spaces import conditional as cond
 from nas_jax.spaces.space import canonical_key as arch_key
 
-__all__ = ["BINARY_FEATURIZERS", "FEATURIZERS", "POOR_MAN_FILL", "OTMANN_SPACES", "make_featurizer", "conditional_spec_of", "featurizers_for"]
+__all__ = [
+  "BINARY_FEATURIZERS",
+  "FEATURIZERS",
+  "POOR_MAN_FILL",
+  "OTMANN_SPACES",
+  "make_featurizer",
+  "conditional_spec_of",
+  "featurizers_for",
+]
 
 OTMANN_SPACES = ("cnn", "mlp", "autokeras", cond.KIND, "nb201", "nb101")
 _CELL_KINDS = ("nb201", "nb101")
@@ -54,8 +69,9 @@ def _to_architecture(space: Any) -> Callable:
   return cell_graphs.cell_layer_graph
 
 
-def otmann_featurizer(space: Any, *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper",
-                      chunk_size: int = 256) -> Featurizer:
+def otmann_featurizer(
+  space: Any, *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper", chunk_size: int = 256
+) -> Featurizer:
   """OTMANN distances (d, d_bar) [n_nu, n, n] -> OtmannPair; options of `otmann_distances`."""
   check_options(solver=solver, nu_str=nu_str, params=params, chunk_size=chunk_size)
   nus = tuple(float(v) for v in np.atleast_1d(nu_str))
@@ -68,8 +84,16 @@ def otmann_featurizer(space: Any, *, nu_str=KERNEL_NU_STR, solver: str = "exact"
     out = otmann_distances(unique_a, unique_b, solver=solver, nu_str=nus, params=params, chunk_size=chunk_size)
     return out.d[:, inv_a][:, :, inv_b], out.d_bar[:, inv_a][:, :, inv_b]
 
-  return distance_featurizer("otmann", OTMANN_SPACES, space.canonical_key, lambda pts: [to_arch(p) for p in pts],
-                             dist, otmann_to_pair, OtmannPair, len(nus))
+  return distance_featurizer(
+    "otmann",
+    OTMANN_SPACES,
+    space.canonical_key,
+    lambda pts: [to_arch(p) for p in pts],
+    dist,
+    otmann_to_pair,
+    OtmannPair,
+    len(nus),
+  )
 
 
 def _unique(archs: list) -> tuple[list, np.ndarray]:
@@ -85,15 +109,22 @@ def _unique(archs: list) -> tuple[list, np.ndarray]:
   return unique, inverse
 
 
-def edit_featurizer(space: Any, *, num_classes: int = 10, lam: float = 1.0, layer_match: str = "separate",
-                    bourgain_repeat: str = "intended") -> Featurizer:
+def edit_featurizer(
+  space: Any,
+  *,
+  num_classes: int = 10,
+  lam: float = 1.0,
+  layer_match: str = "separate",
+  bourgain_repeat: str = "intended",
+) -> Featurizer:
   """Auto-Keras' edit distances, embedded by Bourgain anchors drawn for the train size n (spec
   4.3-4.4): DistancePairs of squared distances between the coordinates (exp(-rho) reads them)."""
   if layer_match not in ed.LAYER_MATCHES:
     raise ValueError(f"edit featurizer: layer_match={layer_match!r}; allowed: {', '.join(ed.LAYER_MATCHES)}")
   if bourgain_repeat not in bourgain.BOURGAIN_REPEATS:
-    raise ValueError(f"edit featurizer: bourgain_repeat={bourgain_repeat!r}; allowed:"
-                     f" {', '.join(bourgain.BOURGAIN_REPEATS)}")
+    raise ValueError(
+      f"edit featurizer: bourgain_repeat={bourgain_repeat!r}; allowed: {', '.join(bourgain.BOURGAIN_REPEATS)}"
+    )
 
   def dist(a: list, b: list) -> tuple:
     return (ed.edit_distances(ed.stack_descriptors(a), ed.stack_descriptors(b), lam=lam, layer_match=layer_match),)
@@ -140,8 +171,16 @@ def arc_featurizer(space: Any) -> Featurizer:
   """(u, active) [n, P] of conditional points -> ArcPair (arc_kernel.md 2)."""
   spec = conditional_spec_of(space)
   encode = lambda pts: cond.to_unit(cond.stack_points(list(pts)), spec)
-  return vector_featurizer("arc", (cond.KIND,), space.canonical_key, encode, arc_to_pair, ArcPair, len(spec.names),
-                           encode_values=_unit_values(spec))
+  return vector_featurizer(
+    "arc",
+    (cond.KIND,),
+    space.canonical_key,
+    encode,
+    arc_to_pair,
+    ArcPair,
+    len(spec.names),
+    encode_values=_unit_values(spec),
+  )
 
 
 def poor_man_featurizer(space: Any) -> Featurizer:
@@ -157,8 +196,16 @@ def poor_man_featurizer(space: Any) -> Featurizer:
     u, active = unit(values)
     return (jnp.where(active, u, POOR_MAN_FILL),)
 
-  return vector_featurizer("poor_man", (cond.KIND,), space.canonical_key, encode, vector_to_pair, VectorPair,
-                           len(spec.names), encode_values=encode_values)
+  return vector_featurizer(
+    "poor_man",
+    (cond.KIND,),
+    space.canonical_key,
+    encode,
+    vector_to_pair,
+    VectorPair,
+    len(spec.names),
+    encode_values=encode_values,
+  )
 
 
 POOR_MAN_FILL = -1.0  # arc_kernel.md 9: the paper's value for inactive parameters
@@ -166,11 +213,11 @@ POOR_MAN_FILL = -1.0  # arc_kernel.md 9: the paper's value for inactive paramete
 BINARY_FEATURIZERS = ("path", "trunc_path", "path_iso", "adj_onehot")
 
 FEATURIZERS: dict[str, tuple[tuple, Callable[..., Featurizer]]] = {
-    "otmann": (OTMANN_SPACES, otmann_featurizer),
-    "edit": (("autokeras",), edit_featurizer),
-    **{name: (_CELL_KINDS, encoding_featurizer(name)) for name in encodings.ENCODINGS},
-    "arc": ((cond.KIND,), arc_featurizer),
-    "poor_man": ((cond.KIND,), poor_man_featurizer),
+  "otmann": (OTMANN_SPACES, otmann_featurizer),
+  "edit": (("autokeras",), edit_featurizer),
+  **{name: (_CELL_KINDS, encoding_featurizer(name)) for name in encodings.ENCODINGS},
+  "arc": ((cond.KIND,), arc_featurizer),
+  "poor_man": ((cond.KIND,), poor_man_featurizer),
 }
 
 
@@ -194,8 +241,10 @@ def make_featurizer(name: str, space: Any, **options) -> Featurizer:
   if name not in FEATURIZERS:
     raise ValueError(f"featurizer: {name!r} is unknown; allowed: {', '.join(FEATURIZERS)}")
   if name not in featurizers_for(space.kind):
-    raise ValueError(f"featurizer: {name!r} does not accept {space.kind!r} spaces; for {space.kind!r} choose one"
-                     f" of: {', '.join(featurizers_for(space.kind)) or '(none)'}")
+    raise ValueError(
+      f"featurizer: {name!r} does not accept {space.kind!r} spaces; for {space.kind!r} choose one"
+      f" of: {', '.join(featurizers_for(space.kind)) or '(none)'}"
+    )
   factory = FEATURIZERS[name][1]
   try:
     return factory(space, **options)

@@ -3,6 +3,7 @@
 Costs of a chunk of pairs are built in one jitted, vmapped call; "exact" then solves each pair's
 LP with POT on the host, "sinkhorn" runs the chunk's Sinkhorn problems in the same jitted call.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -22,13 +23,13 @@ from nas_jax.arch.architecture import Architecture, stack
 from nas_jax.features import otmann_costs as costs
 
 __all__ = [
-    "check_options",
-    "SOLVERS",
-    "KERNEL_NU_STR",
-    "OtmannDistances",
-    "SinkhornConfig",
-    "otmann_distances",
-    "extend_distances",
+  "check_options",
+  "SOLVERS",
+  "KERNEL_NU_STR",
+  "OtmannDistances",
+  "SinkhornConfig",
+  "otmann_distances",
+  "extend_distances",
 ]
 
 SOLVERS = ("exact", "sinkhorn")
@@ -243,8 +244,9 @@ def _sinkhorn_round(pa, pb, nu, f, g, kind, params, config):
   Returns:
     f, g: [W, S+1] float32; d_bar: [W] float, the cost of the rounded plan; converged: [W] bool.
   """
-  solver = ott_sinkhorn.Sinkhorn(threshold=config.threshold, max_iterations=_ROUND,
-                                 momentum=acceleration.Momentum(value=config.momentum))
+  solver = ott_sinkhorn.Sinkhorn(
+    threshold=config.threshold, max_iterations=_ROUND, momentum=acceleration.Momentum(value=config.momentum)
+  )
 
   def one(a, b, nu, f, g):
     prob = costs.augmented_problem(a, b, nu, kind, params, cap=config.cap * params.nas_cost)
@@ -282,11 +284,19 @@ def _sinkhorn_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size, config) -> np
       todo = active[size[active] == s]
       width = wide if len(todo) > wide // 2 else max(1, wide // 16)
       for start in range(0, len(todo), width):
-        sel = todo[start:start + width]
+        sel = todo[start : start + width]
         idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
-        out = _sinkhorn_round(_take(fa, ia[pair[idx]], s), _take(fb, ib[pair[idx]], s), nu[idx],
-                              f[idx, :s + 1], g[idx, :s + 1], kind, params, config)
-        f[sel, :s + 1], g[sel, :s + 1], d_bar[sel], ok = (np.asarray(x)[:len(sel)] for x in out)
+        out = _sinkhorn_round(
+          _take(fa, ia[pair[idx]], s),
+          _take(fb, ib[pair[idx]], s),
+          nu[idx],
+          f[idx, : s + 1],
+          g[idx, : s + 1],
+          kind,
+          params,
+          config,
+        )
+        f[sel, : s + 1], g[sel, : s + 1], d_bar[sel], ok = (np.asarray(x)[: len(sel)] for x in out)
         left.append(sel[~ok])
     active = np.concatenate(left)
     if not len(active):
@@ -298,8 +308,9 @@ def _take(feats: costs.OtmannFeatures, idx: np.ndarray, slots: int) -> costs.Otm
   """Features of architectures idx on exactly `slots` slots: trimmed (real layers come first) or
   padded with zero-mass slots."""
   fit = lambda x: np.pad(x[..., :slots], [(0, 0)] * (x.ndim - 1) + [(0, max(0, slots - x.shape[-1]))])
-  return feats._replace(labels=fit(feats.labels[idx]), masses=fit(feats.masses[idx]),
-                        paths=fit(feats.paths[idx]), n=feats.n[idx])
+  return feats._replace(
+    labels=fit(feats.labels[idx]), masses=fit(feats.masses[idx]), paths=fit(feats.paths[idx]), n=feats.n[idx]
+  )
 
 
 def _exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
@@ -314,18 +325,25 @@ def _exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
   for s in np.unique(size):
     group = np.flatnonzero(size == s)
     for start in range(0, len(group), chunk_size):
-      sel = group[start:start + chunk_size]
+      sel = group[start : start + chunk_size]
       width = min(chunk_size, 1 << (len(sel) - 1).bit_length())
       idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
       pa, pb = _take(fa, ia[idx], s), _take(fb, ib[idx], s)
-      cost, a, b = (np.asarray(x, np.float64)[:len(sel)] for x in _exact_problems(pa, pb, nus, kind, params))
-      out[:, sel] = _solve_lps(cost, a, b, pa.n[:len(sel)], pb.n[:len(sel)])
+      cost, a, b = (np.asarray(x, np.float64)[: len(sel)] for x in _exact_problems(pa, pb, nus, kind, params))
+      out[:, sel] = _solve_lps(cost, a, b, pa.n[: len(sel)], pb.n[: len(sel)])
   return out
 
 
-def otmann_distances(archs_a: Archs, archs_b: Archs | None = None, *, solver: str = "exact",
-                     nu_str=0.5, params: str | costs.OtmannParams = "paper", chunk_size: int = 256,
-                     sinkhorn: SinkhornConfig = SinkhornConfig()) -> OtmannDistances:
+def otmann_distances(
+  archs_a: Archs,
+  archs_b: Archs | None = None,
+  *,
+  solver: str = "exact",
+  nu_str=0.5,
+  params: str | costs.OtmannParams = "paper",
+  chunk_size: int = 256,
+  sinkhorn: SinkhornConfig = SinkhornConfig(),
+) -> OtmannDistances:
   """OTMANN distances between two sets of architectures (spec 6), or within one set.
 
   Args:
@@ -391,8 +409,10 @@ def extend_distances(old: OtmannDistances, archs_old: Archs, archs_new: Archs, *
   nus, scalar = _nu_values(kwargs.get("nu_str", 0.5))
   expected = (n_old, n_old) if scalar else (len(nus), n_old, n_old)
   if old.d.shape != expected or old.d_bar.shape != expected:
-    raise ValueError(f"old: distances of shape {old.d.shape}; {n_old} old architectures and nu_str"
-                     f" {kwargs.get('nu_str', 0.5)!r} need {expected}")
+    raise ValueError(
+      f"old: distances of shape {old.d.shape}; {n_old} old architectures and nu_str"
+      f" {kwargs.get('nu_str', 0.5)!r} need {expected}"
+    )
   cross = otmann_distances(archs_new, archs_old, **kwargs)
   new = otmann_distances(archs_new, **kwargs)
 

@@ -3,6 +3,7 @@
 `OtmannParams` holds every constant (presets "paper" and "nasbot_code", spec nasbot.md 3-6 and
 Appendix R); the functions below are pure JAX on padded arrays and jit/vmap friendly.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,17 +19,17 @@ from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
 
 __all__ = [
-    "LABEL_COST_RULES",
-    "STRUCTURAL_FORMS",
-    "OtmannParams",
-    "OTMANN_PARAMS",
-    "otmann_params",
-    "label_cost_matrix",
-    "OtmannFeatures",
-    "otmann_features",
-    "cost_matrices",
-    "AugmentedProblem",
-    "augmented_problem",
+  "LABEL_COST_RULES",
+  "STRUCTURAL_FORMS",
+  "OtmannParams",
+  "OTMANN_PARAMS",
+  "otmann_params",
+  "label_cost_matrix",
+  "OtmannFeatures",
+  "otmann_features",
+  "cost_matrices",
+  "AugmentedProblem",
+  "augmented_problem",
 ]
 
 LABEL_COST_RULES = ("paper", "nasbot_code")
@@ -64,8 +65,8 @@ class OtmannParams(NamedTuple):
 
 
 OTMANN_PARAMS = {
-    "paper": OtmannParams(),
-    "nasbot_code": OtmannParams(mass=graph.MASS_PARAMS["nasbot_code"], label_costs="nasbot_code"),
+  "paper": OtmannParams(),
+  "nasbot_code": OtmannParams(mass=graph.MASS_PARAMS["nasbot_code"], label_costs="nasbot_code"),
 }
 
 
@@ -81,8 +82,10 @@ def otmann_params(name_or_params: str | OtmannParams) -> OtmannParams:
   if not isinstance(p.mass, graph.MassParams):
     raise TypeError(f"params.mass: {type(p.mass).__name__} given; expected a MassParams")
   if isinstance(p.label_costs, str) and p.label_costs not in LABEL_COST_RULES:
-    raise ValueError(f"params.label_costs: {p.label_costs!r} is unknown; choose one of:"
-                     f" {', '.join(LABEL_COST_RULES)} or an [L][L] tuple")
+    raise ValueError(
+      f"params.label_costs: {p.label_costs!r} is unknown; choose one of:"
+      f" {', '.join(LABEL_COST_RULES)} or an [L][L] tuple"
+    )
   if p.structural not in STRUCTURAL_FORMS:
     raise ValueError(f"params.structural: {p.structural!r} is unknown; choose one of: {', '.join(STRUCTURAL_FORMS)}")
   if not p.nas_cost > 0:
@@ -187,8 +190,9 @@ def label_cost_matrix(kind: str, label_costs: LabelCosts = "paper") -> np.ndarra
     return _rule_matrix(kind, label_costs)
   m = np.asarray(label_costs, np.float64)
   if m.shape != (n, n) or np.any(m < 0) or np.any(np.isnan(m)):
-    raise ValueError(f"label_costs: an explicit matrix must be [{n}][{n}] of non-negative numbers for"
-                     f" {kind}; got shape {m.shape}")
+    raise ValueError(
+      f"label_costs: an explicit matrix must be [{n}][{n}] of non-negative numbers for {kind}; got shape {m.shape}"
+    )
   return m
 
 
@@ -215,15 +219,16 @@ def otmann_features(arch: Architecture, params: OtmannParams = OtmannParams()) -
   if params.structural == "main_text":
     paths = paths[:1]
   return OtmannFeatures(
-      labels=arch.labels,
-      masses=graph.layer_masses(arch, params.mass),
-      paths=paths.reshape(-1, arch.num_slots),
-      n=arch.mask.sum().astype(jnp.int32),
+    labels=arch.labels,
+    masses=graph.layer_masses(arch, params.mass),
+    paths=paths.reshape(-1, arch.num_slots),
+    n=arch.mask.sum().astype(jnp.int32),
   )
 
 
-def cost_matrices(fa: OtmannFeatures, fb: OtmannFeatures, kind: str,
-                  params: OtmannParams = OtmannParams()) -> tuple[jax.Array, jax.Array]:
+def cost_matrices(
+  fa: OtmannFeatures, fb: OtmannFeatures, kind: str, params: OtmannParams = OtmannParams()
+) -> tuple[jax.Array, jax.Array]:
   """Label-mismatch and structural cost matrices between the layers of two architectures.
 
   C_lmm(i, j) = nas_cost * M(label_i, label_j), with infinite entries replaced by
@@ -273,8 +278,15 @@ def _with_sink(masses: jax.Array, n: jax.Array, sink_mass: jax.Array) -> tuple[j
   return jnp.where(is_sink, sink_mass, padded), is_sink
 
 
-def augmented_problem(fa: OtmannFeatures, fb: OtmannFeatures, nu_str: jax.Array, kind: str,
-                      params: OtmannParams = OtmannParams(), *, cap: float | None = None) -> AugmentedProblem:
+def augmented_problem(
+  fa: OtmannFeatures,
+  fb: OtmannFeatures,
+  nu_str: jax.Array,
+  kind: str,
+  params: OtmannParams = OtmannParams(),
+  *,
+  cap: float | None = None,
+) -> AugmentedProblem:
   """Builds eq. (5) of spec 6.2 for one pair, at one or several structural weights.
 
   Args:

@@ -3,6 +3,7 @@
 Hyper-parameter fitting re-evaluates a kernel hundreds of times on the same points, so anything
 that does not depend on hyper-parameters (distances, normalised values) lives here.
 """
+
 from typing import Union
 
 import flax.struct
@@ -11,17 +12,17 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
-    "typed_dataclass",
-    "ArcPair",
-    "DistancePair",
-    "OtmannPair",
-    "Pairwise",
-    "VectorPair",
-    "arc_pair",
-    "hamming",
-    "otmann_pair",
-    "sq_euclidean",
-    "vector_pair",
+  "typed_dataclass",
+  "ArcPair",
+  "DistancePair",
+  "OtmannPair",
+  "Pairwise",
+  "VectorPair",
+  "arc_pair",
+  "hamming",
+  "otmann_pair",
+  "sq_euclidean",
+  "vector_pair",
 ]
 
 
@@ -114,10 +115,10 @@ class ArcPair:
 
   def pad(self, n1: int, n2: int) -> "ArcPair":
     return ArcPair(
-        _pad_axis(self.u1, 0, n1),
-        _pad_axis(self.active1, 0, n1),
-        _pad_axis(self.u2, 0, n2),
-        _pad_axis(self.active2, 0, n2),
+      _pad_axis(self.u1, 0, n1),
+      _pad_axis(self.active1, 0, n1),
+      _pad_axis(self.u2, 0, n2),
+      _pad_axis(self.active2, 0, n2),
     )
 
 
@@ -185,9 +186,7 @@ def _unit_values(name: str, values, active, lower: np.ndarray, upper: np.ndarray
   if values.ndim != 2 or values.shape[1] != lower.shape[0]:
     raise ValueError(f"values{name}: shape {values.shape}; expected [n, P] with P={lower.shape[0]}")
   if active.shape != values.shape or active.dtype != bool:
-    raise ValueError(
-        f"active{name}: {active.dtype} of shape {active.shape}; expected bool {values.shape}"
-    )
+    raise ValueError(f"active{name}: {active.dtype} of shape {active.shape}; expected bool {values.shape}")
   u = np.where(active, (values - lower) / (upper - lower), 0.0)
   if not np.all(np.isfinite(u)):
     raise ValueError(f"values{name}: an active value is not finite")

@@ -4,6 +4,7 @@ A combination is valid when `strategies.bo.bo` builds it on a space of the kind:
 registries (`make_featurizer`, `point_model`, `make_optimiser`), which hold the rules, so a new
 featurizer or optimiser enters the matrix unchanged (a new surrogate names its acquisition here).
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -22,11 +23,19 @@ SPACE_KINDS = ("nb201", "nb101", "cnn", "mlp", "autokeras", "conditional")
 NATURAL_ACQUISITION = {"gp": "ei", "gp_fixed": "ei", "ensemble": "its"}
 
 # Small options for a quick run of every combination (fast=True in `bo_kwargs`).
-_FAST_SURROGATE = {"gp": dict(n_starts=2, fit_steps=20), "gp_fixed": {},
-                   "ensemble": dict(hidden=(8, 8), epochs=20, n_members=3)}
-_FAST_OPTIMIZER = {"ea": dict(lo=10, hi=20), "mutation": dict(n_candidates=30), "random": dict(n_candidates=50),
-                   "tree": dict(n_children=4, max_ops=2), "enumerate": {},
-                   "per_depth": dict(n_random=20, n_grad_starts=2, grad_steps=10, n_mutations=20)}
+_FAST_SURROGATE = {
+  "gp": dict(n_starts=2, fit_steps=20),
+  "gp_fixed": {},
+  "ensemble": dict(hidden=(8, 8), epochs=20, n_members=3),
+}
+_FAST_OPTIMIZER = {
+  "ea": dict(lo=10, hi=20),
+  "mutation": dict(n_candidates=30),
+  "random": dict(n_candidates=50),
+  "tree": dict(n_children=4, max_ops=2),
+  "enumerate": {},
+  "per_depth": dict(n_random=20, n_grad_starts=2, grad_steps=10, n_mutations=20),
+}
 
 
 class Combination(NamedTuple):
@@ -75,15 +84,23 @@ def valid_combinations(kind: str, space: Any = None) -> list[Combination]:
   elif space.kind != kind:
     raise ValueError(f"space: a {space.kind!r} space given for kind {kind!r}")
   optimizers = optimisers_for(kind)
-  out = [c for f in featurizers_for(kind) for s in SURROGATES for o in optimizers
-         if _accepted(space, c := Combination(kind, f, s, NATURAL_ACQUISITION[s], o))]
+  out = [
+    c
+    for f in featurizers_for(kind)
+    for s in SURROGATES
+    for o in optimizers
+    if _accepted(space, c := Combination(kind, f, s, NATURAL_ACQUISITION[s], o))
+  ]
   representative = next(o for o in optimizers if o != "enumerate")
   for surrogate in SURROGATES:
     featurizer = next((c.featurizer for c in out if c.surrogate == surrogate), None)
     if featurizer is None:
       continue
-    others = [Combination(kind, featurizer, surrogate, a, representative) for a in ACQUISITIONS
-              if a != NATURAL_ACQUISITION[surrogate]]
+    others = [
+      Combination(kind, featurizer, surrogate, a, representative)
+      for a in ACQUISITIONS
+      if a != NATURAL_ACQUISITION[surrogate]
+    ]
     out += [c for c in others if _accepted(space, c)]
   return out
 
@@ -97,7 +114,15 @@ def bo_kwargs(combination: Combination, fast: bool) -> dict:
   steps per depth); fast=False keeps the registries' defaults.
   """
   c = Combination(*combination)
-  return dict(featurizer=c.featurizer, featurizer_config={}, surrogate=c.surrogate,
-              surrogate_config=dict(_FAST_SURROGATE.get(c.surrogate, {})) if fast else {}, acquisition=c.acquisition,
-              acquisition_config={}, optimizer=c.optimizer,
-              optimizer_config=dict(_FAST_OPTIMIZER.get(c.optimizer, {})) if fast else {}, initial="pool", min_ok=1)
+  return dict(
+    featurizer=c.featurizer,
+    featurizer_config={},
+    surrogate=c.surrogate,
+    surrogate_config=dict(_FAST_SURROGATE.get(c.surrogate, {})) if fast else {},
+    acquisition=c.acquisition,
+    acquisition_config={},
+    optimizer=c.optimizer,
+    optimizer_config=dict(_FAST_OPTIMIZER.get(c.optimizer, {})) if fast else {},
+    initial="pool",
+    min_ok=1,
+  )

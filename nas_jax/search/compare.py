@@ -1,6 +1,7 @@
 """The comparison harness: run several configs over seeds at one budget, each run resumable in
 its own workdir, then tabulate mean ± standard error of the best value and plot the curves.
 """
+
 from __future__ import annotations
 
 import ast
@@ -17,8 +18,7 @@ from nas_jax.search import config as config_lib
 from nas_jax.search import curves
 from nas_jax.search.state import Observation, to_score
 
-__all__ = ["load_config", "parse_overrides", "apply_overrides", "run_name", "run_curves", "compare",
-           "write_table"]
+__all__ = ["load_config", "parse_overrides", "apply_overrides", "run_name", "run_curves", "compare", "write_table"]
 
 RESULTS, TABLE, CURVES, CURVES_SECONDS = "results.json", "table.md", "curves.png", "curves_seconds.png"
 
@@ -141,8 +141,15 @@ def write_table(results: dict, path: str, budget: int) -> None:
     f.write("\n".join(lines) + "\n\n(mean ± one standard error over seeds; n/N = seeds with a value)\n")
 
 
-def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *, progress: bool = False,
-            overrides: dict | None = None) -> dict:
+def compare(
+  specs: Sequence[str],
+  seeds: Sequence[int],
+  budget: int,
+  out: str,
+  *,
+  progress: bool = False,
+  overrides: dict | None = None,
+) -> dict:
   """Runs every config of `specs` for every seed with `budget` evaluations, then writes
   `out/results.json`, `out/table.md` and `out/curves.png`.
 
@@ -181,11 +188,19 @@ def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *
     configs[name] = c
   tasks = {name: config_lib.build_search(c)[1] for name, c in configs.items()}
   if len({(t.name, t.goal) for t in tasks.values()}) != 1:
-    raise ValueError(f"compare: configs optimise different tasks {sorted({(t.name, t.goal) for t in tasks.values()})};"
-                     " a comparison needs one task")
+    raise ValueError(
+      f"compare: configs optimise different tasks {sorted({(t.name, t.goal) for t in tasks.values()})};"
+      " a comparison needs one task"
+    )
   goal = next(iter(tasks.values())).goal
-  results = {"goal": goal, "budget": budget, "overrides": dict(overrides or {}), "runs": {}, "test_runs": {},
-             "seconds": {}}
+  results = {
+    "goal": goal,
+    "budget": budget,
+    "overrides": dict(overrides or {}),
+    "runs": {},
+    "test_runs": {},
+    "seconds": {},
+  }
   for name, c in configs.items():
     results["runs"][name], results["test_runs"][name], results["seconds"][name] = [], [], []
     for seed in seeds:
@@ -201,8 +216,9 @@ def compare(specs: Sequence[str], seeds: Sequence[int], budget: int, out: str, *
     json.dump(results, f, allow_nan=False)
   write_table(results, os.path.join(out, TABLE), budget)
   title = next(iter(tasks.values())).name
-  curves.plot_curves({n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal,
-                     os.path.join(out, CURVES), title=title)
+  curves.plot_curves(
+    {n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal, os.path.join(out, CURVES), title=title
+  )
   _plot_against_seconds(results, os.path.join(out, CURVES_SECONDS), title)
   return results
 
@@ -214,7 +230,10 @@ def _plot_against_seconds(results: dict, path: str, title: str, points: int = 50
   if not ends:
     return
   grid = np.linspace(0.0, min(ends), points)
-  at = {n: np.array([[best_at_seconds(b, t, g) for g in grid] for b, t in zip(np.asarray(results["runs"][n],
-                                                                                      np.float64), secs[n])])
-        for n in secs}
+  at = {
+    n: np.array(
+      [[best_at_seconds(b, t, g) for g in grid] for b, t in zip(np.asarray(results["runs"][n], np.float64), secs[n])]
+    )
+    for n in secs
+  }
   curves.plot_curves(at, results["goal"], path, title=title, x=grid, xlabel="wall seconds from the run's start")

@@ -2,6 +2,7 @@
 `config.<field>`), and `search_from_config` resolves the strings once, through registries, into
 a space, task, strategy and executor, then runs the search in `config.workdir`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,14 +24,39 @@ from nas_jax.spaces.space import SPACES
 __all__ = ["TASKS", "EXECUTORS", "check_search_config", "build_search", "make_executor", "search_from_config"]
 
 # Task modules sit after search/ in the layer order, so they are imported by name, on use.
-_TASK_MODULES = {"synthetic": "nas_jax.tasks.synthetic", "train": "nas_jax.tasks.train_task",
-                 "nb201": "nas_jax.tasks.tabular", "morph_train": "nas_jax.tasks.morph_task",
-                 "conditional": "nas_jax.tasks.conditional_training"}
+_TASK_MODULES = {
+  "synthetic": "nas_jax.tasks.synthetic",
+  "train": "nas_jax.tasks.train_task",
+  "nb201": "nas_jax.tasks.tabular",
+  "morph_train": "nas_jax.tasks.morph_task",
+  "conditional": "nas_jax.tasks.conditional_training",
+}
 _TRAIN_MODULE = "nas_jax.tasks.training"
-_FIELDS = ("strategy", "strategy_config", "space", "task", "budget", "num_workers", "executor", "ray_address",
-           "eval_timeout_s", "seed", "workdir")
-_TRAIN_FIELDS = ("dataset", "epochs", "batch_size", "learning_rate", "optimizer", "schedule", "weight_decay",
-                 "data_seed", "target", "task_type")
+_FIELDS = (
+  "strategy",
+  "strategy_config",
+  "space",
+  "task",
+  "budget",
+  "num_workers",
+  "executor",
+  "ray_address",
+  "eval_timeout_s",
+  "seed",
+  "workdir",
+)
+_TRAIN_FIELDS = (
+  "dataset",
+  "epochs",
+  "batch_size",
+  "learning_rate",
+  "optimizer",
+  "schedule",
+  "weight_decay",
+  "data_seed",
+  "target",
+  "task_type",
+)
 
 
 def _is_int(x: Any) -> bool:
@@ -56,23 +82,27 @@ def _synthetic_task(c: Any, kind: str) -> Task:
 
 def _train_config(c: Any):
   training = importlib.import_module(_TRAIN_MODULE)
-  return training.TrainConfig(epochs=c.epochs, batch_size=c.batch_size, learning_rate=float(c.learning_rate),
-                              optimizer=c.optimizer, schedule=c.schedule, weight_decay=float(c.weight_decay),
-                              patience=c.get("patience", 0))
+  return training.TrainConfig(
+    epochs=c.epochs,
+    batch_size=c.batch_size,
+    learning_rate=float(c.learning_rate),
+    optimizer=c.optimizer,
+    schedule=c.schedule,
+    weight_decay=float(c.weight_decay),
+    patience=c.get("patience", 0),
+  )
 
 
 def _train_task(c: Any, kind: str) -> Task:
   train_config = _train_config(c)
   module = importlib.import_module(_TASK_MODULES["train"])
-  return module.train_task(c.dataset, kind, train_config, data_seed=c.data_seed, target=c.target,
-                           task=c.task_type)
+  return module.train_task(c.dataset, kind, train_config, data_seed=c.data_seed, target=c.target, task=c.task_type)
 
 
 def _morph_train_task(c: Any, kind: str) -> Task:
   """Warm-started training; `task.weights_dir` is set from the workdir by `build_search` when empty."""
   module = importlib.import_module(_TASK_MODULES["morph_train"])
-  return module.morph_train_task(c.dataset, _train_config(c), c.weights_dir, data_seed=c.data_seed,
-                                 noise=c.morph_noise)
+  return module.morph_train_task(c.dataset, _train_config(c), c.weights_dir, data_seed=c.data_seed, noise=c.morph_noise)
 
 
 def _conditional_task(c: Any, kind: str) -> Task:
@@ -86,15 +116,19 @@ def _nb201_task(c: Any, kind: str) -> Task:
 
 
 # config.task.name -> builder(task section, space kind) -> Task
-TASKS: dict[str, Callable[[Any, str], Task]] = {"synthetic": _synthetic_task, "train": _train_task,
-                                                "nb201": _nb201_task, "morph_train": _morph_train_task,
-                                                "conditional": _conditional_task}
+TASKS: dict[str, Callable[[Any, str], Task]] = {
+  "synthetic": _synthetic_task,
+  "train": _train_task,
+  "nb201": _nb201_task,
+  "morph_train": _morph_train_task,
+  "conditional": _conditional_task,
+}
 
 # config.executor -> builder(config) -> Executor
 EXECUTORS: dict[str, Callable[[Any], Executor]] = {
-    "inline": lambda c: InlineExecutor(c.num_workers),
-    "local": lambda c: ProcessExecutor(c.num_workers, timeout_s=c.eval_timeout_s or None),
-    "ray": lambda c: RayExecutor(c.num_workers, address=c.ray_address, timeout_s=c.eval_timeout_s or None),
+  "inline": lambda c: InlineExecutor(c.num_workers),
+  "local": lambda c: ProcessExecutor(c.num_workers, timeout_s=c.eval_timeout_s or None),
+  "ray": lambda c: RayExecutor(c.num_workers, address=c.ray_address, timeout_s=c.eval_timeout_s or None),
 }
 
 
@@ -102,57 +136,100 @@ def _check_synthetic(c: Any, kind: str) -> None:
   syn = importlib.import_module(_TASK_MODULES["synthetic"])
   fn = _get(c, "function", "task.")
   _need(fn in syn.FUNCTIONS, "task.function", fn, f"choose one of: {', '.join(syn.FUNCTIONS)}")
-  _need(kind in syn.KINDS[fn], "task.function", fn,
-        f"{fn} is defined for {', '.join(syn.KINDS[fn])} networks but config.space.kind is {kind!r}")
+  _need(
+    kind in syn.KINDS[fn],
+    "task.function",
+    fn,
+    f"{fn} is defined for {', '.join(syn.KINDS[fn])} networks but config.space.kind is {kind!r}",
+  )
   delay = _get(c, "delay_s", "task.")
-  _need(isinstance(delay, (int, float)) and not isinstance(delay, bool) and 0 <= delay < math.inf,
-        "task.delay_s", delay, "expected a finite number >= 0")
+  _need(
+    isinstance(delay, (int, float)) and not isinstance(delay, bool) and 0 <= delay < math.inf,
+    "task.delay_s",
+    delay,
+    "expected a finite number >= 0",
+  )
 
 
 def _check_train(c: Any, kind: str) -> None:
   training = importlib.import_module(_TRAIN_MODULE)
   for f in _TRAIN_FIELDS:
     _get(c, f, "task.")
-  _need(isinstance(c.dataset, str) and bool(c.dataset), "task.dataset", c.dataset,
-        "expected 'digits', 'diabetes' or a path to a .csv/.npz table")
+  _need(
+    isinstance(c.dataset, str) and bool(c.dataset),
+    "task.dataset",
+    c.dataset,
+    "expected 'digits', 'diabetes' or a path to a .csv/.npz table",
+  )
   for f in ("epochs", "batch_size"):
     _need(_is_int(c[f]) and c[f] >= 1, f"task.{f}", c[f], "expected an integer >= 1")
   _need(_is_int(c.data_seed) and c.data_seed >= 0, "task.data_seed", c.data_seed, "expected an integer >= 0")
   for f, positive in (("learning_rate", True), ("weight_decay", False)):
     v = c[f]
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    _need(ok and (v > 0 if positive else v >= 0), f"task.{f}", v,
-          f"expected a finite number {'> 0' if positive else '>= 0'}")
-  _need(c.optimizer in training.OPTIMIZERS, "task.optimizer", c.optimizer,
-        f"choose one of: {', '.join(training.OPTIMIZERS)}")
-  _need(c.schedule in training.SCHEDULES, "task.schedule", c.schedule,
-        f"choose one of: {', '.join(training.SCHEDULES)}")
+    _need(
+      ok and (v > 0 if positive else v >= 0),
+      f"task.{f}",
+      v,
+      f"expected a finite number {'> 0' if positive else '>= 0'}",
+    )
+  _need(
+    c.optimizer in training.OPTIMIZERS,
+    "task.optimizer",
+    c.optimizer,
+    f"choose one of: {', '.join(training.OPTIMIZERS)}",
+  )
+  _need(
+    c.schedule in training.SCHEDULES, "task.schedule", c.schedule, f"choose one of: {', '.join(training.SCHEDULES)}"
+  )
   _need(isinstance(c.target, str), "task.target", c.target, "expected a column name ('' for digits, diabetes)")
-  _need(c.task_type in ("regression", "classification"), "task.task_type", c.task_type,
-        "choose one of: regression, classification (used for tables)")
+  _need(
+    c.task_type in ("regression", "classification"),
+    "task.task_type",
+    c.task_type,
+    "choose one of: regression, classification (used for tables)",
+  )
   # Layer-graph spaces give CNNs softmax and MLPs linear decision layers.
-  _need(_is_int(c.get("patience", 0)) and c.get("patience", 0) >= 0, "task.patience", c.get("patience"),
-        "expected an integer >= 0 (0: no early stopping)")
+  _need(
+    _is_int(c.get("patience", 0)) and c.get("patience", 0) >= 0,
+    "task.patience",
+    c.get("patience"),
+    "expected an integer >= 0 (0: no early stopping)",
+  )
   problem = {"digits": "classification", "diabetes": "regression"}.get(c.dataset, c.task_type)
   want = "regression" if kind == "mlp" else "classification"
-  _need(problem == want, "task.dataset", c.dataset,
-        f"it is a {problem} problem, but config.space.kind={kind!r} networks solve {want} problems")
+  _need(
+    problem == want,
+    "task.dataset",
+    c.dataset,
+    f"it is a {problem} problem, but config.space.kind={kind!r} networks solve {want} problems",
+  )
 
 
 def _check_nb201(c: Any, kind: str) -> None:
   tabular = importlib.import_module(_TASK_MODULES["nb201"])
   _need(kind == "nb201", "task.name", "nb201", f"it scores nb201 cells but config.space.kind is {kind!r}")
   path = _get(c, "path", "task.")
-  _need(isinstance(path, str) and os.path.exists(path), "task.path", path,
-        f"expected the NAS-Bench-201 table ({tabular.NB201_FILE}) or its folder; it is never downloaded")
+  _need(
+    isinstance(path, str) and os.path.exists(path),
+    "task.path",
+    path,
+    f"expected the NAS-Bench-201 table ({tabular.NB201_FILE}) or its folder; it is never downloaded",
+  )
   dataset, metric = _get(c, "dataset", "task."), _get(c, "report_metric", "task.")
   _need(dataset in tabular.DATASETS, "task.dataset", dataset, f"choose one of: {', '.join(tabular.DATASETS)}")
-  _need(metric in tabular.REPORT_METRICS, "task.report_metric", metric,
-        f"choose one of: {', '.join(tabular.REPORT_METRICS)}")
+  _need(
+    metric in tabular.REPORT_METRICS,
+    "task.report_metric",
+    metric,
+    f"choose one of: {', '.join(tabular.REPORT_METRICS)}",
+  )
 
 
 def _check_morph_train(c: Any, kind: str) -> None:
-  _need(kind == "autokeras", "task.name", "morph_train", f"it trains autokeras networks but config.space.kind is {kind!r}")
+  _need(
+    kind == "autokeras", "task.name", "morph_train", f"it trains autokeras networks but config.space.kind is {kind!r}"
+  )
   _check_train(c, kind)
   for f in ("weights_dir", "morph_noise"):
     _get(c, f, "task.")
@@ -161,20 +238,37 @@ def _check_morph_train(c: Any, kind: str) -> None:
 
 
 def _check_conditional(c: Any, kind: str) -> None:
-  _need(kind == "conditional", "task.name", "conditional",
-        f"it trains points of the conditional space but config.space.kind is {kind!r}")
+  _need(
+    kind == "conditional",
+    "task.name",
+    "conditional",
+    f"it trains points of the conditional space but config.space.kind is {kind!r}",
+  )
   for f in ("dataset", "epochs", "data_seed", "max_depth"):
     _get(c, f, "task.")
-  _need(c.dataset in ("digits", "diabetes") or (isinstance(c.dataset, str) and os.path.isfile(c.dataset)),
-        "task.dataset", c.dataset, "expected 'digits', 'diabetes' or a path to a regression table")
+  _need(
+    c.dataset in ("digits", "diabetes") or (isinstance(c.dataset, str) and os.path.isfile(c.dataset)),
+    "task.dataset",
+    c.dataset,
+    "expected 'digits', 'diabetes' or a path to a regression table",
+  )
   _need(_is_int(c.epochs) and c.epochs >= 1, "task.epochs", c.epochs, "expected an integer >= 1")
   _need(_is_int(c.data_seed) and c.data_seed >= 0, "task.data_seed", c.data_seed, "expected an integer >= 0")
-  _need(_is_int(c.max_depth) and c.max_depth >= 1, "task.max_depth", c.max_depth,
-        "expected an integer >= 1, the space's max_depth")
+  _need(
+    _is_int(c.max_depth) and c.max_depth >= 1,
+    "task.max_depth",
+    c.max_depth,
+    "expected an integer >= 1, the space's max_depth",
+  )
 
 
-_TASK_CHECKS = {"synthetic": _check_synthetic, "train": _check_train, "nb201": _check_nb201,
-                "morph_train": _check_morph_train, "conditional": _check_conditional}
+_TASK_CHECKS = {
+  "synthetic": _check_synthetic,
+  "train": _check_train,
+  "nb201": _check_nb201,
+  "morph_train": _check_morph_train,
+  "conditional": _check_conditional,
+}
 
 
 def check_search_config(config: ml_collections.ConfigDict) -> None:
@@ -189,8 +283,12 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     workdir = config.workdir
   except (KeyError, AttributeError, ValueError):  # ml_collections' RequiredValueError is a ValueError
     workdir = None
-  _need(isinstance(workdir, str) and bool(workdir), "workdir", workdir,
-        "it is required: pass --config.workdir=DIR (a new DIR starts a search, an old one resumes it)")
+  _need(
+    isinstance(workdir, str) and bool(workdir),
+    "workdir",
+    workdir,
+    "it is required: pass --config.workdir=DIR (a new DIR starts a search, an old one resumes it)",
+  )
   _need(config.strategy in STRATEGIES, "strategy", config.strategy, f"choose one of: {', '.join(sorted(STRATEGIES))}")
   space_name = _get(config.space, "name", "space.")
   _need(space_name in SPACES, "space.name", space_name, f"choose one of: {', '.join(sorted(SPACES))}")
@@ -203,23 +301,47 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     _need(_is_int(m) and 4 <= m, "space.max_layers", m, "expected an integer >= 4 (the paper uses 60)")
   _TASK_CHECKS[task_name](config.task, kind)
   if task_name == "conditional":
-    _need(config.space.get("max_depth", 3) == config.task.max_depth, "task.max_depth", config.task.max_depth,
-          f"it must equal config.space.max_depth ({config.space.get('max_depth', 3)})")
+    _need(
+      config.space.get("max_depth", 3) == config.task.max_depth,
+      "task.max_depth",
+      config.task.max_depth,
+      f"it must equal config.space.max_depth ({config.space.get('max_depth', 3)})",
+    )
   _need(_is_int(config.budget) and config.budget >= 1, "budget", config.budget, "expected an integer >= 1")
-  _need(_is_int(config.num_workers) and config.num_workers >= 1, "num_workers", config.num_workers,
-        "expected an integer >= 1")
+  _need(
+    _is_int(config.num_workers) and config.num_workers >= 1,
+    "num_workers",
+    config.num_workers,
+    "expected an integer >= 1",
+  )
   _need(config.executor in EXECUTORS, "executor", config.executor, f"choose one of: {', '.join(EXECUTORS)}")
-  _need(isinstance(config.ray_address, str), "ray_address", config.ray_address,
-        "expected a string: '' (local Ray), 'auto' or 'ray://host:port'")
+  _need(
+    isinstance(config.ray_address, str),
+    "ray_address",
+    config.ray_address,
+    "expected a string: '' (local Ray), 'auto' or 'ray://host:port'",
+  )
   t = config.eval_timeout_s
-  _need(isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t < math.inf, "eval_timeout_s", t,
-        "expected a number of seconds > 0, or 0 for no limit")
-  _need(t == 0 or config.executor != "inline", "eval_timeout_s", t,
-        "the inline executor cannot stop an evaluation; use executor 'local' or 'ray', or 0")
+  _need(
+    isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t < math.inf,
+    "eval_timeout_s",
+    t,
+    "expected a number of seconds > 0, or 0 for no limit",
+  )
+  _need(
+    t == 0 or config.executor != "inline",
+    "eval_timeout_s",
+    t,
+    "the inline executor cannot stop an evaluation; use executor 'local' or 'ray', or 0",
+  )
   _need(_is_int(config.seed) and config.seed >= 0, "seed", config.seed, "expected an integer >= 0")
   prefetch = config.get("prefetch", 0)
-  _need(_is_int(prefetch) and prefetch >= 0, "prefetch", prefetch,
-        "expected an integer >= 0: proposals queued beyond the busy workers")
+  _need(
+    _is_int(prefetch) and prefetch >= 0,
+    "prefetch",
+    prefetch,
+    "expected an integer >= 0: proposals queued beyond the busy workers",
+  )
 
 
 def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:
@@ -254,8 +376,17 @@ def search_from_config(config: ml_collections.ConfigDict, *, progress: bool = Tr
     json.dump(json.loads(config.to_json_best_effort()), f, indent=1, sort_keys=True)
   executor = make_executor(config)
   try:
-    return loop.run(strategy, task, executor, config.workdir, space=space, budget=config.budget,
-                    key=jax.random.key(config.seed), seed=config.seed, progress=progress,
-                    prefetch=config.get("prefetch", 0))
+    return loop.run(
+      strategy,
+      task,
+      executor,
+      config.workdir,
+      space=space,
+      budget=config.budget,
+      key=jax.random.key(config.seed),
+      seed=config.seed,
+      progress=progress,
+      prefetch=config.get("prefetch", 0),
+    )
   finally:
     executor.shutdown()

@@ -1,4 +1,5 @@
 """Best-so-far curves of searches and their plots (matplotlib's Agg canvas; no pyplot state)."""
+
 from __future__ import annotations
 
 from typing import Mapping, Sequence
@@ -48,8 +49,15 @@ def plot_progress(values: Sequence[float | None], goal: str, path: str, *, title
   _finish(fig, ax, goal, path, "value")
 
 
-def plot_curves(runs: Mapping[str, np.ndarray], goal: str, path: str, *, title: str = "",
-                x: np.ndarray | None = None, xlabel: str = "evaluations") -> None:
+def plot_curves(
+  runs: Mapping[str, np.ndarray],
+  goal: str,
+  path: str,
+  *,
+  title: str = "",
+  x: np.ndarray | None = None,
+  xlabel: str = "evaluations",
+) -> None:
   """Writes a PNG of the mean best-so-far curve of each method, with a ± 1 standard-error band.
 
   Args:

@@ -2,6 +2,7 @@
 (ticket, Outcome) pairs. Inline (in the caller), a spawn-context process pool with per-evaluation
 timeouts and crash detection, and Ray. Errors come back as text in the Outcome, never raised.
 """
+
 from __future__ import annotations
 
 import collections
@@ -55,8 +56,9 @@ class Executor(Protocol):
 def _check_workers(name: str, num_workers: Any, timeout_s: Any) -> None:
   if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
     raise ValueError(f"{name}: num_workers={num_workers!r}; expected an integer >= 1")
-  if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
-                                or not timeout_s > 0):
+  if timeout_s is not None and (
+    isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0
+  ):
     raise ValueError(f"{name}: timeout_s={timeout_s!r}; expected None (no limit) or a number > 0")
 
 
@@ -102,8 +104,11 @@ class InlineExecutor:
   def submit(self, fn: Callable, *args: Any) -> int:
     ticket = next(self._tickets)
     ok, payload, seconds = _call(fn, args)
-    outcome = Outcome(result=payload, seconds=seconds, worker="inline") if ok else Outcome(
-        error=payload, seconds=seconds, worker="inline")
+    outcome = (
+      Outcome(result=payload, seconds=seconds, worker="inline")
+      if ok
+      else Outcome(error=payload, seconds=seconds, worker="inline")
+    )
     self._done.append((ticket, outcome))
     return ticket
 
@@ -161,8 +166,7 @@ class _Slot:
 
   def __init__(self, ctx, index: int, x64: bool):
     self.conn, child = ctx.Pipe(duplex=True)
-    self.process = ctx.Process(target=_process_main, args=(child, x64), daemon=True,
-                               name=f"nas_jax-worker-{index}")
+    self.process = ctx.Process(target=_process_main, args=(child, x64), daemon=True, name=f"nas_jax-worker-{index}")
     self.process.start()
     child.close()
     self.name = f"process-{index}/pid{self.process.pid}"
@@ -244,18 +248,34 @@ class ProcessExecutor:
       if reply is not None:
         ok, payload, seconds = reply
         slot.ticket = None
-        out.append((ticket, Outcome(result=payload, seconds=seconds, worker=slot.name) if ok
-                    else Outcome(error=payload, seconds=seconds, worker=slot.name)))
+        out.append(
+          (
+            ticket,
+            Outcome(result=payload, seconds=seconds, worker=slot.name)
+            if ok
+            else Outcome(error=payload, seconds=seconds, worker=slot.name),
+          )
+        )
       elif not slot.process.is_alive():
         slot.process.join()
         code = slot.process.exitcode
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-        out.append((ticket, Outcome(error=f"worker {slot.name} {how} during the evaluation",
-                                    seconds=elapsed, worker=slot.name)))
+        out.append(
+          (ticket, Outcome(error=f"worker {slot.name} {how} during the evaluation", seconds=elapsed, worker=slot.name))
+        )
         self._retire(slot)
       elif slot.ready and self.timeout_s is not None and elapsed > self.timeout_s:
-        out.append((ticket, Outcome(error=f"timed out after {self.timeout_s:g} s; worker {slot.name} was killed",
-                                    seconds=elapsed, worker=slot.name, timed_out=True)))
+        out.append(
+          (
+            ticket,
+            Outcome(
+              error=f"timed out after {self.timeout_s:g} s; worker {slot.name} was killed",
+              seconds=elapsed,
+              worker=slot.name,
+              timed_out=True,
+            ),
+          )
+        )
         self._retire(slot)
     self._dispatch()
     return out
@@ -348,8 +368,14 @@ class RayExecutor:
       ticket, start = self._running.pop(ref)
       try:
         ok, payload, seconds, worker = ray.get(ref)
-        out.append((ticket, Outcome(result=payload, seconds=seconds, worker=worker) if ok
-                    else Outcome(error=payload, seconds=seconds, worker=worker)))
+        out.append(
+          (
+            ticket,
+            Outcome(result=payload, seconds=seconds, worker=worker)
+            if ok
+            else Outcome(error=payload, seconds=seconds, worker=worker),
+          )
+        )
       except ray.exceptions.RayError as e:  # the worker died or the task could not run
         out.append((ticket, Outcome(error=f"{type(e).__name__}: {e}", seconds=now - start, worker="ray")))
     if self.timeout_s is not None:
@@ -357,8 +383,17 @@ class RayExecutor:
         if now - start > self.timeout_s:
           ray.cancel(ref, force=True)
           del self._running[ref]
-          out.append((ticket, Outcome(error=f"timed out after {self.timeout_s:g} s; its Ray worker was killed",
-                                      seconds=now - start, worker="ray", timed_out=True)))
+          out.append(
+            (
+              ticket,
+              Outcome(
+                error=f"timed out after {self.timeout_s:g} s; its Ray worker was killed",
+                seconds=now - start,
+                worker="ray",
+                timed_out=True,
+              ),
+            )
+          )
     self._dispatch()
     return out
 

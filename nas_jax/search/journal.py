@@ -2,6 +2,7 @@
 fsync under an advisory lock, and replayed on resume. A torn last line (what a kill leaves) is
 skipped; a corrupt line with lines after it is an error that names its line number.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -51,7 +52,7 @@ def append(path: str | os.PathLike, obs: Observation) -> None:
     _drop_torn_tail(fd)
     view = memoryview(data)
     while view:  # a regular file takes it in one write; the loop only guards a short write
-      view = view[os.write(fd, view):]
+      view = view[os.write(fd, view) :]
     os.fsync(fd)
   finally:
     os.close(fd)  # also releases the lock
@@ -87,7 +88,7 @@ def replay(path: str | os.PathLike) -> list[Observation]:
       out.append(Observation.from_json({k: v for k, v in obj.items() if k != "schema"}))
     except (ValueError, TypeError) as e:  # json.JSONDecodeError is a ValueError
       raise ValueError(
-          f"{os.fspath(path)}:{number}: corrupt journal line ({e}); only a torn last line is"
-          " skipped, so fix or remove this line by hand"
+        f"{os.fspath(path)}:{number}: corrupt journal line ({e}); only a torn last line is"
+        " skipped, so fix or remove this line by hand"
       ) from None
   return out

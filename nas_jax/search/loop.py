@@ -1,6 +1,7 @@
 """The asynchronous ask/tell loop (STYLE sketch 4): replay the journal, keep every worker busy,
 record each finished evaluation durably before the next proposal, and write a summary and a plot.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -58,8 +59,13 @@ def _finite(x: Any) -> float | None:
 
 def _observe(trial_id: int, arch_json: dict, outcome: Outcome, info: dict) -> Observation:
   """The Observation of a finished call: TIMEOUT, FAILED, NAN (a non-finite value) or OK."""
-  common = dict(trial_id=trial_id, arch_json=arch_json, seconds=float(outcome.seconds), worker=outcome.worker,
-                finished_at=time.time())
+  common = dict(
+    trial_id=trial_id,
+    arch_json=arch_json,
+    seconds=float(outcome.seconds),
+    worker=outcome.worker,
+    finished_at=time.time(),
+  )
   if outcome.timed_out or outcome.error:
     status = Status.TIMEOUT if outcome.timed_out else Status.FAILED
     return Observation(value=None, status=status, error=outcome.error, info=_jsonable(info), **common)
@@ -70,17 +76,24 @@ def _observe(trial_id: int, arch_json: dict, outcome: Outcome, info: dict) -> Ob
   value = float(result.value)
   if not math.isfinite(value):
     return Observation(value=None, status=Status.NAN, error=f"the evaluation returned {value}", info=info, **common)
-  return Observation(value=value, status=Status.OK, error="", test_value=_finite(result.test_value), info=info,
-                     **common)
+  return Observation(
+    value=value, status=Status.OK, error="", test_value=_finite(result.test_value), info=info, **common
+  )
 
 
 def summarize(observations: Sequence[Observation], task: Task) -> dict:
   """What summary.json holds: counts, and the best OK observation's value, architecture, trial
   id (and test value when it has one). The first of equal values wins."""
   ok = [o for o in observations if o.ok]
-  summary = {"task": task.name, "goal": task.goal, "n_evaluated": len(observations),
-             "n_failed": len(observations) - len(ok), "best_value": None, "best_arch": None,
-             "best_trial_id": None}
+  summary = {
+    "task": task.name,
+    "goal": task.goal,
+    "n_evaluated": len(observations),
+    "n_failed": len(observations) - len(ok),
+    "best_value": None,
+    "best_arch": None,
+    "best_trial_id": None,
+  }
   if ok:
     best = ok[int(np.argmax(to_score([o.value for o in ok], task.goal)))]
     summary.update(best_value=best.value, best_arch=best.arch_json, best_trial_id=best.trial_id)
@@ -132,8 +145,19 @@ def _check_run_args(budget: Any, seed: Any, workdir: Any) -> None:
     raise ValueError(f"run: workdir={workdir!r}; expected a non-empty path")
 
 
-def run(strategy: Strategy, task: Task, executor: Executor, workdir: str, *, space: Any, budget: int,
-        key: Any, seed: int = 0, progress: bool = True, prefetch: int = 0) -> list[Observation]:
+def run(
+  strategy: Strategy,
+  task: Task,
+  executor: Executor,
+  workdir: str,
+  *,
+  space: Any,
+  budget: int,
+  key: Any,
+  seed: int = 0,
+  progress: bool = True,
+  prefetch: int = 0,
+) -> list[Observation]:
   """Runs (or resumes) a search until `budget` evaluations are recorded in `workdir`.
 
   Resume is replay: the journal's observations go through `strategy.update` and are never

@@ -1,6 +1,7 @@
 """Search records: the Status of an evaluation, the Observation of one finished trial, and
 `to_score`, the one place where a task's goal turns raw metrics into scores (nas_jax maximises).
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,6 +1,7 @@
 """The Strategy interface (init, propose, update), pure functions of a state, and the STRATEGIES
 registry that maps config names to factories `factory(config, space, task) -> Strategy`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -50,17 +51,17 @@ def _lazy(module: str, factory: str) -> Callable:
 
 # Adding a model-based method: a preset of `bo` in strategies/presets.py, one line here.
 STRATEGIES: dict[str, Callable[..., Strategy]] = {
-    "random": _lazy("baselines", "random_factory"),
-    "ea": _lazy("baselines", "ea_factory"),
-    "bo": _lazy("bo", "bo_factory"),
-    "nasbot": _lazy("presets", "nasbot_factory"),
-    "rand": _lazy("presets", "rand_factory"),
-    "bananas": _lazy("presets", "bananas_factory"),
-    "gp_bo": _lazy("presets", "gp_factory"),
-    "local_search": _lazy("local_search", "ls_factory"),
-    "regularized_evolution": _lazy("regularized_evolution", "re_factory"),
-    "autokeras": _lazy("presets", "autokeras_factory"),
-    "conditional_bo": _lazy("presets", "conditional_bo_factory"),
+  "random": _lazy("baselines", "random_factory"),
+  "ea": _lazy("baselines", "ea_factory"),
+  "bo": _lazy("bo", "bo_factory"),
+  "nasbot": _lazy("presets", "nasbot_factory"),
+  "rand": _lazy("presets", "rand_factory"),
+  "bananas": _lazy("presets", "bananas_factory"),
+  "gp_bo": _lazy("presets", "gp_factory"),
+  "local_search": _lazy("local_search", "ls_factory"),
+  "regularized_evolution": _lazy("regularized_evolution", "re_factory"),
+  "autokeras": _lazy("presets", "autokeras_factory"),
+  "conditional_bo": _lazy("presets", "conditional_bo_factory"),
 }
 
 

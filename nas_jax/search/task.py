@@ -1,6 +1,7 @@
 """What a search optimises: a `Task` names its goal and a picklable `evaluate(arch_json, seed)`,
 which returns a `TaskResult`. Tasks run in worker processes, so they carry no open resources.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple

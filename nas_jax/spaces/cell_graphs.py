@@ -39,6 +39,7 @@ by one channel only at a vertex all of whose summands have one channel more than
 dividing C). The input layer counts C channels, not NASBOT's 1 unit for the raw datum: a cell's
 input is the previous cell's C-channel output, so a conv on it weighs C * C like any other.
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,14 +51,14 @@ import numpy as np
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces.cells import (
-    NB101_OPS,
-    NB201_EDGES,
-    NB201_OPS,
-    Cell,
-    nb101_is_valid,
-    nb101_iso_key,
-    nb201_cell,
-    nb201_iso_key,
+  NB101_OPS,
+  NB201_EDGES,
+  NB201_OPS,
+  Cell,
+  nb101_is_valid,
+  nb101_iso_key,
+  nb201_cell,
+  nb201_iso_key,
 )
 
 __all__ = ["DEFAULT_CHANNELS", "cell_layer_graph"]
@@ -93,8 +94,9 @@ def _nb201_edge_layers(ops: tuple[int, ...], channels: int) -> list[_Layer]:
     if u in live:
       live |= set(layers[u][2])
   slot = {u: k for k, u in enumerate(sorted(live | {0}))}
-  return [(name, units, tuple(slot[p] for p in parents)) for u, (name, units, parents) in enumerate(layers)
-          if u in slot]
+  return [
+    (name, units, tuple(slot[p] for p in parents)) for u, (name, units, parents) in enumerate(layers) if u in slot
+  ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -137,8 +139,10 @@ def _nb101_vertex_channels(a: np.ndarray, channels: int) -> list[int]:
   if not feeds:  # the trivial cell, input -> output
     return ch
   if channels < len(feeds):
-    raise ValueError(f"channels: {channels} is fewer than the {len(feeds)} vertices feeding the NB101 cell's"
-                     " output; each needs at least one")
+    raise ValueError(
+      f"channels: {channels} is fewer than the {len(feeds)} vertices feeding the NB101 cell's"
+      " output; each needs at least one"
+    )
   share, extra = divmod(channels, len(feeds))
   for rank, u in enumerate(feeds):
     ch[u] = share + (rank < extra)
@@ -189,8 +193,9 @@ def cell_layer_graph(cell: Cell, *, channels: int | None = None) -> Architecture
     not a positive integer (or, for nb101, fewer than the vertices feeding the output).
   """
   if not isinstance(cell, Cell) or cell.kind not in DEFAULT_CHANNELS:
-    raise ValueError(f"cell: got a {type(cell).__name__} of kind {getattr(cell, 'kind', None)!r}; expected an"
-                     " nb201 or nb101 Cell")
+    raise ValueError(
+      f"cell: got a {type(cell).__name__} of kind {getattr(cell, 'kind', None)!r}; expected an nb201 or nb101 Cell"
+    )
   if np.ndim(cell.ops) != 1:
     raise ValueError(f"cell: a batch of cells (ops shape {np.shape(cell.ops)}); convert one cell at a time")
   if channels is None:
@@ -198,8 +203,7 @@ def cell_layer_graph(cell: Cell, *, channels: int | None = None) -> Architecture
   if isinstance(channels, bool) or not isinstance(channels, numbers.Integral) or channels < 1:
     raise ValueError(f"channels: {channels!r}; expected a positive integer or None")
   if cell.kind == "nb101" and not nb101_is_valid(cell):
-    raise ValueError("cell: the nb101 genotype is invalid (no input->output path, or more than 9 edges"
-                     " after pruning)")
+    raise ValueError("cell: the nb101 genotype is invalid (no input->output path, or more than 9 edges after pruning)")
   channels = int(channels)
   if cell.kind == "nb201":
     layers = _nb201_edge_layers(_nb201_representatives()[nb201_iso_key(cell)], channels)
@@ -212,10 +216,10 @@ def cell_layer_graph(cell: Cell, *, channels: int | None = None) -> Architecture
     adjacency[list(parents), u] = True
   processing = [0 < u < n - 1 for u in range(n)]
   return Architecture(
-      labels=np.array([labels_lib.label_id(kind, name) for name, _, _ in layers], np.int32),
-      units=np.array([units for _, units, _ in layers], np.int32),
-      strides=np.array(processing, np.int32),  # cells keep the spatial size
-      adjacency=adjacency,
-      mask=np.ones(n, bool),
-      kind=kind,
+    labels=np.array([labels_lib.label_id(kind, name) for name, _, _ in layers], np.int32),
+    units=np.array([units for _, units, _ in layers], np.int32),
+    strides=np.array(processing, np.int32),  # cells keep the spatial size
+    adjacency=adjacency,
+    mask=np.ones(n, bool),
+    kind=kind,
   )

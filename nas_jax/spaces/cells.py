@@ -3,6 +3,7 @@
 A `Cell` is a frozen pytree of small int arrays; validity, pruning, canonical keys, sampling,
 mutation and neighbours run on the host in numpy, seeded from a JAX key.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -17,21 +18,21 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces.space import Space
 
 __all__ = [
-    "Cell",
-    "NB201_OPS",
-    "NB101_OPS",
-    "NB201_EDGES",
-    "nb201_cell",
-    "nb201_arch_str",
-    "nb201_iso_key",
-    "nb101_cell",
-    "nb101_prune",
-    "nb101_is_valid",
-    "nb101_iso_key",
-    "cell_to_architecture",
-    "sample_distinct",
-    "nb201_space",
-    "nb101_space",
+  "Cell",
+  "NB201_OPS",
+  "NB101_OPS",
+  "NB201_EDGES",
+  "nb201_cell",
+  "nb201_arch_str",
+  "nb201_iso_key",
+  "nb101_cell",
+  "nb101_prune",
+  "nb101_is_valid",
+  "nb101_iso_key",
+  "cell_to_architecture",
+  "sample_distinct",
+  "nb201_space",
+  "nb101_space",
 ]
 
 # CSV op codes of the NB201 table (spec 3.1), code = index.
@@ -103,9 +104,7 @@ def _parse_arch_str(s: Any) -> Cell:
     for src, entry in enumerate(entries):
       name, _, k = entry.partition("~")
       if name not in NB201_OPS or k != str(src):
-        raise ValueError(
-            f"arch_str: entry {entry!r} of {s!r}; expected op~{src} with op in {NB201_OPS}"
-        )
+        raise ValueError(f"arch_str: entry {entry!r} of {s!r}; expected op~{src} with op in {NB201_OPS}")
       ops.append(NB201_OPS.index(name))
   if len(groups) != 3:
     raise ValueError(f"arch_str: {s!r} has {len(groups)} '+'-groups; expected 3")
@@ -188,9 +187,7 @@ def nb101_prune(cell: Cell) -> tuple[np.ndarray, np.ndarray]:
   keep = _live(a)
   keep[0] = keep[-1] = True
   idx = np.flatnonzero(keep)
-  return a[np.ix_(idx, idx)] & keep[idx][:, None] & keep[idx][None], np.asarray(cell.ops)[
-      idx[1:-1] - 1
-  ]
+  return a[np.ix_(idx, idx)] & keep[idx][:, None] & keep[idx][None], np.asarray(cell.ops)[idx[1:-1] - 1]
 
 
 def nb101_is_valid(cell: Cell) -> bool:
@@ -310,14 +307,16 @@ def cell_to_architecture(cell: Cell) -> Architecture:
   n = len(labels)
   zeros = np.zeros(n, np.int32)
   return Architecture(
-      labels=np.asarray(labels, np.int32), units=zeros, strides=zeros,
-      adjacency=np.asarray(a, bool), mask=np.ones(n, bool), kind=kind,
+    labels=np.asarray(labels, np.int32),
+    units=zeros,
+    strides=zeros,
+    adjacency=np.asarray(a, bool),
+    mask=np.ones(n, bool),
+    kind=kind,
   )
 
 
-def sample_distinct(
-    space: Space, key: jax.Array, n: int, exclude: Any = (), *, patience: int = 5
-) -> list:
+def sample_distinct(space: Space, key: jax.Array, n: int, exclude: Any = (), *, patience: int = 5) -> list:
   """n random points with distinct `space.canonical_key`s, none in `exclude` (spec 2.4).
 
   Raises:
@@ -381,15 +380,15 @@ def nb201_space(dedup_key: str = "string", kind: str = "nb201") -> Space:
     return _parse_arch_str(obj["arch_str"])
 
   return Space(
-      name="nb201",
-      kind="nb201",
-      sample=sample,
-      mutate=_mutate_fn(_nb201_mutate, key_fn),
-      neighbours=_nb201_neighbours,
-      canonical_key=key_fn,
-      to_json=lambda c: {"kind": "nb201", "arch_str": nb201_arch_str(c)},
-      from_json=from_json,
-      initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
+    name="nb201",
+    kind="nb201",
+    sample=sample,
+    mutate=_mutate_fn(_nb201_mutate, key_fn),
+    neighbours=_nb201_neighbours,
+    canonical_key=key_fn,
+    to_json=lambda c: {"kind": "nb201", "arch_str": nb201_arch_str(c)},
+    from_json=from_json,
+    initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
   )
 
 
@@ -422,13 +421,13 @@ def nb101_space(dedup_key: str = "path", kind: str = "nb101") -> Space:
     return cell
 
   return Space(
-      name="nb101",
-      kind="nb101",
-      sample=sample,
-      mutate=_mutate_fn(_nb101_mutate, key_fn),
-      neighbours=_nb101_neighbours,
-      canonical_key=key_fn,
-      to_json=to_json,
-      from_json=from_json,
-      initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
+    name="nb101",
+    kind="nb101",
+    sample=sample,
+    mutate=_mutate_fn(_nb101_mutate, key_fn),
+    neighbours=_nb101_neighbours,
+    canonical_key=key_fn,
+    to_json=to_json,
+    from_json=from_json,
+    initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
   )

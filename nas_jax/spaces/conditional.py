@@ -5,6 +5,7 @@ up to `max_depth`; layer i's block is active iff depth >= i. Inactive values car
 keys, JSON, `to_unit` and training ignore them, and the space's own points hold the parameter's
 lower bound there so that equal points have equal arrays.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,16 +20,36 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import graph_edit
 from nas_jax.spaces.space import Space
 
-__all__ = ["ACTIVATIONS", "SHARED", "LAYER_FIELDS", "KIND", "ConditionalSpec", "ConditionalPoint",
-           "conditional_spec", "activity", "check_point", "stack_points", "canonical_key", "key_digest",
-           "point_to_json", "point_from_json", "to_unit", "to_architecture", "conditional_space"]
+__all__ = [
+  "ACTIVATIONS",
+  "SHARED",
+  "LAYER_FIELDS",
+  "KIND",
+  "ConditionalSpec",
+  "ConditionalPoint",
+  "conditional_spec",
+  "activity",
+  "check_point",
+  "stack_points",
+  "canonical_key",
+  "key_digest",
+  "point_to_json",
+  "point_from_json",
+  "to_unit",
+  "to_architecture",
+  "conditional_space",
+]
 
 ACTIVATIONS = ("relu", "tanh", "logistic", "elu")  # mlp label names; index = the activation value
 KIND = "conditional"
 # (name, lower, upper, integer); SHARED is always active, LAYER_FIELDS repeat per layer.
 _SHARED = (("depth", 1, None, True), ("log10_lr", -4.0, -1.0, False), ("log2_batch", 4, 7, True))
-_LAYER = (("log2_units", 3, 9, True), ("activation", 0, len(ACTIVATIONS) - 1, True),
-          ("dropout", 0.0, 0.5, False), ("log10_l2", -6.0, -2.0, False))
+_LAYER = (
+  ("log2_units", 3, 9, True),
+  ("activation", 0, len(ACTIVATIONS) - 1, True),
+  ("dropout", 0.0, 0.5, False),
+  ("log10_l2", -6.0, -2.0, False),
+)
 SHARED = tuple(f[0] for f in _SHARED)
 LAYER_FIELDS = tuple(f[0] for f in _LAYER)
 _STEP = 0.1  # `neighbours`: continuous moves of +-10% of the range
@@ -81,8 +102,14 @@ def conditional_spec(max_depth: int = 3) -> ConditionalSpec:
   rows = [(n, lo, max_depth if hi is None else hi, integer, 0) for n, lo, hi, integer in _SHARED]
   rows += [(f"layer{i}.{n}", lo, hi, integer, i) for i in range(1, max_depth + 1) for n, lo, hi, integer in _LAYER]
   names, lower, upper, integer, layer = zip(*rows)
-  return ConditionalSpec(names, np.array(lower, np.float64), np.array(upper, np.float64),
-                         np.array(integer, bool), np.array(layer, np.int64), max_depth)
+  return ConditionalSpec(
+    names,
+    np.array(lower, np.float64),
+    np.array(upper, np.float64),
+    np.array(integer, bool),
+    np.array(layer, np.int64),
+    max_depth,
+  )
 
 
 def activity(values, spec: ConditionalSpec):
@@ -109,8 +136,7 @@ def _check_value(name: str, v: float, lo: float, hi: float, integer: bool) -> No
   if not lo <= v <= hi:
     raise ValueError(f"{name}: {_exact(v)} is outside [{_fmt(lo)}, {_fmt(hi)}]")
   if integer and v != np.round(v):
-    raise ValueError(f"{name}: {_exact(v)} is not an integer; {name} takes the integers"
-                     f" {_fmt(lo)}..{_fmt(hi)}")
+    raise ValueError(f"{name}: {_exact(v)} is not an integer; {name} takes the integers {_fmt(lo)}..{_fmt(hi)}")
 
 
 def _check_row(values: np.ndarray, active: np.ndarray, spec: ConditionalSpec, where: str) -> None:
@@ -138,8 +164,10 @@ def check_point(point: Any, spec: ConditionalSpec) -> None:
   values, active = np.asarray(point.values), np.asarray(point.active)
   n_params = len(spec.names)
   if values.ndim not in (1, 2) or values.shape[-1] != n_params or active.shape != values.shape:
-    raise ValueError(f"point: values {values.shape} and active {active.shape}; expected both [{n_params}]"
-                     f" or both [n, {n_params}] for max_depth={spec.max_depth}")
+    raise ValueError(
+      f"point: values {values.shape} and active {active.shape}; expected both [{n_params}]"
+      f" or both [n, {n_params}] for max_depth={spec.max_depth}"
+    )
   if values.dtype != np.float32 or active.dtype != bool:
     raise ValueError(f"point: values {values.dtype} and active {active.dtype}; expected float32 and bool")
   if values.ndim == 1:
@@ -170,11 +198,12 @@ def stack_points(points: Sequence[ConditionalPoint]) -> ConditionalPoint:
 
 
 def canonical_key(point: ConditionalPoint, spec: ConditionalSpec) -> str:
-  """"conditional:name=value,..." over the active parameters of one point; continuous values to 6
+  """ "conditional:name=value,..." over the active parameters of one point; continuous values to 6
   significant digits, so float32 noise below that does not make points distinct."""
   values, active = _single(point, spec, "canonical_key")
-  parts = [f"{n}={int(v) if integer else _fmt(v)}"
-           for n, v, integer, on in zip(spec.names, values, spec.integer, active) if on]
+  parts = [
+    f"{n}={int(v) if integer else _fmt(v)}" for n, v, integer, on in zip(spec.names, values, spec.integer, active) if on
+  ]
   return f"{KIND}:" + ",".join(parts)
 
 
@@ -191,8 +220,12 @@ def _json_number(v: float, integer: bool) -> int | float:
 def point_to_json(point: ConditionalPoint, spec: ConditionalSpec) -> dict:
   """{"kind": "conditional", "params": {name: value}} over the active parameters of one point."""
   values, active = _single(point, spec, "to_json")
-  return {"kind": KIND, "params": {n: _json_number(v, integer)
-                                   for n, v, integer, on in zip(spec.names, values, spec.integer, active) if on}}
+  return {
+    "kind": KIND,
+    "params": {
+      n: _json_number(v, integer) for n, v, integer, on in zip(spec.names, values, spec.integer, active) if on
+    },
+  }
 
 
 def point_from_json(obj: Any, spec: ConditionalSpec) -> ConditionalPoint:
@@ -256,11 +289,14 @@ def to_architecture(point: ConditionalPoint, spec: ConditionalSpec, decision: st
     raise ValueError(f"decision: {decision!r}; allowed: softmax, linear")
   values, _ = _single(point, spec, "to_architecture")
   at = {n: v for n, v in zip(spec.names, values)}
-  hidden = [{"label": ACTIVATIONS[int(at[f"layer{i}.activation"])], "units": 2 ** int(at[f"layer{i}.log2_units"])}
-            for i in range(1, int(values[0]) + 1)]
+  hidden = [
+    {"label": ACTIVATIONS[int(at[f"layer{i}.activation"])], "units": 2 ** int(at[f"layer{i}.log2_units"])}
+    for i in range(1, int(values[0]) + 1)
+  ]
   layers = [{"label": "ip"}, *hidden, {"label": decision}, {"label": "op"}]
-  return Architecture.from_json({"kind": "mlp", "layers": layers,
-                                 "edges": [[i, i + 1] for i in range(len(layers) - 1)]})
+  return Architecture.from_json(
+    {"kind": "mlp", "layers": layers, "edges": [[i, i + 1] for i in range(len(layers) - 1)]}
+  )
 
 
 def _uniform(rng: np.random.Generator, spec: ConditionalSpec) -> np.ndarray:
@@ -349,7 +385,7 @@ def conditional_space(*, max_depth: int = 3, task: str = "classification", kind:
 
   def mutate(point: ConditionalPoint, key) -> tuple[ConditionalPoint, bool]:
     values, rng = _single(point, spec, "mutate")[0].astype(np.float64), graph_edit.host_rng(key)
-    choices = np.flatnonzero(activity(values, spec))[0 if max_depth > 1 else 1:]
+    choices = np.flatnonzero(activity(values, spec))[0 if max_depth > 1 else 1 :]
     before = key_of(point)
     for _ in range(_MUTATE_TRIES):  # a continuous step may round to the same key: draw again
       new = _point(_move(values, int(choices[rng.integers(len(choices))]), rng, spec), spec)
@@ -375,6 +411,14 @@ def conditional_space(*, max_depth: int = 3, task: str = "classification", kind:
       raise ValueError(f"initial: n={n!r}; expected None or an integer in 0..{len(pool)}")
     return pool[:n]
 
-  return Space(name="conditional", kind=KIND, sample=sample, mutate=mutate, neighbours=neighbours,
-               canonical_key=key_of, to_json=functools.partial(point_to_json, spec=spec),
-               from_json=functools.partial(point_from_json, spec=spec), initial=initial)
+  return Space(
+    name="conditional",
+    kind=KIND,
+    sample=sample,
+    mutate=mutate,
+    neighbours=neighbours,
+    canonical_key=key_of,
+    to_json=functools.partial(point_to_json, spec=spec),
+    from_json=functools.partial(point_from_json, spec=spec),
+    initial=initial,
+  )

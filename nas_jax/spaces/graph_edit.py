@@ -3,6 +3,7 @@
 Graph surgery (NASBOT's modifiers) is not a jit workload: it edits small numpy arrays, then
 returns to a padded `Architecture` through `from_json`, which checks every rule of spec 1.4.
 """
+
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
@@ -16,18 +17,18 @@ from nas_jax.arch import json_io
 from nas_jax.arch.json_io import FLAT, Limits, from_json
 
 __all__ = [
-    "HostGraph",
-    "Edit",
-    "FLAT",
-    "from_arch",
-    "append_layers",
-    "to_json_obj",
-    "finish",
-    "image_sizes",
-    "reachability",
-    "next_power_of_two",
-    "host_rng",
-    "child_key",
+  "HostGraph",
+  "Edit",
+  "FLAT",
+  "from_arch",
+  "append_layers",
+  "to_json_obj",
+  "finish",
+  "image_sizes",
+  "reachability",
+  "next_power_of_two",
+  "host_rng",
+  "child_key",
 ]
 
 Role = labels_lib.Role
@@ -85,11 +86,11 @@ def append_layers(g: HostGraph, labels, units, strides) -> HostGraph:
   """`g` with new edgeless layers appended after its last slot (ids n, n + 1, ...)."""
   k = len(labels)
   return HostGraph(
-      kind=g.kind,
-      labels=np.concatenate([g.labels, np.asarray(labels, np.int32)]),
-      units=np.concatenate([g.units, np.asarray(units, np.int32)]),
-      strides=np.concatenate([g.strides, np.asarray(strides, np.int32)]),
-      adj=np.pad(g.adj, ((0, k), (0, k))),
+    kind=g.kind,
+    labels=np.concatenate([g.labels, np.asarray(labels, np.int32)]),
+    units=np.concatenate([g.units, np.asarray(units, np.int32)]),
+    strides=np.concatenate([g.strides, np.asarray(strides, np.int32)]),
+    adj=np.pad(g.adj, ((0, k), (0, k))),
   )
 
 
@@ -101,11 +102,11 @@ def from_arch(arch: Architecture) -> HostGraph:
     raise ValueError(f"arch: labels shape {np.shape(arch.labels)}; expected one architecture, [N]")
   n = int(np.asarray(arch.mask).sum())
   return HostGraph(
-      kind=arch.kind,
-      labels=np.asarray(arch.labels)[:n].astype(np.int32),
-      units=np.asarray(arch.units)[:n].astype(np.int32),
-      strides=np.asarray(arch.strides)[:n].astype(np.int32),
-      adj=np.asarray(arch.adjacency)[:n, :n].astype(bool),
+    kind=arch.kind,
+    labels=np.asarray(arch.labels)[:n].astype(np.int32),
+    units=np.asarray(arch.units)[:n].astype(np.int32),
+    strides=np.asarray(arch.strides)[:n].astype(np.int32),
+    adj=np.asarray(arch.adjacency)[:n, :n].astype(bool),
   )
 
 
@@ -129,8 +130,7 @@ def next_power_of_two(n: int) -> int:
   return 1 << max(int(n) - 1, 0).bit_length()
 
 
-def finish(g: HostGraph, num_slots: int, limits: Limits,
-           pad_to: int | None = None) -> tuple[Architecture | None, str]:
+def finish(g: HostGraph, num_slots: int, limits: Limits, pad_to: int | None = None) -> tuple[Architecture | None, str]:
   """Validates an edited graph through `from_json` and pads it.
 
   Args:
@@ -145,8 +145,7 @@ def finish(g: HostGraph, num_slots: int, limits: Limits,
   """
   if pad_to is not None and g.n > pad_to:
     return None, f"result has {g.n} layers; the capacity pad_to is {pad_to}"
-  n_out = pad_to if pad_to is not None else (
-      num_slots if g.n <= num_slots else next_power_of_two(g.n))
+  n_out = pad_to if pad_to is not None else (num_slots if g.n <= num_slots else next_power_of_two(g.n))
   try:
     return from_json(to_json_obj(g), pad_to=n_out, limits=limits), ""
   except ValueError as e:
@@ -162,7 +161,7 @@ def reachability(adj: np.ndarray) -> np.ndarray:
   """[n, n] bool transitive closure: `r[i, j]` iff a non-empty path i -> ... -> j exists."""
   r = np.array(adj, bool)
   for k in range(r.shape[0]):
-    r |= r[:, k:k + 1] & r[k:k + 1, :]
+    r |= r[:, k : k + 1] & r[k : k + 1, :]
   return r
 
 
@@ -177,8 +176,9 @@ def host_rng(key) -> np.random.Generator:
   data = np.asarray(key)
   if data.dtype != np.uint32 or data.ndim != 1:
     raise TypeError(
-        f"key: got {type(key).__name__} with dtype {data.dtype} and shape {data.shape}; expected a"
-        " jax.random key (typed, or raw uint32 [2] as from jax.random.PRNGKey)")
+      f"key: got {type(key).__name__} with dtype {data.dtype} and shape {data.shape}; expected a"
+      " jax.random key (typed, or raw uint32 [2] as from jax.random.PRNGKey)"
+    )
   return np.random.default_rng(data.tolist())
 
 

@@ -3,6 +3,7 @@
 A modifier is `(arch, key) -> (arch, reason)`: reason is "" on success, otherwise why it declined
 (the input comes back unchanged). Every result has passed `from_json`'s validation.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
@@ -17,28 +18,28 @@ from nas_jax.spaces.graph_edit import Edit, HostGraph
 from nas_jax.spaces.structure_modifiers import STRUCTURE_EDITS
 
 __all__ = [
-    "Modifier",
-    "dec_single",
-    "dec_en_masse",
-    "inc_single",
-    "inc_en_masse",
-    "dup_path",
-    "remove_layer",
-    "skip",
-    "swap_label",
-    "wedge_layer",
-    "MODIFIERS",
-    "UNIT_MODIFIERS",
-    "STRUCTURE_MODIFIERS",
-    "MODIFIER_WEIGHTS",
-    "STEP_PROBS",
-    "UNIT_CHANGE",
-    "scaled_units",
-    "en_masse_blocks",
-    "type_probs",
-    "check_step_probs",
-    "compound_mutation",
-    "single_changes",
+  "Modifier",
+  "dec_single",
+  "dec_en_masse",
+  "inc_single",
+  "inc_en_masse",
+  "dup_path",
+  "remove_layer",
+  "skip",
+  "swap_label",
+  "wedge_layer",
+  "MODIFIERS",
+  "UNIT_MODIFIERS",
+  "STRUCTURE_MODIFIERS",
+  "MODIFIER_WEIGHTS",
+  "STEP_PROBS",
+  "UNIT_CHANGE",
+  "scaled_units",
+  "en_masse_blocks",
+  "type_probs",
+  "check_step_probs",
+  "compound_mutation",
+  "single_changes",
 ]
 
 Modifier = Callable[..., "tuple[Architecture, str]"]
@@ -47,10 +48,17 @@ STEP_PROBS = (0.5, 0.25, 0.125, 0.075, 0.05)  # P(k = 1..5) of the compound oper
 # Modifier-type weights: the paper draws types uniformly (natural reading of App. B.2); the
 # authors' code uses these (Appendix R). Both are normalised over the modifiers in use.
 MODIFIER_WEIGHTS = {
-    "nasbot_code": {
-        "inc_single": 0.1, "dec_single": 0.1, "inc_en_masse": 0.1, "dec_en_masse": 0.1,
-        "swap_label": 0.2, "wedge_layer": 0.1, "remove_layer": 0.1, "dup_path": 0.2, "skip": 0.2,
-    },
+  "nasbot_code": {
+    "inc_single": 0.1,
+    "dec_single": 0.1,
+    "inc_en_masse": 0.1,
+    "dec_en_masse": 0.1,
+    "swap_label": 0.2,
+    "wedge_layer": 0.1,
+    "remove_layer": 0.1,
+    "dup_path": 0.2,
+    "skip": 0.2,
+  },
 }
 
 
@@ -102,11 +110,11 @@ def _unit_edit(up: bool, en_masse: bool) -> Edit:
 
 
 _EDITS: dict[str, Edit] = {
-    "dec_single": _unit_edit(up=False, en_masse=False),
-    "dec_en_masse": _unit_edit(up=False, en_masse=True),
-    "inc_single": _unit_edit(up=True, en_masse=False),
-    "inc_en_masse": _unit_edit(up=True, en_masse=True),
-    **STRUCTURE_EDITS,
+  "dec_single": _unit_edit(up=False, en_masse=False),
+  "dec_en_masse": _unit_edit(up=False, en_masse=True),
+  "inc_single": _unit_edit(up=True, en_masse=False),
+  "inc_en_masse": _unit_edit(up=True, en_masse=True),
+  **STRUCTURE_EDITS,
 }
 
 
@@ -118,8 +126,14 @@ def _draw(sites: list[tuple], rng: np.random.Generator) -> tuple:
   return group[rng.integers(len(group))]
 
 
-def _apply(name: str, arch: Architecture, rng: np.random.Generator, limits: Limits | None,
-           pad_to: int | None, site: tuple | None = None) -> tuple[Architecture, str]:
+def _apply(
+  name: str,
+  arch: Architecture,
+  rng: np.random.Generator,
+  limits: Limits | None,
+  pad_to: int | None,
+  site: tuple | None = None,
+) -> tuple[Architecture, str]:
   limits = Limits() if limits is None else limits
   g = graph_edit.from_arch(arch)
   edit = _EDITS[name]
@@ -134,21 +148,22 @@ def _apply(name: str, arch: Architecture, rng: np.random.Generator, limits: Limi
 
 
 _DOCS = {
-    "dec_single": "Decreases one random unit layer's units by 1/8 (Table 6, #1).",
-    "dec_en_masse": "Decreases by 1/8 the units of one random block of `en_masse_blocks` (#2).",
-    "inc_single": "Increases one random unit layer's units by 1/8 (Table 6, #3).",
-    "inc_en_masse": "Increases by 1/8 the units of one random block of `en_masse_blocks` (#4).",
-    "dup_path": "Copies the inner layers of a random walk u1..uk as a parallel branch (#5).",
-    "remove_layer": "Deletes a random processing layer and reconnects orphans (Table 6, #6).",
-    "skip": "Adds an edge u -> v, through avg-pools if u's image is larger (Table 6, #7).",
-    "swap_label": "Changes a random processing layer's label to a compatible one (#8).",
-    "wedge_layer": "Splits a random edge u -> v with a new layer w (Table 6, #9).",
+  "dec_single": "Decreases one random unit layer's units by 1/8 (Table 6, #1).",
+  "dec_en_masse": "Decreases by 1/8 the units of one random block of `en_masse_blocks` (#2).",
+  "inc_single": "Increases one random unit layer's units by 1/8 (Table 6, #3).",
+  "inc_en_masse": "Increases by 1/8 the units of one random block of `en_masse_blocks` (#4).",
+  "dup_path": "Copies the inner layers of a random walk u1..uk as a parallel branch (#5).",
+  "remove_layer": "Deletes a random processing layer and reconnects orphans (Table 6, #6).",
+  "skip": "Adds an edge u -> v, through avg-pools if u's image is larger (Table 6, #7).",
+  "swap_label": "Changes a random processing layer's label to a compatible one (#8).",
+  "wedge_layer": "Splits a random edge u -> v with a new layer w (Table 6, #9).",
 }
 
 
 def _modifier(name: str) -> Modifier:
-  def modifier(arch: Architecture, key, *, limits: Limits | None = None,
-               pad_to: int | None = None) -> tuple[Architecture, str]:
+  def modifier(
+    arch: Architecture, key, *, limits: Limits | None = None, pad_to: int | None = None
+  ) -> tuple[Architecture, str]:
     return _apply(name, arch, graph_edit.host_rng(key), limits, pad_to)
 
   modifier.__name__ = modifier.__qualname__ = name
@@ -179,8 +194,8 @@ wedge_layer = _modifier("wedge_layer")
 
 # Table 6 order: 1-4 change units, 5-9 change the structure (the ablation of App. C.4).
 MODIFIERS: dict[str, Modifier] = {
-    f.__name__: f for f in (dec_single, dec_en_masse, inc_single, inc_en_masse, dup_path,
-                            remove_layer, skip, swap_label, wedge_layer)
+  f.__name__: f
+  for f in (dec_single, dec_en_masse, inc_single, inc_en_masse, dup_path, remove_layer, skip, swap_label, wedge_layer)
 }
 UNIT_MODIFIERS = {k: MODIFIERS[k] for k in ("dec_single", "dec_en_masse", "inc_single", "inc_en_masse")}
 STRUCTURE_MODIFIERS = {k: v for k, v in MODIFIERS.items() if k not in UNIT_MODIFIERS}
@@ -192,8 +207,9 @@ def type_probs(names: Sequence[str], weights=None) -> np.ndarray:
     return np.full(len(names), 1 / len(names))
   if isinstance(weights, str):
     if weights not in MODIFIER_WEIGHTS:
-      raise ValueError(f"weights: {weights!r} is unknown; choose uniform, "
-                       f"{', '.join(MODIFIER_WEIGHTS)} or a mapping name -> weight")
+      raise ValueError(
+        f"weights: {weights!r} is unknown; choose uniform, {', '.join(MODIFIER_WEIGHTS)} or a mapping name -> weight"
+      )
     weights = MODIFIER_WEIGHTS[weights]
   missing = [n for n in names if n not in weights]
   if missing:
@@ -212,9 +228,15 @@ def check_step_probs(step_probs: Sequence[float]) -> np.ndarray:
   return p / p.sum()
 
 
-def compound_mutation(arch: Architecture, key, *, modifiers: Mapping[str, Modifier] = MODIFIERS,
-                      step_probs: Sequence[float] = STEP_PROBS, weights=None,
-                      max_attempts: int = 20) -> tuple[Architecture, list[str]]:
+def compound_mutation(
+  arch: Architecture,
+  key,
+  *,
+  modifiers: Mapping[str, Modifier] = MODIFIERS,
+  step_probs: Sequence[float] = STEP_PROBS,
+  weights=None,
+  max_attempts: int = 20,
+) -> tuple[Architecture, list[str]]:
   """NASBOT's compound operator (App. B.2): k ~ step_probs, then k successful modifiers in a row.
 
   Args:
@@ -252,9 +274,15 @@ def compound_mutation(arch: Architecture, key, *, modifiers: Mapping[str, Modifi
   return arch, applied
 
 
-def single_changes(arch: Architecture, names: Sequence[str] = tuple(MODIFIERS), *,
-                   limits: Limits | None = None, pad_to: int | None = None,
-                   max_changes: int = 256, seed: int = 0) -> list[tuple[str, Architecture]]:
+def single_changes(
+  arch: Architecture,
+  names: Sequence[str] = tuple(MODIFIERS),
+  *,
+  limits: Limits | None = None,
+  pad_to: int | None = None,
+  max_changes: int = 256,
+  seed: int = 0,
+) -> list[tuple[str, Architecture]]:
   """Successful one-modifier changes of `arch`, one per eligible site, in a seeded random order.
 
   Deterministic given `seed`. Randomness left once a site is fixed (a dup_path walk, the

@@ -6,6 +6,7 @@ network, that parent's weights id and the ops from it. Its JSON is the architect
 "morph" entry, so the journal records each network's parent and op list. Duplicates are networks
 with equal descriptors (spec 6.2).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -53,12 +54,20 @@ def descriptor_key(arch: Architecture) -> str:
   """desc(f) as a string (spec 1.5): conv widths, hidden fc widths, sorted skip triples."""
   chain = main_chain.chain_view(arch)
   units = np.asarray(arch.units)
-  return json.dumps([[int(units[c]) for c in chain.convs], [int(units[f]) for f in chain.fcs],
-                     sorted(chain.skip_triples())])
+  return json.dumps(
+    [[int(units[c]) for c in chain.convs], [int(units[f]) for f in chain.fcs], sorted(chain.skip_triples())]
+  )
 
 
-def morph_space(*, kind: str = main_chain.KIND, width: int = 64, n_blocks: int = 3, kernels=(3, 5),
-                max_width: int = 1024, max_layers: int = 100) -> Space:
+def morph_space(
+  *,
+  kind: str = main_chain.KIND,
+  width: int = 64,
+  n_blocks: int = 3,
+  kernels=(3, 5),
+  max_width: int = 1024,
+  max_layers: int = 100,
+) -> Space:
   """The Auto-Keras space.
 
   Args:
@@ -81,8 +90,14 @@ def morph_space(*, kind: str = main_chain.KIND, width: int = 64, n_blocks: int =
       raise ValueError(f"{name}: {v!r}; expected an integer >= 1")
   limits = dict(kernels=tuple(kernels), max_width=max_width, max_layers=max_layers)
   initial_archs = morphism.initial_architectures(width=width, n_blocks=n_blocks)
-  json_limits = Limits(max_layers=max_layers + 1, max_edges=1 << 20, max_degree=1 << 20, max_mass=float("inf"),
-                       min_units=1, max_units=max_width)
+  json_limits = Limits(
+    max_layers=max_layers + 1,
+    max_edges=1 << 20,
+    max_degree=1 << 20,
+    max_mass=float("inf"),
+    min_units=1,
+    max_units=max_width,
+  )
 
   def check(point: Any, where: str) -> None:
     if not isinstance(point, MorphPoint):
@@ -122,8 +137,11 @@ def morph_space(*, kind: str = main_chain.KIND, width: int = 64, n_blocks: int =
     check(point, "to_json: point")
     obj = point.arch.to_json()
     if point.parent is not None:
-      obj["morph"] = {"parent": point.parent, "parent_trial": point.parent_trial,
-                      "ops": [o.to_json() for o in point.ops]}
+      obj["morph"] = {
+        "parent": point.parent,
+        "parent_trial": point.parent_trial,
+        "ops": [o.to_json() for o in point.ops],
+      }
     return obj
 
   def from_json(obj: Any) -> MorphPoint:
@@ -138,13 +156,22 @@ def morph_space(*, kind: str = main_chain.KIND, width: int = 64, n_blocks: int =
       return MorphPoint(arch)
     if not isinstance(morph, dict) or set(morph) != {"parent", "parent_trial", "ops"}:
       raise ValueError(f"morph: {morph!r}; expected an object with keys parent, parent_trial, ops")
-    return MorphPoint(arch, str(morph["parent"]), morph["parent_trial"],
-                      tuple(morphism.Op.from_json(o) for o in morph["ops"]))
+    return MorphPoint(
+      arch, str(morph["parent"]), morph["parent_trial"], tuple(morphism.Op.from_json(o) for o in morph["ops"])
+    )
 
   def initial(n: int | None = None) -> list[MorphPoint]:
     points = [MorphPoint(a) for a in initial_archs]
     return points if n is None else points[:n]
 
-  return Space(name="autokeras", kind=main_chain.KIND, sample=sample, mutate=mutate, neighbours=neighbours,
-               canonical_key=canonical_key, to_json=to_json, from_json=from_json, initial=initial)
-
+  return Space(
+    name="autokeras",
+    kind=main_chain.KIND,
+    sample=sample,
+    mutate=mutate,
+    neighbours=neighbours,
+    canonical_key=canonical_key,
+    to_json=to_json,
+    from_json=from_json,
+    initial=initial,
+  )

@@ -4,6 +4,7 @@ architecture edits, the candidate set Omega(f), replay of an op list, and the in
 Ops address blocks by slot (stable ids: an op appends slots and never renumbers), so an op list
 replays on its ancestor. What the ops do to Flax parameters is `nas_jax.tasks.morph`.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
@@ -44,8 +45,12 @@ class Op(NamedTuple):
   @classmethod
   def from_json(cls, obj: Any) -> "Op":
     """The inverse of `to_json`; ValueError on anything else."""
-    if (not isinstance(obj, (list, tuple)) or len(obj) != 4 or obj[0] not in OP_TYPES
-        or not all(isinstance(v, int) and not isinstance(v, bool) for v in obj[1:])):
+    if (
+      not isinstance(obj, (list, tuple))
+      or len(obj) != 4
+      or obj[0] not in OP_TYPES
+      or not all(isinstance(v, int) and not isinstance(v, bool) for v in obj[1:])
+    ):
       raise ValueError(f"op: {obj!r}; expected [type, target, source, kernel] with type one of {OP_TYPES}")
     return cls(*obj)
 
@@ -77,8 +82,14 @@ class _Graph:
     adj = np.zeros((n, n), bool)
     for i, j in self.edges:
       adj[i, j] = True
-    return Architecture(labels=np.array(self.labels, np.int32), units=np.array(self.units, np.int32),
-                        strides=np.array(self.strides, np.int32), adjacency=adj, mask=np.ones(n, bool), kind=KIND)
+    return Architecture(
+      labels=np.array(self.labels, np.int32),
+      units=np.array(self.units, np.int32),
+      strides=np.array(self.strides, np.int32),
+      adjacency=adj,
+      mask=np.ones(n, bool),
+      kind=KIND,
+    )
 
 
 def _block_output(chain: main_chain.Chain, conv: int) -> int:
@@ -166,8 +177,9 @@ def replay(arch: Architecture, ops: Sequence[Op]) -> Architecture:
   return arch
 
 
-def candidate_ops(arch: Architecture, *, kernels: Sequence[int] = (3, 5), max_width: int = 1024,
-                  max_layers: int = 100) -> list[Op]:
+def candidate_ops(
+  arch: Architecture, *, kernels: Sequence[int] = (3, 5), max_width: int = 1024, max_layers: int = 100
+) -> list[Op]:
   """Omega(f) in full (`omega = "all"`): every op that applies and keeps widths <= max_width and
   the layer count <= max_layers, grouped as deep, wide, skips."""
   chain = main_chain.chain_view(arch)
@@ -175,7 +187,9 @@ def candidate_ops(arch: Architecture, *, kernels: Sequence[int] = (3, 5), max_wi
   room = int(np.asarray(arch.mask).sum()) < max_layers
   deep = [Op("deep", c, kernel=k) for c in chain.convs for k in kernels] + [Op("deep", f) for f in chain.fcs]
   wide = [Op("wide", b) for b in (*chain.convs[:-1], *chain.fcs) if 2 * int(units[b]) <= max_width]
-  skips = [Op(t, b, a) for i, a in enumerate(chain.convs[:-1]) for b in chain.convs[i + 1:-1] for t in ("add", "concat")]
+  skips = [
+    Op(t, b, a) for i, a in enumerate(chain.convs[:-1]) for b in chain.convs[i + 1 : -1] for t in ("add", "concat")
+  ]
   triples = set(chain.skip_triples())
   skips = [o for o in skips if (chain.rank[o.source], chain.rank[o.target], o.type) not in triples]
   return (deep if room else []) + wide + (skips if room else [])
@@ -207,9 +221,14 @@ def initial_architectures(*, width: int = 64, n_blocks: int = 3) -> list[Archite
   adj = np.zeros((n, n), bool)
   adj[np.arange(n - 1), np.arange(1, n)] = True
   lids = np.array([_VOCAB.index(x) for x in names], np.int32)
-  g0 = Architecture(labels=lids, units=np.where(_ROLE[lids] == labels_lib.Role.CONV, width, 0).astype(np.int32),
-                    strides=np.where(lids == _VOCAB.index("max-pool"), 2, 0).astype(np.int32), adjacency=adj,
-                    mask=np.ones(n, bool), kind=KIND)
+  g0 = Architecture(
+    labels=lids,
+    units=np.where(_ROLE[lids] == labels_lib.Role.CONV, width, 0).astype(np.int32),
+    strides=np.where(lids == _VOCAB.index("max-pool"), 2, 0).astype(np.int32),
+    adjacency=adj,
+    mask=np.ones(n, bool),
+    kind=KIND,
+  )
   if n_blocks != 3:
     return [g0]
   a, b, c = main_chain.chain_view(g0).convs

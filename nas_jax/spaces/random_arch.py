@@ -3,6 +3,7 @@
 Used to seed searches, property tests and benchmarks. Every candidate edge is kept only if the
 whole graph still passes `from_json`, so the result is valid by construction.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,9 +27,16 @@ def _valid(obj: dict, limits: Limits) -> bool:
   return True
 
 
-def random_json(kind: str, rng: np.random.Generator, *, min_layers: int = 5, max_layers: int = 20,
-                max_skips: int = 4, decision: str | None = None,
-                limits: Limits | None = None) -> dict:
+def random_json(
+  kind: str,
+  rng: np.random.Generator,
+  *,
+  min_layers: int = 5,
+  max_layers: int = 20,
+  max_skips: int = 4,
+  decision: str | None = None,
+  limits: Limits | None = None,
+) -> dict:
   """A random valid architecture in interchange JSON.
 
   Args:
@@ -82,7 +90,6 @@ def random_json(kind: str, rng: np.random.Generator, *, min_layers: int = 5, max
   return obj
 
 
-def random_architecture(kind: str, rng: np.random.Generator, *, pad_to: int | None = None,
-                        **kwargs) -> Architecture:
+def random_architecture(kind: str, rng: np.random.Generator, *, pad_to: int | None = None, **kwargs) -> Architecture:
   """`random_json(kind, rng, **kwargs)` as an Architecture padded to `pad_to`."""
   return from_json(random_json(kind, rng, **kwargs), pad_to=pad_to, limits=kwargs.get("limits"))

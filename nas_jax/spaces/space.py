@@ -3,6 +3,7 @@
 A point of `layer_graph_space` is a padded `Architecture`; `canonical_key` names its graph up to
 a renumbering of the layers, which is what searches de-duplicate by.
 """
+
 from __future__ import annotations
 
 import functools
@@ -90,8 +91,10 @@ def canonical_key(arch: Architecture) -> str:
     if len(rank) == n_classes:
       break
     n_classes = len(rank)
-    signature = [(colour[i], tuple(sorted(colour[p] for p in parents[i])),
-                  tuple(sorted(colour[c] for c in children[i]))) for i in range(g.n)]
+    signature = [
+      (colour[i], tuple(sorted(colour[p] for p in parents[i])), tuple(sorted(colour[c] for c in children[i])))
+      for i in range(g.n)
+    ]
   return f"{g.kind}:{_digest(repr(rounds))}"
 
 
@@ -106,9 +109,9 @@ def _within(arch: Architecture, limits: Limits) -> bool:
 
 # Names a config can give for the App. C.4 ablation (Fig. 7b).
 MODIFIER_SETS = {
-    "all": modifiers_lib.MODIFIERS,
-    "unit": modifiers_lib.UNIT_MODIFIERS,
-    "structure": modifiers_lib.STRUCTURE_MODIFIERS,
+  "all": modifiers_lib.MODIFIERS,
+  "unit": modifiers_lib.UNIT_MODIFIERS,
+  "structure": modifiers_lib.STRUCTURE_MODIFIERS,
 }
 
 
@@ -120,19 +123,31 @@ def _resolve_modifiers(modifiers) -> tuple[str, ...]:
       raise ValueError(f"modifiers: {modifiers!r} is unknown; choose one of: {', '.join(MODIFIER_SETS)}")
     return tuple(MODIFIER_SETS[modifiers])
   names = tuple(modifiers)
-  bad = [n for n in names if n not in modifiers_lib.MODIFIERS
-         or (isinstance(modifiers, Mapping) and modifiers[n] is not modifiers_lib.MODIFIERS[n])]
+  bad = [
+    n
+    for n in names
+    if n not in modifiers_lib.MODIFIERS
+    or (isinstance(modifiers, Mapping) and modifiers[n] is not modifiers_lib.MODIFIERS[n])
+  ]
   if not names or bad:
-    raise ValueError(f"modifiers: {list(names)}; expected a non-empty subset of MODIFIERS:"
-                     f" {', '.join(modifiers_lib.MODIFIERS)} (names, or e.g. UNIT_MODIFIERS)")
+    raise ValueError(
+      f"modifiers: {list(names)}; expected a non-empty subset of MODIFIERS:"
+      f" {', '.join(modifiers_lib.MODIFIERS)} (names, or e.g. UNIT_MODIFIERS)"
+    )
   return names
 
 
-def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None = None,
-                      modifiers: Mapping[str, Any] | Sequence[str] | None = None,
-                      pad_to: int | None = None, weights=None,
-                      step_probs: Sequence[float] = modifiers_lib.STEP_PROBS,
-                      max_neighbours: int = 256) -> Space:
+def layer_graph_space(
+  kind: str,
+  *,
+  max_layers: int = 60,
+  limits: Limits | None = None,
+  modifiers: Mapping[str, Any] | Sequence[str] | None = None,
+  pad_to: int | None = None,
+  weights=None,
+  step_probs: Sequence[float] = modifiers_lib.STEP_PROBS,
+  max_neighbours: int = 256,
+) -> Space:
   """NASBOT's space of CNN or MLP layer graphs (spec nasbot.md 1, 8.2-8.3, 10.1).
 
   `mutate` is the compound mutation, retried until the graph changes (ok=False after
@@ -164,15 +179,13 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
   if limits is None:
     limits = Limits(max_layers=max_layers)
   elif limits.max_layers != max_layers:
-    raise ValueError(f"limits.max_layers={limits.max_layers} but max_layers={max_layers}; pass both"
-                     " equal")
+    raise ValueError(f"limits.max_layers={limits.max_layers} but max_layers={max_layers}; pass both equal")
   if pad_to is not None and not (isinstance(pad_to, int) and pad_to >= max_layers):
     raise ValueError(f"pad_to: {pad_to!r}; expected None or an integer >= max_layers={max_layers}")
   if not (isinstance(max_neighbours, int) and max_neighbours >= 1):
     raise ValueError(f"max_neighbours: {max_neighbours!r}; expected an integer >= 1")
   names = _resolve_modifiers(modifiers)
-  bound = {n: functools.partial(modifiers_lib.MODIFIERS[n], limits=limits, pad_to=pad_to)
-           for n in names}
+  bound = {n: functools.partial(modifiers_lib.MODIFIERS[n], limits=limits, pad_to=pad_to) for n in names}
   # Fail on bad weights or step probabilities now, not at the first mutation.
   modifiers_lib.type_probs(names, weights)
   modifiers_lib.check_step_probs(step_probs)
@@ -191,8 +204,9 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
       raise ValueError(f"sample: n={n!r}; expected an integer >= 0")
     rng = graph_edit.host_rng(key)
     most = min(20, max_layers)
-    return [from_json_(random_json(kind, rng, min_layers=min(5, most), max_layers=most, limits=limits))
-            for _ in range(n)]
+    return [
+      from_json_(random_json(kind, rng, min_layers=min(5, most), max_layers=most, limits=limits)) for _ in range(n)
+    ]
 
   def mutate(point: Architecture, key) -> tuple[Architecture, bool]:
     check(point, "mutate")
@@ -200,7 +214,8 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
     before = canonical_key(point)
     for _ in range(_MUTATE_TRIES):
       out, applied = modifiers_lib.compound_mutation(
-          point, graph_edit.child_key(rng), modifiers=bound, step_probs=step_probs, weights=weights)
+        point, graph_edit.child_key(rng), modifiers=bound, step_probs=step_probs, weights=weights
+      )
       if applied and canonical_key(out) != before:
         return out, True
     return point, False
@@ -211,8 +226,9 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
     own = canonical_key(point)
     seed = int(own.split(":")[1][:12], 16)
     seen, out = {own}, []
-    for _, new in modifiers_lib.single_changes(point, names, limits=limits, pad_to=pad_to,
-                                               max_changes=2 * max_neighbours, seed=seed):
+    for _, new in modifiers_lib.single_changes(
+      point, names, limits=limits, pad_to=pad_to, max_changes=2 * max_neighbours, seed=seed
+    ):
       k = canonical_key(new)
       if k not in seen and len(out) < max_neighbours:
         seen.add(k)
@@ -228,12 +244,20 @@ def layer_graph_space(kind: str, *, max_layers: int = 60, limits: Limits | None 
   def initial(n: int | None = None) -> list[Architecture]:
     pool = [fit(a) for a in initial_pool(kind) if _within(a, limits)]
     if n is not None and not (isinstance(n, int) and 0 <= n <= len(pool)):
-      raise ValueError(f"initial: n={n!r}; the {kind} pool has {len(pool)} networks within the"
-                       f" limits (0..{len(pool)})")
+      raise ValueError(f"initial: n={n!r}; the {kind} pool has {len(pool)} networks within the limits (0..{len(pool)})")
     return pool[:n]
 
-  return Space(name="layer_graph", kind=kind, sample=sample, mutate=mutate, neighbours=neighbours,
-               canonical_key=canonical_key, to_json=to_json, from_json=from_json_, initial=initial)
+  return Space(
+    name="layer_graph",
+    kind=kind,
+    sample=sample,
+    mutate=mutate,
+    neighbours=neighbours,
+    canonical_key=canonical_key,
+    to_json=to_json,
+    from_json=from_json_,
+    initial=initial,
+  )
 
 
 def _lazy_space(module: str, factory: str) -> Callable[..., Space]:
@@ -248,9 +272,9 @@ def _lazy_space(module: str, factory: str) -> Callable[..., Space]:
 
 # name -> factory(**config.space fields but name); conditional spaces register here too.
 SPACES: dict[str, Callable[..., Space]] = {
-    "layer_graph": layer_graph_space,
-    "nb201": _lazy_space("cells", "nb201_space"),
-    "nb101": _lazy_space("cells", "nb101_space"),
-    "autokeras": _lazy_space("morph_space", "morph_space"),
-    "conditional": _lazy_space("conditional", "conditional_space"),
+  "layer_graph": layer_graph_space,
+  "nb201": _lazy_space("cells", "nb201_space"),
+  "nb101": _lazy_space("cells", "nb101_space"),
+  "autokeras": _lazy_space("morph_space", "morph_space"),
+  "conditional": _lazy_space("conditional", "conditional_space"),
 }

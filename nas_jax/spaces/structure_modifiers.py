@@ -3,6 +3,7 @@
 Each is a `graph_edit.Edit`: its eligible sites, and the edit at one site. `modifiers.py` draws,
 validates and registers them; the choices the paper leaves open are documented per edit.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -230,9 +231,9 @@ def _wedge_apply(g: HostGraph, site: tuple, rng: np.random.Generator, limits: Li
 
 
 STRUCTURE_EDITS = {
-    "dup_path": Edit(_dup_sites, _dup_apply, "no start layer, or {max_layers} layers already"),
-    "remove_layer": Edit(_remove_sites, _remove_apply, "no processing layer to remove"),
-    "skip": Edit(_skip_sites, _skip_apply, "no pair (u, v) can take a new edge within the limits"),
-    "swap_label": Edit(_swap_sites, _swap_apply, "no processing layer with a compatible label"),
-    "wedge_layer": Edit(_wedge_sites, _wedge_apply, "no edge to split, or {max_layers} layers already"),
+  "dup_path": Edit(_dup_sites, _dup_apply, "no start layer, or {max_layers} layers already"),
+  "remove_layer": Edit(_remove_sites, _remove_apply, "no processing layer to remove"),
+  "skip": Edit(_skip_sites, _skip_apply, "no pair (u, v) can take a new edge within the limits"),
+  "swap_label": Edit(_swap_sites, _swap_apply, "no processing layer with a compatible label"),
+  "wedge_layer": Edit(_wedge_sites, _wedge_apply, "no edge to split, or {max_layers} layers already"),
 }

@@ -5,6 +5,7 @@ Inputs are plain arrays: u: [n, P] float in [0, 1], each parameter rescaled by i
 where inactive by convention), and active: [n, P] bool. A point's pattern is its active row;
 points with equal patterns share an architecture. No model reads an inactive entry of u.
 """
+
 from typing import Callable, NamedTuple, Sequence
 
 import jax
@@ -17,8 +18,17 @@ from nas_jax.spaces import graph_edit
 from nas_jax.surrogates.priors import arc_box, poor_man_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 
-__all__ = ["MODELS", "POOR_MAN_FILL", "fit_predict", "nmse", "nmse_table", "poor_man_embedding", "split_indices",
-           "arc_box", "poor_man_box"]
+__all__ = [
+  "MODELS",
+  "POOR_MAN_FILL",
+  "fit_predict",
+  "nmse",
+  "nmse_table",
+  "poor_man_embedding",
+  "split_indices",
+  "arc_box",
+  "poor_man_box",
+]
 
 _RIDGE = 1e-6
 # Smallest padded GP size: patterns hold few points, and one compile should serve them all.
@@ -109,8 +119,11 @@ def _per_pattern(model: _Model) -> _Model:
       fit_rows, test_rows = ids == i, np.all(test[1] == pattern, axis=1)
       if fit_rows.sum() >= 2 and test_rows.any():
         mean[test_rows] = model(
-            jax.random.fold_in(key, i), _rows(train, fit_rows), y_train[fit_rows],
-            _rows(test, test_rows), options,
+          jax.random.fold_in(key, i),
+          _rows(train, fit_rows),
+          y_train[fit_rows],
+          _rows(test, test_rows),
+          options,
         )
     return mean
 
@@ -118,12 +131,12 @@ def _per_pattern(model: _Model) -> _Model:
 
 
 _MODELS: dict[str, _Model] = {
-    "separate_linear": _per_pattern(_linear),
-    "separate_gp": _per_pattern(_vector_gp),
-    "poor_man_linear": _linear,
-    "poor_man_gp": _vector_gp,
-    "separate_hierarchical_gp": _per_pattern(_arc_gp),
-    "hierarchical_gp": _arc_gp,
+  "separate_linear": _per_pattern(_linear),
+  "separate_gp": _per_pattern(_vector_gp),
+  "poor_man_linear": _linear,
+  "poor_man_gp": _vector_gp,
+  "separate_hierarchical_gp": _per_pattern(_arc_gp),
+  "hierarchical_gp": _arc_gp,
 }
 MODELS = tuple(_MODELS)
 
@@ -142,13 +155,10 @@ def _points(u_name: str, u, active_name: str, active, n_params: int | None = Non
     raise ValueError(f"{u_name}: shape {u.shape}; expected {expected}")
   if active.dtype != bool or active.shape != u.shape:
     raise ValueError(
-        f"{active_name}: {active.dtype} of shape {active.shape}; expected bool of {u_name}'s"
-        f" shape {u.shape}"
+      f"{active_name}: {active.dtype} of shape {active.shape}; expected bool of {u_name}'s shape {u.shape}"
     )
   if not np.all((u >= 0) & (u <= 1)):
-    raise ValueError(
-        f"{u_name}: has entries outside [0, 1] or NaN; expected values rescaled by their bounds"
-    )
+    raise ValueError(f"{u_name}: has entries outside [0, 1] or NaN; expected values rescaled by their bounds")
   return u, active
 
 
@@ -160,8 +170,16 @@ def _targets(name: str, y, n: int) -> np.ndarray:
 
 
 def fit_predict(
-    name: str, key: jax.Array, u_train, active_train, y_train, u_test, active_test, *,
-    n_starts: int = 8, steps: int = 200,
+  name: str,
+  key: jax.Array,
+  u_train,
+  active_train,
+  y_train,
+  u_test,
+  active_test,
+  *,
+  n_starts: int = 8,
+  steps: int = 200,
 ) -> np.ndarray:
   """Fits model `name` on the training points and predicts the test points' mean.
 
@@ -212,7 +230,9 @@ def _summary(scores: list[float]) -> tuple[float, float, list[float]]:
   return float(np.mean(scores)), stderr, list(scores)
 
 
-def split_indices(key: jax.Array, n: int, n_splits: int, n_train: int) -> list[tuple[np.ndarray, np.ndarray, jax.Array]]:
+def split_indices(
+  key: jax.Array, n: int, n_splits: int, n_train: int
+) -> list[tuple[np.ndarray, np.ndarray, jax.Array]]:
   """The splits of `nmse_table`: per split s, a permutation from fold_in(key, s) cut into n_train
   training and n - n_train test indices, and the split's fitting key. Other models (e.g. an
   OTMANN GP on the same points) use it to be scored on the very same splits."""
@@ -225,8 +245,16 @@ def split_indices(key: jax.Array, n: int, n_splits: int, n_train: int) -> list[t
 
 
 def nmse_table(
-    key: jax.Array, u, active, y, *, n_splits: int = 5, models: Sequence[str] = MODELS,
-    train_fraction: float = 0.5, n_starts: int = 8, steps: int = 200,
+  key: jax.Array,
+  u,
+  active,
+  y,
+  *,
+  n_splits: int = 5,
+  models: Sequence[str] = MODELS,
+  train_fraction: float = 0.5,
+  n_starts: int = 8,
+  steps: int = 200,
 ) -> dict[str, tuple[float, float, list[float]]]:
   """Table 1 of the paper: test NMSE of every model over random train/test splits.
 
@@ -254,15 +282,22 @@ def nmse_table(
   n_train = int(round(train_fraction * len(y)))
   if not 2 <= n_train <= len(y) - 2:
     raise ValueError(
-        f"train_fraction: {train_fraction} gives {n_train} of {len(y)} points for training;"
-        " training and test sets need at least 2 points each"
+      f"train_fraction: {train_fraction} gives {n_train} of {len(y)} points for training;"
+      " training and test sets need at least 2 points each"
     )
   scores: dict[str, list[float]] = {name: [] for name in models}
   for tr, te, k_fit in split_indices(key, len(y), n_splits, n_train):
     for name in models:
       pred = fit_predict(
-          name, k_fit, u[tr], active[tr], y[tr], u[te], active[te], n_starts=n_starts,
-          steps=steps,
+        name,
+        k_fit,
+        u[tr],
+        active[tr],
+        y[tr],
+        u[te],
+        active[te],
+        n_starts=n_starts,
+        steps=steps,
       )
       scores[name].append(nmse(y[te], pred))
   return {name: _summary(values) for name, values in scores.items()}

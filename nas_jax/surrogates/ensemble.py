@@ -1,6 +1,7 @@
 """BANANAS deep-ensemble surrogate (spec bananas.md 5): M meta neural networks trained together by
 one `jax.vmap` over their keys, inside one jitted optax `lax.scan`, on padded rows with a mask.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,13 +16,13 @@ import optax
 from nas_jax.surrogates.surrogate import Predictive, Surrogate
 
 __all__ = [
-    "MetaNet",
-    "EnsembleState",
-    "fit_member",
-    "fit_members",
-    "fit_ensemble",
-    "predict_members",
-    "ensemble_surrogate",
+  "MetaNet",
+  "EnsembleState",
+  "fit_member",
+  "fit_members",
+  "fit_ensemble",
+  "predict_members",
+  "ensemble_surrogate",
 ]
 
 _LOSSES = ("mae", "mape")
@@ -112,8 +113,9 @@ def fit_member(key, x, y, mask, *, model, epochs, batch_size, lr, loss="mae"):
     real = mask[order] & (jnp.arange(n_batches * batch_size) < c)  # pad slots repeat row 0
     w = real.astype(jnp.float32)
     batches = (
-        jnp.arange(n_batches), order.reshape(n_batches, batch_size),
-        w.reshape(n_batches, batch_size),
+      jnp.arange(n_batches),
+      order.reshape(n_batches, batch_size),
+      w.reshape(n_batches, batch_size),
     )
     return jax.lax.scan(step, carry, batches)[0], None
 
@@ -130,22 +132,36 @@ def fit_members(keys, x, y, mask, *, model, epochs, batch_size, lr, loss="mae") 
   Returns:
     EnsembleState with params [M, ...] and train_mae [M].
   """
-  fit = functools.partial(
-      fit_member, model=model, epochs=epochs, batch_size=batch_size, lr=lr, loss=loss
-  )
+  fit = functools.partial(fit_member, model=model, epochs=epochs, batch_size=batch_size, lr=lr, loss=loss)
   params, mae = jax.vmap(fit, in_axes=(0, None, None, None))(keys, x, y, mask)
   return EnsembleState(params=params, train_mae=mae, model=model)
 
 
 def fit_ensemble(
-    key, x, y, mask, *, model=MetaNet(), n_members=5, epochs=150, batch_size=32, lr=0.01,
-    loss="mae",
+  key,
+  x,
+  y,
+  mask,
+  *,
+  model=MetaNet(),
+  n_members=5,
+  epochs=150,
+  batch_size=32,
+  lr=0.01,
+  loss="mae",
 ) -> EnsembleState:
   """Trains `n_members` MetaNets on (x [C, D], y [C], mask [C] bool), each with its own key
   (init and data orders) split from `key` (spec 5); see `fit_members`."""
   return fit_members(
-      jax.random.split(key, n_members), x, y, mask, model=model, epochs=epochs,
-      batch_size=batch_size, lr=lr, loss=loss,
+    jax.random.split(key, n_members),
+    x,
+    y,
+    mask,
+    model=model,
+    epochs=epochs,
+    batch_size=batch_size,
+    lr=lr,
+    loss=loss,
   )
 
 
@@ -161,8 +177,14 @@ def _check(name: str, value: Any, ok: bool, allowed: str) -> None:
 
 
 def ensemble_surrogate(
-    *, n_members: int = 5, hidden: Sequence[int] = (20,) * 10, epochs: int = 150,
-    batch_size: int = 32, lr: float = 0.01, loss: str = "mae", ddof: int = 0,
+  *,
+  n_members: int = 5,
+  hidden: Sequence[int] = (20,) * 10,
+  epochs: int = 150,
+  batch_size: int = 32,
+  lr: float = 0.01,
+  loss: str = "mae",
+  ddof: int = 0,
 ) -> Surrogate:
   """The BANANAS ensemble as a `Surrogate` over encodings ([C, D] float inputs).
 
@@ -186,12 +208,19 @@ def ensemble_surrogate(
     inputs, y, mask = jnp.asarray(inputs), jnp.asarray(y), jnp.asarray(mask, bool)
     if inputs.ndim != 2 or y.shape != inputs.shape[:1] or mask.shape != y.shape:
       raise ValueError(
-          f"ensemble_surrogate.fit: inputs {inputs.shape}, y {y.shape}, mask {mask.shape};"
-          " expected [C, D], [C], [C]"
+        f"ensemble_surrogate.fit: inputs {inputs.shape}, y {y.shape}, mask {mask.shape}; expected [C, D], [C], [C]"
       )
     return fit_ensemble(
-        key, inputs, y, mask, model=model, n_members=n_members, epochs=epochs,
-        batch_size=batch_size, lr=lr, loss=loss,
+      key,
+      inputs,
+      y,
+      mask,
+      model=model,
+      n_members=n_members,
+      epochs=epochs,
+      batch_size=batch_size,
+      lr=lr,
+      loss=loss,
     )
 
   @jax.jit

@@ -2,6 +2,7 @@
 and rank-one (Cholesky append) updates. Algebra is in normalised units,
 z = (y - y_shift) / y_scale over the real points; padded points (mask False) change nothing.
 """
+
 import logging
 from typing import Any
 
@@ -12,21 +13,21 @@ import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
 __all__ = [
-    "FIXED_NOISES",
-    "GPPosterior",
-    "Hypers",
-    "add_point",
-    "check_ok",
-    "cholesky",
-    "cholesky_with_jitter",
-    "condition",
-    "condition_fixed",
-    "log_marginal_likelihood",
-    "normalise",
-    "predict",
-    "predict_joint",
-    "project_psd",
-    "validate_data",
+  "FIXED_NOISES",
+  "GPPosterior",
+  "Hypers",
+  "add_point",
+  "check_ok",
+  "cholesky",
+  "cholesky_with_jitter",
+  "condition",
+  "condition_fixed",
+  "log_marginal_likelihood",
+  "normalise",
+  "predict",
+  "predict_joint",
+  "project_psd",
+  "validate_data",
 ]
 
 log = logging.getLogger(__name__)
@@ -124,9 +125,9 @@ def check_ok(ok: jax.Array, where: str) -> None:
   """
   if not isinstance(ok, jax.core.Tracer) and not bool(np.all(ok)):
     raise np.linalg.LinAlgError(
-        f"{where}: the kernel matrix is not positive definite even with jitter"
-        f" {_JITTERS[-1]:g}*mean(diag); check the hyper-parameters, the inputs for NaN, or use"
-        " project=True for kernels that are not PSD (e.g. NasbotKernel)"
+      f"{where}: the kernel matrix is not positive definite even with jitter"
+      f" {_JITTERS[-1]:g}*mean(diag); check the hyper-parameters, the inputs for NaN, or use"
+      " project=True for kernels that are not PSD (e.g. NasbotKernel)"
     )
 
 
@@ -166,8 +167,15 @@ def _gram(hypers: Hypers, pair: Any, mask: jax.Array, project: bool) -> jax.Arra
 
 
 def condition(
-    hypers: Hypers, pair: Any, y: jax.Array, mask: jax.Array, *, project: bool = False,
-    y_shift: jax.Array | None = None, y_scale: jax.Array | None = None, jitter: bool = True,
+  hypers: Hypers,
+  pair: Any,
+  y: jax.Array,
+  mask: jax.Array,
+  *,
+  project: bool = False,
+  y_shift: jax.Array | None = None,
+  y_scale: jax.Array | None = None,
+  jitter: bool = True,
 ) -> GPPosterior:
   """Conditions the GP on the real points (nasbot.md 7.1).
 
@@ -205,9 +213,7 @@ def _condition_raw(kernel: Any, pair: Any, y: jax.Array, mask: jax.Array, noise:
   return condition(hypers, pair, y, mask, y_shift=zero, y_scale=zero + 1, jitter=False)
 
 
-def condition_fixed(
-    kernel: Any, pair: Any, y, mask, *, noises: tuple[float, ...] = FIXED_NOISES
-) -> GPPosterior:
+def condition_fixed(kernel: Any, pair: Any, y, mask, *, noises: tuple[float, ...] = FIXED_NOISES) -> GPPosterior:
   """Conditions a GP with a fixed kernel, zero prior mean and raw targets (autokeras.md 4.5).
 
   Nothing is fitted or normalised: mu = k*^T (K + a I)^-1 y. Each noise variance a in `noises`
@@ -237,13 +243,13 @@ def condition_fixed(
         log.warning("condition_fixed: Cholesky needed noise %g (first try %g)", a, noises[0])
       return post
   raise np.linalg.LinAlgError(
-      f"condition_fixed: the kernel matrix is not positive definite even with noise {noises[-1]:g};"
-      " is the kernel PSD? (raw exp(-d) is not, autokeras.md 4.2)"
+    f"condition_fixed: the kernel matrix is not positive definite even with noise {noises[-1]:g};"
+    " is the kernel PSD? (raw exp(-d) is not, autokeras.md 4.2)"
   )
 
 
 def log_marginal_likelihood(
-    hypers: Hypers, pair: Any, y: jax.Array, mask: jax.Array, *, project: bool = False
+  hypers: Hypers, pair: Any, y: jax.Array, mask: jax.Array, *, project: bool = False
 ) -> jax.Array:
   """log p(z | hypers) of the normalised targets (as scikit-learn's normalize_y=True): [] float.
 
@@ -309,11 +315,11 @@ def add_point(post: GPPosterior, pair_row: Any, y_new: jax.Array, index: jax.Arr
   chol = post.chol.at[index].set(row)
   z = post.z.at[index].set((y_new - post.y_shift) / post.y_scale)
   return post.replace(
-      chol=chol,
-      alpha=cho_solve((chol, True), z),
-      z=z,
-      mask=post.mask.at[index].set(True),
-      ok=post.ok & free & (pivot > 0),
+    chol=chol,
+    alpha=cho_solve((chol, True), z),
+    z=z,
+    mask=post.mask.at[index].set(True),
+    ok=post.ok & free & (pivot > 0),
   )
 
 
@@ -324,13 +330,9 @@ def validate_data(pair: Any, y, mask, *, where: str) -> None:
   if len(y_shape) != 1:
     raise ValueError(f"{where}: y has shape {y_shape}; expected [C]")
   if mask_shape != y_shape or jnp.result_type(mask) != jnp.bool_:
-    raise ValueError(
-        f"{where}: mask is {jnp.result_type(mask)} of shape {mask_shape}; expected bool {y_shape}"
-    )
+    raise ValueError(f"{where}: mask is {jnp.result_type(mask)} of shape {mask_shape}; expected bool {y_shape}")
   if tuple(pair.shape) != (y_shape[0], y_shape[0]):
-    raise ValueError(
-        f"{where}: pair has shape {tuple(pair.shape)}; expected (C, C) = {y_shape * 2}"
-    )
+    raise ValueError(f"{where}: pair has shape {tuple(pair.shape)}; expected (C, C) = {y_shape * 2}")
   if isinstance(y, jax.core.Tracer) or isinstance(mask, jax.core.Tracer):
     return
   y, mask = np.asarray(y), np.asarray(mask)

@@ -1,6 +1,7 @@
 """GP hyper-parameters from data: vmapped multi-start maximum likelihood (optax), or posterior
 samples under a log-uniform box prior (hit-and-run slice sampling, nasbot.md 7.3).
 """
+
 import functools
 from typing import Any, Callable, NamedTuple
 
@@ -14,13 +15,13 @@ from jax.flatten_util import ravel_pytree
 from nas_jax.surrogates import gp
 
 __all__ = [
-    "Box",
-    "FitResult",
-    "fit_map",
-    "optimise",
-    "sample_box",
-    "sample_hypers",
-    "slice_sample",
+  "Box",
+  "FitResult",
+  "fit_map",
+  "optimise",
+  "sample_box",
+  "sample_hypers",
+  "slice_sample",
 ]
 
 # A shrinking slice halves its interval on average per rejection, so 100 rejections reach float
@@ -76,8 +77,8 @@ def sample_box(key: jax.Array, box: Box, n: int) -> gp.Hypers:
   leaves, tree = jax.tree.flatten(box.lower)
   keys = jax.random.split(key, len(leaves))
   draws = [
-      lo + jax.random.uniform(k, (n, *jnp.shape(lo)), dtype=jnp.result_type(lo)) * (hi - lo)
-      for k, lo, hi in zip(keys, leaves, jax.tree.leaves(box.upper))
+    lo + jax.random.uniform(k, (n, *jnp.shape(lo)), dtype=jnp.result_type(lo)) * (hi - lo)
+    for k, lo, hi in zip(keys, leaves, jax.tree.leaves(box.upper))
   ]
   return jax.tree.unflatten(tree, draws)
 
@@ -88,8 +89,16 @@ def _clip(hypers: gp.Hypers, box: Box) -> gp.Hypers:
 
 @functools.partial(jax.jit, static_argnames=("steps", "lr", "project", "batch_size"))
 def optimise(
-    starts: gp.Hypers, box: Box, pair: Any, y: jax.Array, mask: jax.Array, *, steps: int = 200,
-    lr: float = 0.05, project: bool = False, batch_size: int | None = None,
+  starts: gp.Hypers,
+  box: Box,
+  pair: Any,
+  y: jax.Array,
+  mask: jax.Array,
+  *,
+  steps: int = 200,
+  lr: float = 0.05,
+  project: bool = False,
+  batch_size: int | None = None,
 ) -> tuple[gp.Hypers, jax.Array]:
   """Maximises the log marginal likelihood from every start at once (one vmap, one lax.scan).
 
@@ -136,21 +145,35 @@ def _check_fit_args(where: str, box: Any, pair: Any, y, mask, **counts: int) -> 
   gp.validate_data(pair, y, mask, where=where)
 
 
-@functools.partial(
-    jax.jit, static_argnames=("n_starts", "steps", "lr", "project", "batch_size")
-)
+@functools.partial(jax.jit, static_argnames=("n_starts", "steps", "lr", "project", "batch_size"))
 def _fit_map(key, box, pair, y, mask, *, n_starts, steps, lr, project, batch_size):
   finals, lml = optimise(
-      sample_box(key, box, n_starts), box, pair, y, mask, steps=steps, lr=lr, project=project,
-      batch_size=batch_size,
+    sample_box(key, box, n_starts),
+    box,
+    pair,
+    y,
+    mask,
+    steps=steps,
+    lr=lr,
+    project=project,
+    batch_size=batch_size,
   )
   best = jnp.argmax(jnp.where(jnp.isnan(lml), -jnp.inf, lml))
   return FitResult(jax.tree.map(lambda x: x[best], finals), lml, jnp.isfinite(lml[best]))
 
 
 def fit_map(
-    key: jax.Array, box: Box, pair: Any, y, mask, *, n_starts: int = 16, steps: int = 200,
-    lr: float = 0.05, project: bool = False, batch_size: int | None = None,
+  key: jax.Array,
+  box: Box,
+  pair: Any,
+  y,
+  mask,
+  *,
+  n_starts: int = 16,
+  steps: int = 200,
+  lr: float = 0.05,
+  project: bool = False,
+  batch_size: int | None = None,
 ) -> FitResult:
   """Maximum-likelihood hyper-parameters from n_starts random starts in the box.
 
@@ -173,14 +196,27 @@ def fit_map(
   if not lr > 0:
     raise ValueError(f"fit_map: lr={lr!r}; expected a positive float")
   return _fit_map(
-      key, box, pair, y, mask, n_starts=n_starts, steps=steps, lr=float(lr), project=project,
-      batch_size=batch_size,
+    key,
+    box,
+    pair,
+    y,
+    mask,
+    n_starts=n_starts,
+    steps=steps,
+    lr=float(lr),
+    project=project,
+    batch_size=batch_size,
   )
 
 
 def slice_sample(
-    key: jax.Array, log_density: Callable[[jax.Array], jax.Array], x0: jax.Array,
-    lower: jax.Array, upper: jax.Array, *, n_steps: int,
+  key: jax.Array,
+  log_density: Callable[[jax.Array], jax.Array],
+  x0: jax.Array,
+  lower: jax.Array,
+  upper: jax.Array,
+  *,
+  n_steps: int,
 ) -> tuple[jax.Array, jax.Array]:
   """Hit-and-run slice sampling (Neal 2003, sec. 5) of a density restricted to a box.
 
@@ -225,9 +261,7 @@ def slice_sample(
     def searching(c):
       return ~c[5] & (c[0] < _MAX_SHRINK)
 
-    _, _, _, u_new, lp_new, accept = jax.lax.while_loop(
-        searching, propose, (0, t_lo, t_hi, u, lp, jnp.array(False))
-    )
+    _, _, _, u_new, lp_new, accept = jax.lax.while_loop(searching, propose, (0, t_lo, t_hi, u, lp, jnp.array(False)))
     u, lp = jnp.where(accept, u_new, u), jnp.where(accept, lp_new, lp)
     return (u, lp), (lower + u * width, lp)
 
@@ -236,9 +270,7 @@ def slice_sample(
   return samples, lps
 
 
-@functools.partial(
-    jax.jit, static_argnames=("n_samples", "n_chains", "burn_in", "thin", "project")
-)
+@functools.partial(jax.jit, static_argnames=("n_samples", "n_chains", "burn_in", "thin", "project"))
 def _sample_hypers(key, box, pair, y, mask, *, n_samples, n_chains, burn_in, thin, project):
   lower, unravel = ravel_pytree(box.lower)
   upper, _ = ravel_pytree(box.upper)
@@ -251,9 +283,7 @@ def _sample_hypers(key, box, pair, y, mask, *, n_samples, n_chains, burn_in, thi
   x0 = jax.vmap(lambda h: ravel_pytree(h)[0])(sample_box(k_init, box, n_chains))
 
   def chain(k, x):
-    samples, lps = slice_sample(
-        k, log_density, x, lower, upper, n_steps=burn_in + per_chain * thin
-    )
+    samples, lps = slice_sample(k, log_density, x, lower, upper, n_steps=burn_in + per_chain * thin)
     return samples[burn_in + thin - 1 :: thin], lps[burn_in + thin - 1 :: thin]
 
   samples, lps = jax.vmap(chain)(jax.random.split(k_chains, n_chains), x0)
@@ -261,8 +291,17 @@ def _sample_hypers(key, box, pair, y, mask, *, n_samples, n_chains, burn_in, thi
 
 
 def sample_hypers(
-    key: jax.Array, box: Box, pair: Any, y, mask, *, n_samples: int = 16, n_chains: int = 4,
-    burn_in: int = 100, thin: int = 2, project: bool = False,
+  key: jax.Array,
+  box: Box,
+  pair: Any,
+  y,
+  mask,
+  *,
+  n_samples: int = 16,
+  n_chains: int = 4,
+  burn_in: int = 100,
+  thin: int = 2,
+  project: bool = False,
 ) -> tuple[gp.Hypers, jax.Array]:
   """Posterior samples of the hyper-parameters under a log-uniform prior on the box.
 
@@ -281,16 +320,20 @@ def sample_hypers(
   Raises:
     ValueError, TypeError: on invalid arguments, before anything is traced.
   """
-  _check_fit_args(
-      "sample_hypers", box, pair, y, mask, n_samples=n_samples, n_chains=n_chains, thin=thin
-  )
+  _check_fit_args("sample_hypers", box, pair, y, mask, n_samples=n_samples, n_chains=n_chains, thin=thin)
   if n_samples % n_chains:
-    raise ValueError(
-        f"sample_hypers: n_samples={n_samples} is not a multiple of n_chains={n_chains}"
-    )
+    raise ValueError(f"sample_hypers: n_samples={n_samples} is not a multiple of n_chains={n_chains}")
   if not isinstance(burn_in, (int, np.integer)) or burn_in < 0:
     raise ValueError(f"sample_hypers: burn_in={burn_in!r}; expected an int >= 0")
   return _sample_hypers(
-      key, box, pair, y, mask, n_samples=n_samples, n_chains=n_chains, burn_in=burn_in,
-      thin=thin, project=project,
+    key,
+    box,
+    pair,
+    y,
+    mask,
+    n_samples=n_samples,
+    n_chains=n_chains,
+    burn_in=burn_in,
+    thin=thin,
+    project=project,
   )

@@ -2,6 +2,7 @@
 K against P = 1 - |v_i - v_j|, both rank-transformed to normal quantiles and scaled to [-1, 1],
 compared by their mean squared difference (the authors' recipe; the paper reports 0.112).
 """
+
 from __future__ import annotations
 
 import numpy as np

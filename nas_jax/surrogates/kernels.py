@@ -3,6 +3,7 @@
 Static choices are `pytree_node=False` fields. Each kernel also gives `diag(pair) -> [n1]`, the
 prior variance of the pair's first points, and `bounds(...)`, its default log-uniform prior box.
 """
+
 from typing import Any, Callable
 
 import flax.struct
@@ -13,17 +14,17 @@ import numpy as np
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, typed_dataclass
 
 __all__ = [
-    "ArcKernel",
-    "ExpSquared",
-    "Hamming",
-    "Matern12",
-    "Matern52",
-    "NasbotKernel",
-    "Product",
-    "Sum",
-    "exp_squared_profile",
-    "matern12_profile",
-    "matern52_profile",
+  "ArcKernel",
+  "ExpSquared",
+  "Hamming",
+  "Matern12",
+  "Matern52",
+  "NasbotKernel",
+  "Product",
+  "Sum",
+  "exp_squared_profile",
+  "matern12_profile",
+  "matern52_profile",
 ]
 
 
@@ -80,8 +81,8 @@ def _scaled_sq_dist(kernel: Any, pair: Any, log_length_scale: jax.Array) -> jax.
   if isinstance(pair, DistancePair):
     if jnp.ndim(log_length_scale) != 0:
       raise ValueError(
-          f"{type(kernel).__name__}: ARD length-scales (shape {jnp.shape(log_length_scale)}) need"
-          " a VectorPair; a DistancePair allows one scalar length-scale"
+        f"{type(kernel).__name__}: ARD length-scales (shape {jnp.shape(log_length_scale)}) need"
+        " a VectorPair; a DistancePair allows one scalar length-scale"
       )
     return pair.sq_dist * jnp.exp(-2.0 * log_length_scale)
   x1 = pair.x1 * jnp.exp(-log_length_scale)
@@ -253,21 +254,29 @@ class NasbotKernel:
     """From positive values; beta, beta_bar: [n_nu]. Raises ValueError."""
     log_beta, log_beta_bar = _positive("beta", beta), _positive("beta_bar", beta_bar)
     if log_beta.ndim != 1 or log_beta.shape != log_beta_bar.shape:
-      raise ValueError(
-          f"beta, beta_bar: shapes {log_beta.shape}, {log_beta_bar.shape}; need both [n_nu]"
-      )
+      raise ValueError(f"beta, beta_bar: shapes {log_beta.shape}, {log_beta_bar.shape}; need both [n_nu]")
     for name, v in (("p", p), ("p_bar", p_bar)):
       if not v > 0:
         raise ValueError(f"{name}: {v} is not positive")
     return cls(
-        _positive("alpha", alpha), _positive("alpha_bar", alpha_bar), log_beta, log_beta_bar,
-        float(p), float(p_bar),
+      _positive("alpha", alpha),
+      _positive("alpha_bar", alpha_bar),
+      log_beta,
+      log_beta_bar,
+      float(p),
+      float(p_bar),
     )
 
   @classmethod
   def bounds(
-      cls, n_nu=4, *, alpha=(0.01, 100.0), beta=(1e-9, 1e-3), beta_bar=(0.1, 100.0), p=1.0,
-      p_bar=2.0,
+    cls,
+    n_nu=4,
+    *,
+    alpha=(0.01, 100.0),
+    beta=(1e-9, 1e-3),
+    beta_bar=(0.1, 100.0),
+    p=1.0,
+    p_bar=2.0,
   ):
     """(lower, upper) kernels: the authors' code boxes (nasbot.md App. R), relative to Var(Y)."""
     a0, a1 = _range("alpha", alpha, None)
@@ -287,9 +296,7 @@ class ArcKernel:
   log_variance: jax.Array
   log_omega: jax.Array
   log_rho: jax.Array
-  profile: Callable[[jax.Array], jax.Array] = flax.struct.field(
-      pytree_node=False, default=exp_squared_profile
-  )
+  profile: Callable[[jax.Array], jax.Array] = flax.struct.field(pytree_node=False, default=exp_squared_profile)
 
   def sq_dist(self, pair: ArcPair) -> jax.Array:
     """d(x, x')^2: [n1, n2] of the cylindrical embeddings f_i = a_i w_i (sin t_i, cos t_i),
@@ -335,8 +342,13 @@ class ArcKernel:
 
   @classmethod
   def bounds(
-      cls, n_params, *, variance=(0.01, 100.0), omega=(0.01, 100.0), rho=(0.01, 1.0),
-      profile=exp_squared_profile,
+    cls,
+    n_params,
+    *,
+    variance=(0.01, 100.0),
+    omega=(0.01, 100.0),
+    rho=(0.01, 1.0),
+    profile=exp_squared_profile,
   ):
     """(lower, upper) kernels of a log-uniform box over [P] = n_params parameters."""
     if rho[1] > 1:

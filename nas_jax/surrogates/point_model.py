@@ -9,6 +9,7 @@ pending ones are hallucinated by one rule for every surrogate (kriging believer:
 real model's mean), and `pred_p` is the prediction of the model that holds them. Every padded size
 is a power of two, so a growing history compiles O(log n) times.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,11 +27,28 @@ from nas_jax.spaces.graph_edit import next_power_of_two
 from nas_jax.surrogates import gp, kernels
 from nas_jax.surrogates.ensemble import ensemble_surrogate
 from nas_jax.surrogates.priors import default_box
-from nas_jax.surrogates.surrogate import (GPState, JointInputs, Predictive, Surrogate, gp_surrogate, hallucinate,
-                                         predict_state)
+from nas_jax.surrogates.surrogate import (
+  GPState,
+  JointInputs,
+  Predictive,
+  Surrogate,
+  gp_surrogate,
+  hallucinate,
+  predict_state,
+)
 
-__all__ = ["SURROGATES", "PointModel", "Fitted", "ValueModel", "point_model", "fit", "predict", "capacity",
-           "value_model", "value_predictive"]
+__all__ = [
+  "SURROGATES",
+  "PointModel",
+  "Fitted",
+  "ValueModel",
+  "point_model",
+  "fit",
+  "predict",
+  "capacity",
+  "value_model",
+  "value_predictive",
+]
 
 SURROGATES = ("gp", "gp_fixed", "ensemble")
 
@@ -92,8 +110,10 @@ def _fixed_gp(kernel: Any) -> Surrogate:
 
 def _check_hamming(featurizer: Featurizer, kernel: str | None) -> None:
   if kernel == "hamming" and featurizer.name not in BINARY_FEATURIZERS:
-    raise ValueError(f"surrogate_config.kernel='hamming' counts mismatches of 0/1 features; {featurizer.name!r}"
-                     f" is not binary (binary featurizers: {', '.join(BINARY_FEATURIZERS)})")
+    raise ValueError(
+      f"surrogate_config.kernel='hamming' counts mismatches of 0/1 features; {featurizer.name!r}"
+      f" is not binary (binary featurizers: {', '.join(BINARY_FEATURIZERS)})"
+    )
 
 
 def _fixed_kernel(featurizer: Featurizer, kernel: str | None, variance: float, length_scale: float):
@@ -103,9 +123,11 @@ def _fixed_kernel(featurizer: Featurizer, kernel: str | None, variance: float, l
     return kernels.Hamming.create(variance, length_scale)
   if kernel in (None, "matern12") and featurizer.pair_type in (VectorPair, DistancePair):
     return kernels.Matern12.create(variance, length_scale)
-  raise ValueError(f"surrogate_config.kernel={kernel!r}: a fixed GP on {featurizer.name!r} features"
-                   f" ({featurizer.pair_type.__name__}) takes 'hamming' (binary vectors) or 'matern12' (vectors"
-                   " and distances); use the fitted 'gp' for OTMANN and arc features")
+  raise ValueError(
+    f"surrogate_config.kernel={kernel!r}: a fixed GP on {featurizer.name!r} features"
+    f" ({featurizer.pair_type.__name__}) takes 'hamming' (binary vectors) or 'matern12' (vectors"
+    " and distances); use the fitted 'gp' for OTMANN and arc features"
+  )
 
 
 def point_model(name: str, featurizer: Featurizer, *, target_offset: float | None = None, **options) -> PointModel:
@@ -131,19 +153,27 @@ def point_model(name: str, featurizer: Featurizer, *, target_offset: float | Non
       elif options:
         raise TypeError(f"a box excludes the options {sorted(options)}")
       samples = fit_opts.get("n_hyper_samples", 0)
-      surrogate = gp_surrogate(box, n_starts=fit_opts.get("n_starts", 16), steps=fit_opts.get("fit_steps", 200),
-                               n_hyper_samples=samples, n_chains=fit_opts.get("n_chains", 4 if samples else 1),
-                               project=featurizer.pair_type is OtmannPair)
+      surrogate = gp_surrogate(
+        box,
+        n_starts=fit_opts.get("n_starts", 16),
+        steps=fit_opts.get("fit_steps", 200),
+        n_hyper_samples=samples,
+        n_chains=fit_opts.get("n_chains", 4 if samples else 1),
+        project=featurizer.pair_type is OtmannPair,
+      )
       return PointModel(name, featurizer, surrogate, False, 16, 8, target_offset)
     if name == "gp_fixed":
-      kernel = _fixed_kernel(featurizer, options.pop("kernel", None), options.pop("variance", 1.0),
-                             options.pop("length_scale", 1.0))
+      kernel = _fixed_kernel(
+        featurizer, options.pop("kernel", None), options.pop("variance", 1.0), options.pop("length_scale", 1.0)
+      )
       if options:
         raise TypeError(f"unexpected options {sorted(options)}")
       return PointModel(name, featurizer, _fixed_gp(kernel), False, 16, 8, target_offset)
     if featurizer.pair_type is not VectorPair:
-      raise ValueError(f"surrogate: 'ensemble' reads vectors; featurizer {featurizer.name!r} gives"
-                       f" {featurizer.pair_type.__name__} (use an encoding or poor_man)")
+      raise ValueError(
+        f"surrogate: 'ensemble' reads vectors; featurizer {featurizer.name!r} gives"
+        f" {featurizer.pair_type.__name__} (use an encoding or poor_man)"
+      )
     if "hidden" in options:
       options["hidden"] = tuple(options["hidden"])
     return PointModel(name, featurizer, ensemble_surrogate(**options), True, 32, 128, target_offset)
@@ -158,8 +188,9 @@ def _inputs(model: PointModel, pair: Any, rows: int, cols: int):
   return pair.pad(rows, cols)
 
 
-def fit(model: PointModel, key: jax.Array, cache: FeatureCache, train: Sequence, scores: np.ndarray,
-        n_ok: int) -> Fitted:
+def fit(
+  model: PointModel, key: jax.Array, cache: FeatureCache, train: Sequence, scores: np.ndarray, n_ok: int
+) -> Fitted:
   """Fits the model on train[:n_ok] with `scores` [n_ok] and hallucinates train[n_ok:].
 
   Every train point must be in `cache` (`featurizer.extend` it with the pending points first).
@@ -232,14 +263,22 @@ def value_model(fitted: Fitted) -> ValueModel:
   """The ValueModel of a fitted GP whose featurizer encodes raw values; ValueError otherwise."""
   model = fitted.model
   if model.vectors or model.featurizer.encode_values is None:
-    raise ValueError(f"value_model: a GP on a featurizer with encode_values is needed; got {model.name!r} on"
-                     f" {model.featurizer.name!r}")
+    raise ValueError(
+      f"value_model: a GP on a featurizer with encode_values is needed; got {model.name!r} on {model.featurizer.name!r}"
+    )
   train = model.featurizer.features(fitted.cache, fitted.train)
   train = tuple(np.concatenate([x, np.zeros((fitted.capacity - len(x),) + x.shape[1:], x.dtype)]) for x in train)
   offset = 0.0 if model.target_offset is None else model.target_offset
   sign = 1.0 if model.target_offset is None else -1.0
-  return ValueModel(fitted.state.posterior, fitted.state_p.posterior, tuple(jnp.asarray(x) for x in train),
-                    jnp.asarray(offset), jnp.asarray(sign), model.featurizer.encode_values, model.featurizer.to_pair)
+  return ValueModel(
+    fitted.state.posterior,
+    fitted.state_p.posterior,
+    tuple(jnp.asarray(x) for x in train),
+    jnp.asarray(offset),
+    jnp.asarray(sign),
+    model.featurizer.encode_values,
+    model.featurizer.to_pair,
+  )
 
 
 def value_predictive(vm: ValueModel, values: jax.Array) -> tuple[Predictive, Predictive]:

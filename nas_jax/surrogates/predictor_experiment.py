@@ -1,6 +1,7 @@
 """The BANANAS predictor experiment (paper Table 1, spec bananas.md 10.2, 11.4): train the meta
 neural network ensemble on n random cells per encoding; report train and held-out MAE.
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -16,10 +17,16 @@ __all__ = ["predictor_mae"]
 
 
 def predictor_mae(
-    key: jax.Array, cells: Sequence[Any], errors: Any, *,
-    encoding_names: Sequence[str] = ("adj_onehot", "path", "trunc_path", "path_iso"),
-    train_sizes: Sequence[int] = (20, 100, 200), n_test: int = 500, n_fits: int = 3,
-    n_members: int = 5, epochs: int = 150,
+  key: jax.Array,
+  cells: Sequence[Any],
+  errors: Any,
+  *,
+  encoding_names: Sequence[str] = ("adj_onehot", "path", "trunc_path", "path_iso"),
+  train_sizes: Sequence[int] = (20, 100, 200),
+  n_test: int = 500,
+  n_fits: int = 3,
+  n_members: int = 5,
+  epochs: int = 150,
 ) -> dict:
   """MAE (val error, percentage points) of the ensemble mean, per encoding and training size.
 
@@ -43,8 +50,8 @@ def predictor_mae(
     raise ValueError(f"predictor_mae: max(train_sizes) + n_test = {n_max + n_test} > {len(cells)} cells")
   k_split, k_fit = jax.random.split(key)
   splits = [
-      np.asarray(jax.random.permutation(jax.random.fold_in(k_split, f), len(cells)))[: n_max + n_test]
-      for f in range(n_fits)
+    np.asarray(jax.random.permutation(jax.random.fold_in(k_split, f), len(cells)))[: n_max + n_test]
+    for f in range(n_fits)
   ]
   out: dict = {}
   for e_i, name in enumerate(encoding_names):
@@ -58,13 +65,16 @@ def predictor_mae(
         y = np.where(mask, errors[tr], 0.0)
         fit_key = jax.random.fold_in(jax.random.fold_in(k_fit, e_i), 1000 * f + n)
         state = ensemble.fit_ensemble(
-            fit_key, jnp.asarray(x_all[tr]), jnp.asarray(y), jnp.asarray(mask),
-            n_members=n_members, epochs=epochs,
+          fit_key,
+          jnp.asarray(x_all[tr]),
+          jnp.asarray(y),
+          jnp.asarray(mask),
+          n_members=n_members,
+          epochs=epochs,
         )
         pred_tr = np.asarray(ensemble.predict_members(state, jnp.asarray(x_all[tr[:n]]))).mean(0)
         pred_te = np.asarray(ensemble.predict_members(state, jnp.asarray(x_all[te]))).mean(0)
         train.append(np.abs(pred_tr - errors[tr[:n]]).mean())
         test.append(np.abs(pred_te - errors[te]).mean())
-      out[name][n] = {"train": float(np.mean(train)), "test": float(np.mean(test)),
-                      "test_std": float(np.std(test))}
+      out[name][n] = {"train": float(np.mean(train)), "test": float(np.mean(test)), "test_std": float(np.std(test))}
   return out

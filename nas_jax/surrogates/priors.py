@@ -2,6 +2,7 @@
 
 Boxes are log-uniform over hyper-parameters and relative to Var(Y) (targets are normalised).
 """
+
 from __future__ import annotations
 
 import jax.numpy as jnp
@@ -12,8 +13,12 @@ from nas_jax.surrogates import gp_fit, kernels
 __all__ = ["NASBOT_KERNELS", "VECTOR_KERNELS", "nasbot_box", "arc_box", "poor_man_box", "vector_box", "default_box"]
 
 NASBOT_KERNELS = ("combined", "d", "d_bar")  # the kernel ablation of nasbot.md App. C.4 (Fig. 7a)
-VECTOR_KERNELS = {"exp_squared": kernels.ExpSquared, "matern52": kernels.Matern52, "matern12": kernels.Matern12,
-                  "hamming": kernels.Hamming}
+VECTOR_KERNELS = {
+  "exp_squared": kernels.ExpSquared,
+  "matern52": kernels.Matern52,
+  "matern12": kernels.Matern12,
+  "hamming": kernels.Hamming,
+}
 _OFF = 1e-9  # the scale a switched-off kernel term is held at: exp(-20.7), never exactly 0
 # The arc paper's boxes (arc_kernel.md 4): omega and the length-scales span the same inverse
 # scales of [0, 1] inputs; the noise may reach Var(Y), since network performance is noisy.
@@ -40,8 +45,9 @@ def nasbot_box(n_nu: int, kernel: str = "combined", *, p: float = 1.0, p_bar: fl
 
 def arc_box(n_params: int) -> gp_fit.Box:
   """An ArcKernel GP over n_params conditional parameters (omega, rho, variance, noise)."""
-  return gp_fit.Box.create(*kernels.ArcKernel.bounds(n_params, variance=_VARIANCE, omega=_OMEGA, rho=_RHO),
-                           noise=_NOISE)
+  return gp_fit.Box.create(
+    *kernels.ArcKernel.bounds(n_params, variance=_VARIANCE, omega=_OMEGA, rho=_RHO), noise=_NOISE
+  )
 
 
 def poor_man_box(n_params: int) -> gp_fit.Box:

@@ -1,6 +1,7 @@
 """The Surrogate interface (fit/predict, optax style), the Predictive every acquisition reads,
 the GP surrogate, and kriging-believer hallucination of pending evaluations.
 """
+
 import functools
 from typing import Any, Callable, NamedTuple
 
@@ -12,13 +13,13 @@ import numpy as np
 from nas_jax.surrogates import gp, gp_fit
 
 __all__ = [
-    "GPState",
-    "JointInputs",
-    "Predictive",
-    "Surrogate",
-    "gp_surrogate",
-    "hallucinate",
-    "predict_state",
+  "GPState",
+  "JointInputs",
+  "Predictive",
+  "Surrogate",
+  "gp_surrogate",
+  "hallucinate",
+  "predict_state",
 ]
 
 
@@ -75,9 +76,17 @@ def _check_count(name: str, value: Any, minimum: int) -> None:
 
 
 def gp_surrogate(
-    box: gp_fit.Box, *, n_starts: int = 16, steps: int = 200, lr: float = 0.05,
-    batch_size: int | None = None, n_hyper_samples: int = 0, n_chains: int = 4,
-    burn_in: int = 100, project: bool = False, n_samples: int = 16,
+  box: gp_fit.Box,
+  *,
+  n_starts: int = 16,
+  steps: int = 200,
+  lr: float = 0.05,
+  batch_size: int | None = None,
+  n_hyper_samples: int = 0,
+  n_chains: int = 4,
+  burn_in: int = 100,
+  project: bool = False,
+  n_samples: int = 16,
 ) -> Surrogate:
   """A GP surrogate whose inputs are Pairwise values (the pair (C, C) for fit and condition).
 
@@ -110,10 +119,7 @@ def gp_surrogate(
   if not lr > 0:
     raise ValueError(f"gp_surrogate: lr={lr!r}; expected a positive float")
   if n_hyper_samples and n_hyper_samples % n_chains:
-    raise ValueError(
-        f"gp_surrogate: n_hyper_samples={n_hyper_samples} is not a multiple of"
-        f" n_chains={n_chains}"
-    )
+    raise ValueError(f"gp_surrogate: n_hyper_samples={n_hyper_samples} is not a multiple of n_chains={n_chains}")
   if n_hyper_samples == 0:  # unused options are blanked so that equal fits share a compile
     config = _FitConfig(n_starts, steps, float(lr), batch_size, 0, 0, 0, project)
   else:
@@ -158,19 +164,32 @@ def _fit(key, box, pair, y, mask, *, config: _FitConfig) -> GPState:
   c = config
   if c.n_hyper_samples == 0:
     best = gp_fit.fit_map(
-        k_fit, box, pair, y, mask, n_starts=c.n_starts, steps=c.steps, lr=c.lr,
-        project=c.project, batch_size=c.batch_size,
+      k_fit,
+      box,
+      pair,
+      y,
+      mask,
+      n_starts=c.n_starts,
+      steps=c.steps,
+      lr=c.lr,
+      project=c.project,
+      batch_size=c.batch_size,
     ).hypers
     hypers = jax.tree.map(lambda x: x[None], best)
   else:
     hypers, _ = gp_fit.sample_hypers(
-        k_fit, box, pair, y, mask, n_samples=c.n_hyper_samples, n_chains=c.n_chains,
-        burn_in=c.burn_in, project=c.project,
+      k_fit,
+      box,
+      pair,
+      y,
+      mask,
+      n_samples=c.n_hyper_samples,
+      n_chains=c.n_chains,
+      burn_in=c.burn_in,
+      project=c.project,
     )
   post = jax.vmap(lambda h: gp.condition(h, pair, y, mask, project=c.project))(hypers)
-  lml = jax.vmap(lambda h: gp.log_marginal_likelihood(h, pair, y, mask, project=c.project))(
-      hypers
-  )
+  lml = jax.vmap(lambda h: gp.log_marginal_likelihood(h, pair, y, mask, project=c.project))(hypers)
   return GPState(post, lml, k_state, jnp.all(post.ok) & jnp.all(jnp.isfinite(lml)))
 
 
@@ -179,9 +198,7 @@ def predict_state(state: GPState, inputs: Any, *, n_samples: int, squeeze: bool)
   """A GPState's Predictive at inputs (Pairwise (m, C), or JointInputs for n_samples joint draws
   per hyper-parameter sample); squeeze drops the axis S = 1 of a single fit."""
   if isinstance(inputs, JointInputs):
-    mean, cov = jax.vmap(gp.predict_joint, (0, None, None))(
-        state.posterior, inputs.cross, inputs.test
-    )
+    mean, cov = jax.vmap(gp.predict_joint, (0, None, None))(state.posterior, inputs.cross, inputs.test)
     var = jnp.maximum(jnp.diagonal(cov, axis1=-2, axis2=-1), 0.0)
     chol, _ = jax.vmap(gp.cholesky_with_jitter)(cov)
     eps = jax.random.normal(state.key, (mean.shape[0], n_samples, mean.shape[1]), mean.dtype)
@@ -199,17 +216,20 @@ def predict_state(state: GPState, inputs: Any, *, n_samples: int, squeeze: bool)
 @functools.partial(jax.jit, static_argnames=("project",))
 def _condition(state: GPState, pair: Any, y: jax.Array, mask: jax.Array, *, project: bool):
   def one(p, y_s):
-    return gp.condition(
-        p.hypers, pair, y_s, mask, project=project, y_shift=p.y_shift, y_scale=p.y_scale
-    )
+    return gp.condition(p.hypers, pair, y_s, mask, project=project, y_shift=p.y_shift, y_scale=p.y_scale)
 
   post = jax.vmap(one, (0, 0 if y.ndim == 2 else None))(state.posterior, y)
   return state.replace(posterior=post, ok=state.ok & jnp.all(post.ok))
 
 
 def hallucinate(
-    surrogate: Surrogate, state: Any, inputs: Any, y: jax.Array, mask: jax.Array,
-    pending: jax.Array, key: jax.Array | None = None,
+  surrogate: Surrogate,
+  state: Any,
+  inputs: Any,
+  y: jax.Array,
+  mask: jax.Array,
+  pending: jax.Array,
+  key: jax.Array | None = None,
 ) -> Any:
   """Kriging believer (nasbot.md 9): adds the pending points as if observed at their mean.
 

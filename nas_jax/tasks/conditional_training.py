@@ -23,6 +23,7 @@ standardised targets); a point scores its best validation epoch's errors, as `tr
 A point's randomness (initialisation, shuffles, dropout) derives from the key and the point's
 canonical key, so a point trains the same whichever batch it is in.
 """
+
 from __future__ import annotations
 
 import functools
@@ -82,8 +83,10 @@ def _layout(spec: cond.ConditionalSpec) -> tuple[int, int]:
     raise TypeError(f"spec: {type(spec).__name__} given; expected a ConditionalSpec")
   ref = cond.conditional_spec(spec.max_depth)
   if spec.names != ref.names or not all(np.array_equal(a, b) for a, b in zip(spec[1:5], ref[1:5])):
-    raise ValueError(f"spec: differs from conditional_spec(max_depth={spec.max_depth}); the trainer reads"
-                     " parameters by that layout and those bounds")
+    raise ValueError(
+      f"spec: differs from conditional_spec(max_depth={spec.max_depth}); the trainer reads"
+      " parameters by that layout and those bounds"
+    )
   units = len(cond.SHARED) + cond.LAYER_FIELDS.index("log2_units")
   return 2 ** int(spec.upper[units]), 2 ** int(spec.lower[cond.SHARED.index("log2_batch")])
 
@@ -92,7 +95,7 @@ def _settings(points: cond.ConditionalPoint, spec: cond.ConditionalSpec, n_train
   """The settings of a batch of points (values [B, P]) on `n_train` examples of `d_in` features."""
   width, micro = _layout(spec)
   v = np.asarray(points.values, np.float64)
-  layers = v[:, len(cond.SHARED):].reshape(len(v), spec.max_depth, len(cond.LAYER_FIELDS))
+  layers = v[:, len(cond.SHARED) :].reshape(len(v), spec.max_depth, len(cond.LAYER_FIELDS))
   field = lambda name: layers[..., cond.LAYER_FIELDS.index(name)]
   shared = lambda name: v[:, cond.SHARED.index(name)]
   depth = shared("depth").astype(np.int64)
@@ -103,16 +106,16 @@ def _settings(points: cond.ConditionalPoint, spec: cond.ConditionalSpec, n_train
   fan_in = np.concatenate([np.full((len(v), 1), d_in), units[:, :-1], last[:, None]], axis=1)
   width_range = np.arange(width)
   return _Settings(
-      lr=(10 ** shared("log10_lr")).astype(np.float32),
-      accum=(batch // micro).astype(np.int32),
-      micro_steps=((n_train // batch) * (batch // micro)).astype(np.int32),
-      layer_on=layer_on,
-      unit_mask=((width_range < units[..., None]) & layer_on[..., None]).astype(np.float32),
-      out_mask=(width_range < last[:, None]).astype(np.float32),
-      fan_in=fan_in.astype(np.float32),
-      activation=field("activation").astype(np.int32),
-      dropout=field("dropout").astype(np.float32),
-      l2=(10 ** field("log10_l2")).astype(np.float32),
+    lr=(10 ** shared("log10_lr")).astype(np.float32),
+    accum=(batch // micro).astype(np.int32),
+    micro_steps=((n_train // batch) * (batch // micro)).astype(np.int32),
+    layer_on=layer_on,
+    unit_mask=((width_range < units[..., None]) & layer_on[..., None]).astype(np.float32),
+    out_mask=(width_range < last[:, None]).astype(np.float32),
+    fan_in=fan_in.astype(np.float32),
+    activation=field("activation").astype(np.int32),
+    dropout=field("dropout").astype(np.float32),
+    l2=(10 ** field("log10_l2")).astype(np.float32),
   )
 
 
@@ -122,18 +125,27 @@ def _init(s: _Settings, key: jax.Array, d_in: int, n_out: int) -> tuple[Any, Any
   keys = jax.random.split(key, n_layers + 1)
   rows = [jnp.ones(d_in, _F32)] + [s.unit_mask[i] for i in range(n_layers - 1)] + [s.out_mask]
   cols = [s.unit_mask[i] for i in range(n_layers)] + [jnp.ones(n_out, _F32)]
-  kernel = lambda i: (jax.random.normal(keys[i], (rows[i].size, cols[i].size), _F32) * rows[i][:, None]
-                      * cols[i][None, :] / jnp.sqrt(s.fan_in[i]))
-  params = {"kernels": [kernel(i) for i in range(n_layers + 1)],
-            "biases": [jnp.zeros(width, _F32)] * n_layers + [jnp.zeros(n_out, _F32)]}
+  kernel = lambda i: (
+    jax.random.normal(keys[i], (rows[i].size, cols[i].size), _F32)
+    * rows[i][:, None]
+    * cols[i][None, :]
+    / jnp.sqrt(s.fan_in[i])
+  )
+  params = {
+    "kernels": [kernel(i) for i in range(n_layers + 1)],
+    "biases": [jnp.zeros(width, _F32)] * n_layers + [jnp.zeros(n_out, _F32)],
+  }
   return params, _ADAM.init(params)
 
 
 def _activate(z: jax.Array, index: jax.Array) -> jax.Array:
   """ACTIVATIONS[index](z); the branches are element-wise, so computing all four is cheap."""
   branches = {"relu": jax.nn.relu, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid, "elu": jax.nn.elu}
-  return jnp.select([index == i for i in range(len(cond.ACTIVATIONS) - 1)],
-                    [branches[a](z) for a in cond.ACTIVATIONS[:-1]], branches[cond.ACTIVATIONS[-1]](z))
+  return jnp.select(
+    [index == i for i in range(len(cond.ACTIVATIONS) - 1)],
+    [branches[a](z) for a in cond.ACTIVATIONS[:-1]],
+    branches[cond.ACTIVATIONS[-1]](z),
+  )
 
 
 def _forward(params, s: _Settings, x: jax.Array, key: jax.Array | None) -> jax.Array:
@@ -214,12 +226,16 @@ def _check_args(points, spec, dataset, epochs, key, chunk) -> None:
   if not isinstance(dataset, Dataset):
     raise TypeError(f"dataset: {type(dataset).__name__} given; expected a Dataset")
   if dataset.task not in TASKS or dataset.x_train.ndim != 2:
-    raise ValueError(f"dataset: {dataset.name!r} is a {dataset.task} task with inputs {dataset.x_train.shape};"
-                     " expected classification or regression on flat features [n, D] (digits: kind='mlp')")
+    raise ValueError(
+      f"dataset: {dataset.name!r} is a {dataset.task} task with inputs {dataset.x_train.shape};"
+      " expected classification or regression on flat features [n, D] (digits: kind='mlp')"
+    )
   most = 2 ** int(spec.upper[cond.SHARED.index("log2_batch")])
   if dataset.x_train.shape[0] < most:
-    raise ValueError(f"dataset: {dataset.name!r} has {dataset.x_train.shape[0]} training examples; the largest"
-                     f" batch, {most}, needs at least as many")
+    raise ValueError(
+      f"dataset: {dataset.name!r} has {dataset.x_train.shape[0]} training examples; the largest"
+      f" batch, {most}, needs at least as many"
+    )
   for name, v in (("epochs", epochs), ("chunk", chunk)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name}: {v!r}; expected an integer >= 1")
@@ -244,8 +260,15 @@ def _best(val: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
   return np.where(ok, val[rows, best], np.nan), np.where(ok, test[rows, best], np.nan)
 
 
-def train_points(points: cond.ConditionalPoint, spec: cond.ConditionalSpec, dataset: Dataset, *, epochs: int,
-                 key: jax.Array, chunk: int = 32) -> PointResults:
+def train_points(
+  points: cond.ConditionalPoint,
+  spec: cond.ConditionalSpec,
+  dataset: Dataset,
+  *,
+  epochs: int,
+  key: jax.Array,
+  chunk: int = 32,
+) -> PointResults:
   """Trains every point of a batch (see the module docstring) and scores it by its best epoch.
 
   Points are trained `chunk` at a time (vmapped; the last chunk padded with copies of the last
@@ -288,8 +311,9 @@ def train_points(points: cond.ConditionalPoint, spec: cond.ConditionalSpec, data
   return PointResults(val_error, test_error, val_errors, time.perf_counter() - t0)
 
 
-def evaluate_point(point: cond.ConditionalPoint, spec: cond.ConditionalSpec, dataset: Dataset, *, epochs: int,
-                   key: jax.Array) -> PointResults:
+def evaluate_point(
+  point: cond.ConditionalPoint, spec: cond.ConditionalSpec, dataset: Dataset, *, epochs: int, key: jax.Array
+) -> PointResults:
   """`train_points` of one point (values [P]); the results have B = 1."""
   cond.check_point(point, spec)
   if np.ndim(point.values) != 1:
@@ -297,15 +321,17 @@ def evaluate_point(point: cond.ConditionalPoint, spec: cond.ConditionalSpec, dat
   return train_points(cond.stack_points([point]), spec, dataset, epochs=epochs, key=key, chunk=1)
 
 
-def _evaluate(dataset: str, epochs: int, data_seed: int, max_depth: int, point_json: dict,
-              seed: int) -> TaskResult:
+def _evaluate(dataset: str, epochs: int, data_seed: int, max_depth: int, point_json: dict, seed: int) -> TaskResult:
   """Task.evaluate of `conditional_task` (top level, so it pickles)."""
   spec = cond.conditional_spec(max_depth)
   point = cond.point_from_json(point_json, spec)
   data = train_task.load_dataset(dataset, "mlp", data_seed, "", "regression")
   r = evaluate_point(point, spec, data, epochs=epochs, key=jax.random.key(seed))
-  return TaskResult(value=float(r.val_error[0]), test_value=float(r.test_error[0]),
-                    info={"val_errors": r.val_errors[0].tolist(), "seconds": r.seconds})
+  return TaskResult(
+    value=float(r.val_error[0]),
+    test_value=float(r.test_error[0]),
+    info={"val_errors": r.val_errors[0].tolist(), "seconds": r.seconds},
+  )
 
 
 def conditional_task(dataset: str, *, epochs: int, data_seed: int = 0, max_depth: int = 3) -> Task:
@@ -325,5 +351,8 @@ def conditional_task(dataset: str, *, epochs: int, data_seed: int = 0, max_depth
   if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
     raise ValueError(f"epochs: {epochs!r}; expected an integer >= 1")
   data = train_task.load_dataset(dataset, "mlp", data_seed, "", "regression")
-  return Task(name=f"conditional-{data.name}", goal="min",
-              evaluate=functools.partial(_evaluate, dataset, int(epochs), data_seed, max_depth))
+  return Task(
+    name=f"conditional-{data.name}",
+    goal="min",
+    evaluate=functools.partial(_evaluate, dataset, int(epochs), data_seed, max_depth),
+  )

@@ -3,6 +3,7 @@
 Nothing is downloaded. Every dataset is split 0.6/0.2/0.2 with a seed and standardised with
 training statistics (spec nasbot.md 10.2).
 """
+
 from __future__ import annotations
 
 import csv
@@ -124,8 +125,7 @@ def _read_csv(path: str) -> dict[str, np.ndarray]:
         values[i - 2, j] = float(cell)
       except ValueError:
         raise ValueError(
-            f"load_table: {path!r} line {i}, column {header[j]!r}: {cell!r} is not a number;"
-            " every cell must be numeric"
+          f"load_table: {path!r} line {i}, column {header[j]!r}: {cell!r} is not a number; every cell must be numeric"
         ) from None
   return {h: values[:, j] for j, h in enumerate(header)}
 
@@ -137,8 +137,8 @@ def _read_npz(path: str) -> dict[str, np.ndarray]:
   for k, a in arrays.items():
     if a.ndim not in (1, 2) or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
       raise ValueError(
-          f"load_table: {path!r} entry {k!r} has dtype {a.dtype} and shape {a.shape};"
-          " entries must be numeric [n] columns or [n, d] blocks"
+        f"load_table: {path!r} entry {k!r} has dtype {a.dtype} and shape {a.shape};"
+        " entries must be numeric [n] columns or [n, d] blocks"
       )
   if not arrays:
     raise ValueError(f"load_table: {path!r} holds no arrays")

@@ -1,5 +1,6 @@
 """Early stopping on the validation loss (Auto-Keras: stop after tau consecutive epochs whose loss
 is greater than best - 1e-4)."""
+
 from __future__ import annotations
 
 import math

@@ -2,6 +2,7 @@
 
 Layer semantics follow spec nasbot.md 1.2-1.3 and fill in what the paper leaves open (10.3).
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,13 +36,13 @@ def _crelu(x: jax.Array) -> jax.Array:
 # MLP processing labels -> activation after the dense layer. crelu doubles the width (TensorFlow's
 # convention), so a crelu layer with `units` u outputs 2u features; leaky-relu uses slope 0.01.
 ACTIVATIONS = {
-    "relu": nn.relu,
-    "crelu": _crelu,
-    "leaky-relu": nn.leaky_relu,
-    "softplus": nn.softplus,
-    "elu": nn.elu,
-    "logistic": nn.sigmoid,
-    "tanh": jnp.tanh,
+  "relu": nn.relu,
+  "crelu": _crelu,
+  "leaky-relu": nn.leaky_relu,
+  "softplus": nn.softplus,
+  "elu": nn.elu,
+  "logistic": nn.sigmoid,
+  "tanh": jnp.tanh,
 }
 
 
@@ -96,15 +97,15 @@ def network_nodes(arch: Architecture) -> tuple[Node, ...]:
   for u in order:
     lid = int(labels[u])
     nodes.append(
-        Node(
-            slot=int(real[u]),
-            label=table.names[lid],
-            role=int(table.role[lid]),
-            kernel=int(table.kernel[lid]),
-            units=int(units[u]),
-            stride=int(strides[u]),
-            parents=tuple(sorted(position[int(p)] for p in np.flatnonzero(adj[:, u]))),
-        )
+      Node(
+        slot=int(real[u]),
+        label=table.names[lid],
+        role=int(table.role[lid]),
+        kernel=int(table.kernel[lid]),
+        units=int(units[u]),
+        stride=int(strides[u]),
+        parents=tuple(sorted(position[int(p)] for p in np.flatnonzero(adj[:, u]))),
+      )
     )
   return tuple(nodes)
 
@@ -234,8 +235,9 @@ def _to_size(x: jax.Array, size: int) -> jax.Array:
   return x
 
 
-def _autokeras_layer(node: Node, parents: list[Node], ins: list[jax.Array], train: bool, num_outputs: int,
-                     kernel_init: Callable) -> jax.Array:
+def _autokeras_layer(
+  node: Node, parents: list[Node], ins: list[jax.Array], train: bool, num_outputs: int, kernel_init: Callable
+) -> jax.Array:
   """One vertex of the Auto-Keras family (autokeras.md 1.4, `nas_jax.arch.main_chain`).
 
   parents, ins: the parent vertices and their outputs, in topological order. A conv block is

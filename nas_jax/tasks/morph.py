@@ -25,6 +25,7 @@ copied from for widened outputs (so a zero bias gets none), [0, 1] (s = 1e-4) fo
 for the zero rows of readers. Old entries and all BN parameters and statistics stay exact (the
 code also perturbs a widened conv's old filters and new BN layers; we do not).
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -63,10 +64,14 @@ def _net(arch: Architecture) -> _Net:
   table = labels_lib.label_table(main_chain.KIND)
   lids = [int(x) for x in np.asarray(arch.labels)[:n]]
   _, kids = graph.adjacency_lists(np.asarray(arch.adjacency, bool)[:n, :n])
-  return _Net(chain, tuple(f"{u}_{table.names[l]}" for u, l in enumerate(lids)),
-              tuple(int(table.role[l]) for l in lids), tuple(int(table.kernel[l]) for l in lids),
-              tuple(int(x) for x in np.asarray(arch.units)[:n]),
-              tuple(tuple(int(k) for k in ks) for ks in kids))
+  return _Net(
+    chain,
+    tuple(f"{u}_{table.names[l]}" for u, l in enumerate(lids)),
+    tuple(int(table.role[l]) for l in lids),
+    tuple(int(table.kernel[l]) for l in lids),
+    tuple(int(x) for x in np.asarray(arch.units)[:n]),
+    tuple(tuple(int(k) for k in ks) for ks in kids),
+  )
 
 
 def _chain_input_width(net: _Net, v: int, in_channels: int) -> int:
@@ -131,16 +136,18 @@ def _check(given: Any, expected: Mapping, path: tuple[str, ...] = ()) -> None:
     raise ValueError(f"{_where(path)}: got a {type(given).__name__}; expected a dict with keys {sorted(expected)}")
   extra = sorted(set(given) - set(expected))
   if extra:
-    raise ValueError(f"{_where(path)}: has {extra[0]!r}, which the architecture does not have;"
-                     f" expected keys {sorted(expected)}")
+    raise ValueError(
+      f"{_where(path)}: has {extra[0]!r}, which the architecture does not have; expected keys {sorted(expected)}"
+    )
   for key, want in expected.items():
     if key not in given:
       raise ValueError(f"{_where(path)}: has no entry {key!r}; the architecture needs it")
     if isinstance(want, Mapping):
       _check(given[key], want, path + (key,))
     elif tuple(np.shape(given[key])) != want:
-      raise ValueError(f"{_where(path + (key,))}: has shape {tuple(np.shape(given[key]))};"
-                       f" the architecture needs {want}")
+      raise ValueError(
+        f"{_where(path + (key,))}: has shape {tuple(np.shape(given[key]))}; the architecture needs {want}"
+      )
 
 
 def _noisy(rng: np.random.Generator, new: np.ndarray, ref_range: float, noise: bool) -> np.ndarray:
@@ -153,8 +160,10 @@ def _noisy(rng: np.random.Generator, new: np.ndarray, ref_range: float, noise: b
 
 def _identity_bn(c: int) -> tuple[dict, dict]:
   """Identity BN in eval mode: (x - 0) / sqrt((1 - eps) + eps) * 1 + 0 = x."""
-  return ({"scale": np.ones(c, _F32), "bias": np.zeros(c, _F32)},
-          {"mean": np.zeros(c, _F32), "var": np.full(c, 1 - BN_EPSILON, _F32)})
+  return (
+    {"scale": np.ones(c, _F32), "bias": np.zeros(c, _F32)},
+    {"mean": np.zeros(c, _F32), "var": np.full(c, 1 - BN_EPSILON, _F32)},
+  )
 
 
 def _widen_out(leaf: np.ndarray, idx: np.ndarray, rng: np.random.Generator, noise: bool) -> np.ndarray:
@@ -162,8 +171,9 @@ def _widen_out(leaf: np.ndarray, idx: np.ndarray, rng: np.random.Generator, nois
   return np.concatenate([leaf, _noisy(rng, leaf[..., idx], np.ptp(leaf), noise)], axis=-1)
 
 
-def _insert_rows(kernel: np.ndarray, axis: int, offset: int, n: int, rng: np.random.Generator,
-                 noise: bool) -> np.ndarray:
+def _insert_rows(
+  kernel: np.ndarray, axis: int, offset: int, n: int, rng: np.random.Generator, noise: bool
+) -> np.ndarray:
   """n zero input rows inserted at `offset` along `axis` (the kernel's input axis)."""
   shape = list(kernel.shape)
   shape[axis] = n
@@ -208,8 +218,9 @@ def _wide(net: _Net, params: dict, stats: dict, target: int, rng: np.random.Gene
       dense["kernel"] = _insert_rows(dense["kernel"], 0, left + c_old, c_old, rng, noise)
 
 
-def _new_vertex(net: _Net, child: _Net, op: morphism.Op, rng: np.random.Generator,
-                noise: bool) -> tuple[dict, dict | None]:
+def _new_vertex(
+  net: _Net, child: _Net, op: morphism.Op, rng: np.random.Generator, noise: bool
+) -> tuple[dict, dict | None]:
   """(params, batch_stats or None) of the vertex that deep, add or concat appends."""
   new = len(net.names)
   c = child.units[new]
@@ -236,8 +247,9 @@ def _host_copy(tree: Any) -> Any:
   return np.array(tree, dtype=_F32)
 
 
-def morph(arch: Architecture, variables: Mapping[str, Any], op: morphism.Op, key: jax.Array, *,
-          noise: bool = False) -> tuple[Architecture, dict[str, dict]]:
+def morph(
+  arch: Architecture, variables: Mapping[str, Any], op: morphism.Op, key: jax.Array, *, noise: bool = False
+) -> tuple[Architecture, dict[str, dict]]:
   """One function-preserving morph of a network and its variables (autokeras.md 2.3).
 
   Args:
@@ -275,8 +287,9 @@ def morph(arch: Architecture, variables: Mapping[str, Any], op: morphism.Op, key
   return child_arch, {"params": params, "batch_stats": stats}
 
 
-def replay_morphs(arch: Architecture, variables: Mapping[str, Any], ops: Sequence[morphism.Op], key: jax.Array,
-                  *, noise: bool = False) -> tuple[Architecture, dict[str, dict]]:
+def replay_morphs(
+  arch: Architecture, variables: Mapping[str, Any], ops: Sequence[morphism.Op], key: jax.Array, *, noise: bool = False
+) -> tuple[Architecture, dict[str, dict]]:
   """`morph` over a list, op i with `jax.random.fold_in(key, i)` (spec 2.5: the warm start of a
   network chosen as ancestor + op sequence); (arch, variables) as given when `ops` is empty."""
   for i, op in enumerate(ops):

@@ -7,6 +7,7 @@ Storage: `<weights_dir>/<weights_id>.json` (the architecture, written first) and
 `<weights_id>.msgpack` (the best epoch's variables), both written atomically by the worker
 before it returns, so a journalled network always has its weights.
 """
+
 from __future__ import annotations
 
 import functools
@@ -48,15 +49,24 @@ def load_network(weights_dir: str, wid: str) -> tuple[Architecture, dict]:
   """The architecture and variables stored under `wid`; FileNotFoundError naming what is missing."""
   arch_path, var_path = _paths(weights_dir, wid)
   if not os.path.exists(var_path):
-    raise FileNotFoundError(f"warm start: no weights {var_path} for parent {wid}; was the parent trained with"
-                            f" this weights_dir ({weights_dir})?")
+    raise FileNotFoundError(
+      f"warm start: no weights {var_path} for parent {wid}; was the parent trained with"
+      f" this weights_dir ({weights_dir})?"
+    )
   with open(arch_path) as f:
     arch = Architecture.from_json(json.load(f), limits=PERMISSIVE_LIMITS)
   return arch, weights.load_variables(var_path)
 
 
-def _evaluate(name: str, train_config: training.TrainConfig, data_seed: int, weights_dir: str, noise: bool,
-              arch_json: dict, seed: int) -> TaskResult:
+def _evaluate(
+  name: str,
+  train_config: training.TrainConfig,
+  data_seed: int,
+  weights_dir: str,
+  noise: bool,
+  arch_json: dict,
+  seed: int,
+) -> TaskResult:
   """Task.evaluate of `morph_train_task` (top level, so it pickles)."""
   body = {k: v for k, v in arch_json.items() if k != "morph"}
   arch = Architecture.from_json(body, limits=PERMISSIVE_LIMITS)
@@ -68,15 +78,17 @@ def _evaluate(name: str, train_config: training.TrainConfig, data_seed: int, wei
     ops = [morphism.Op.from_json(o) for o in morph["ops"]]
     child, init = morph_lib.replay_morphs(parent_arch, parent_vars, ops, k_morph, noise=noise)
     if child.to_json() != arch.to_json():
-      raise ValueError(f"morph: replaying ops {morph['ops']} on parent {morph['parent']} does not give this"
-                       " architecture")
+      raise ValueError(
+        f"morph: replaying ops {morph['ops']} on parent {morph['parent']} does not give this architecture"
+      )
   r = training.evaluate(arch, data, train_config, k_train, init_variables=init, keep_variables=True)
   wid = save_network(weights_dir, body, r.variables) if r.variables is not None else None
   return task_result(r, data, weights=wid, warm_start=morph is not None)
 
 
-def morph_train_task(dataset: str, train_config: training.TrainConfig, weights_dir: str, *, data_seed: int = 0,
-                     noise: bool = True) -> Task:
+def morph_train_task(
+  dataset: str, train_config: training.TrainConfig, weights_dir: str, *, data_seed: int = 0, noise: bool = True
+) -> Task:
   """A Task that trains autokeras networks on a classification dataset, warm-started from their
   parent when their JSON names one (`morph_space.MorphPoint`), and stores every trained network.
 
@@ -98,5 +110,8 @@ def morph_train_task(dataset: str, train_config: training.TrainConfig, weights_d
   data = load_dataset(dataset, "autokeras", data_seed, "", "classification")
   if data.task != "classification":
     raise ValueError(f"morph_train_task: dataset {dataset!r} is a {data.task} problem; autokeras networks classify")
-  return Task(name=f"morph-train-{data.name}", goal="max",
-              evaluate=functools.partial(_evaluate, dataset, train_config, data_seed, weights_dir, bool(noise)))
+  return Task(
+    name=f"morph-train-{data.name}",
+    goal="max",
+    evaluate=functools.partial(_evaluate, dataset, train_config, data_seed, weights_dir, bool(noise)),
+  )

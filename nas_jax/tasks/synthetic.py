@@ -1,6 +1,7 @@
 """The paper's synthetic objectives f0-f3 on layer graphs (spec nasbot.md 10.6, App. C.4): sums of
 bumps in graph quantities, maximised. f1 is for CNNs, f2 and f3 for MLPs (the spec's reading).
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,14 +16,14 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.json_io import Limits
 from nas_jax.search.task import Task, TaskResult
 
-__all__ = ["FUNCTIONS", "KINDS", "PERMISSIVE_LIMITS", "Quantities", "quantities", "synthetic_value",
-           "synthetic_task"]
+__all__ = ["FUNCTIONS", "KINDS", "PERMISSIVE_LIMITS", "Quantities", "quantities", "synthetic_value", "synthetic_task"]
 
 FUNCTIONS = ("f0", "f1", "f2", "f3")
 KINDS = {"f0": ("cnn", "mlp"), "f1": ("cnn",), "f2": ("mlp",), "f3": ("mlp",)}
 # The space decides which networks are allowed; an objective scores any valid graph.
-PERMISSIVE_LIMITS = Limits(max_layers=1 << 20, max_edges=1 << 30, max_degree=1 << 20, max_mass=math.inf,
-                           min_units=1, max_units=1 << 30)
+PERMISSIVE_LIMITS = Limits(
+  max_layers=1 << 20, max_edges=1 << 30, max_degree=1 << 20, max_mass=math.inf, min_units=1, max_units=1 << 30
+)
 _SIGMOID = ("logistic", "tanh")
 
 
@@ -77,15 +78,15 @@ def quantities(arch_json: dict, mass_params: str | graph.MassParams = "paper") -
   strides = strides[strides > 0]
   tm = float(np.asarray(graph.layer_masses(arch, graph.mass_params(mass_params))).sum())
   return Quantities(
-      am=tm / n,
-      deg_i=n_edges / n,
-      deg_o=n_edges / n,
-      delta=float(shortest_from_ip[op]),
-      n_layers=n,
-      n_edges=n_edges,
-      stride=float(strides.mean()) if strides.size else 1.0,
-      frac_conv3=float(np.mean(names == "conv3")),
-      frac_sigmoid=float(np.mean(np.isin(names, _SIGMOID))),
+    am=tm / n,
+    deg_i=n_edges / n,
+    deg_o=n_edges / n,
+    delta=float(shortest_from_ip[op]),
+    n_layers=n,
+    n_edges=n_edges,
+    stride=float(strides.mean()) if strides.size else 1.0,
+    frac_conv3=float(np.mean(names == "conv3")),
+    frac_sigmoid=float(np.mean(np.isin(names, _SIGMOID))),
   )
 
 
@@ -97,8 +98,14 @@ def synthetic_value(name: str, q: Quantities) -> float:
   """f0..f3 of spec nasbot.md 10.6 from the quantities `q`."""
   if name not in FUNCTIONS:
     raise ValueError(f"synthetic function: {name!r} is unknown; allowed: {', '.join(FUNCTIONS)}")
-  f0 = (_bump(q.am, 1000, 0.001) + _bump(q.deg_i, 5, 0.5) + _bump(q.deg_o, 5, 0.5) + _bump(q.delta, 5, 0.1)
-        + _bump(q.n_layers, 30, 0.1) + _bump(q.n_edges, 100, 0.05))
+  f0 = (
+    _bump(q.am, 1000, 0.001)
+    + _bump(q.deg_i, 5, 0.5)
+    + _bump(q.deg_o, 5, 0.5)
+    + _bump(q.delta, 5, 0.1)
+    + _bump(q.n_layers, 30, 0.1)
+    + _bump(q.n_edges, 100, 0.05)
+  )
   if name == "f1":
     return f0 + _bump(q.stride, 1.5, 3) + _bump(q.n_layers, 50, 0.3) + _bump(q.am, 500, 0.001) + q.frac_conv3
   if name == "f2":
@@ -134,5 +141,6 @@ def synthetic_task(name: str, *, delay_s: float = 0.0, mass_params: str = "paper
   if isinstance(delay_s, bool) or not isinstance(delay_s, (int, float)) or not 0 <= delay_s < math.inf:
     raise ValueError(f"synthetic_task: delay_s={delay_s!r}; expected a finite number >= 0")
   graph.mass_params(mass_params)  # a bad name fails here, not in every worker
-  return Task(name=f"synthetic-{name}", goal="max", evaluate=functools.partial(_evaluate, name, float(delay_s),
-                                                                               mass_params))
+  return Task(
+    name=f"synthetic-{name}", goal="max", evaluate=functools.partial(_evaluate, name, float(delay_s), mass_params)
+  )

@@ -6,6 +6,7 @@ File format (users may point at their own copy): a gzip'd or plain CSV with a he
 (accuracies in %), optionally `index` and `iso_class`; one row per cell, as in
 `shared/data/nasbench201/nb201_200epochs.csv.gz`.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,16 +20,16 @@ import numpy as np
 from nas_jax.search.task import Task, TaskResult
 
 __all__ = [
-    "best_valid_test",
-    "regret_summary",
-    "DATASETS",
-    "REPORT_METRICS",
-    "NB201_FILE",
-    "Nb201Table",
-    "load_nb201",
-    "nb201_task",
-    "nb201_evaluate",
-    "regret_curve",
+  "best_valid_test",
+  "regret_summary",
+  "DATASETS",
+  "REPORT_METRICS",
+  "NB201_FILE",
+  "Nb201Table",
+  "load_nb201",
+  "nb201_task",
+  "nb201_evaluate",
+  "regret_curve",
 ]
 
 DATASETS = ("cifar10", "cifar100", "imagenet16")
@@ -64,9 +65,7 @@ def _resolve(path: str) -> str:
   if os.path.isdir(path):
     path = os.path.join(path, NB201_FILE)
   if not os.path.isfile(path):
-    raise FileNotFoundError(
-        f"path: {path!r} does not exist; pass the NB201 CSV (e.g. {NB201_FILE}) or its folder"
-    )
+    raise FileNotFoundError(f"path: {path!r} does not exist; pass the NB201 CSV (e.g. {NB201_FILE}) or its folder")
   return os.path.abspath(path)
 
 
@@ -76,23 +75,21 @@ def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
   with opener(path, "rt", newline="") as f:
     rows = list(csv.DictReader(f))
   valid_col = f"{dataset}_valid_acc"
-  test_col = f"{dataset}_test_acc" if report_metric == "test" or dataset == "cifar10" else (
-      f"{dataset}_valtest_acc"
-  )
+  test_col = f"{dataset}_test_acc" if report_metric == "test" or dataset == "cifar10" else (f"{dataset}_valtest_acc")
   header = set(rows[0]) if rows else set()
   missing = [c for c in ("arch_str", valid_col, test_col) if c not in header]
   if missing:
     raise ValueError(f"path: {path!r} lacks columns {missing}; see nas_jax.tasks.tabular docs")
   arch_strs = tuple(r["arch_str"] for r in rows)
   return Nb201Table(
-      arch_strs=arch_strs,
-      row={s: i for i, s in enumerate(arch_strs)},
-      index=np.array([int(r.get("index", i)) for i, r in enumerate(rows)]),
-      iso_class=np.array([int(r["iso_class"]) for r in rows]) if "iso_class" in header else None,
-      valid=np.array([float(r[valid_col]) for r in rows]),
-      test=np.array([float(r[test_col]) for r in rows]),
-      best_valid=max(float(r[valid_col]) for r in rows),
-      best_test=max(float(r[test_col]) for r in rows),
+    arch_strs=arch_strs,
+    row={s: i for i, s in enumerate(arch_strs)},
+    index=np.array([int(r.get("index", i)) for i, r in enumerate(rows)]),
+    iso_class=np.array([int(r["iso_class"]) for r in rows]) if "iso_class" in header else None,
+    valid=np.array([float(r[valid_col]) for r in rows]),
+    test=np.array([float(r[test_col]) for r in rows]),
+    best_valid=max(float(r[valid_col]) for r in rows),
+    best_test=max(float(r[test_col]) for r in rows),
   )
 
 
@@ -115,9 +112,7 @@ def load_nb201(path: str, dataset: str = "cifar10", report_metric: str = "test")
   return _load(_resolve(path), dataset, report_metric)
 
 
-def nb201_evaluate(
-    arch_json: Any, seed: int, *, path: str, dataset: str, report_metric: str
-) -> TaskResult:
+def nb201_evaluate(arch_json: Any, seed: int, *, path: str, dataset: str, report_metric: str) -> TaskResult:
   """Looks a cell up: value = validation accuracy (%), test_value = reported accuracy (%).
 
   The table holds means over training seeds, so `seed` does not change the result. info holds
@@ -130,13 +125,13 @@ def nb201_evaluate(
     raise ValueError(f"arch_json: {arch_json!r}; expected {{'kind': 'nb201', 'arch_str': <a row>}}")
   r = table.row[arch_str]
   return TaskResult(
-      value=float(table.valid[r]),
-      test_value=float(table.test[r]),
-      info={
-          "index": int(table.index[r]),
-          "regret": table.best_test - float(table.test[r]),
-          "valid_regret": table.best_valid - float(table.valid[r]),
-      },
+    value=float(table.valid[r]),
+    test_value=float(table.test[r]),
+    info={
+      "index": int(table.index[r]),
+      "regret": table.best_test - float(table.test[r]),
+      "valid_regret": table.best_valid - float(table.valid[r]),
+    },
   )
 
 
@@ -147,9 +142,7 @@ def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test")
   """
   table_path = _resolve(path)
   load_nb201(table_path, dataset, report_metric)
-  evaluate = functools.partial(
-      nb201_evaluate, path=table_path, dataset=dataset, report_metric=report_metric
-  )
+  evaluate = functools.partial(nb201_evaluate, path=table_path, dataset=dataset, report_metric=report_metric)
   return Task(name=f"nb201_{dataset}", goal="max", evaluate=evaluate)
 
 
@@ -165,9 +158,7 @@ def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:
   """
   values, test_values = np.asarray(values, float), np.asarray(test_values, float)
   if values.shape != test_values.shape or values.ndim != 1:
-    raise ValueError(
-        f"regret_curve: values {values.shape} and test_values {test_values.shape}; expected [q]"
-    )
+    raise ValueError(f"regret_curve: values {values.shape} and test_values {test_values.shape}; expected [q]")
   best = np.zeros(len(values), int)
   for q in range(1, len(values)):
     best[q] = q if values[q] > values[best[q - 1]] else best[q - 1]
@@ -199,5 +190,4 @@ def regret_summary(test_runs: Any, table: Nb201Table) -> dict:
   def stat(x):
     return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
 
-  return {"n": len(final), "regret": stat(table.best_test - final),
-          "regret_bv": stat(best_valid_test(table) - final)}
+  return {"n": len(final), "regret": stat(table.best_test - final), "regret_bv": stat(best_valid_test(table) - final)}

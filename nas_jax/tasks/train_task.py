@@ -1,6 +1,7 @@
 """Training as a search Task: `nas_jax.tasks.training.evaluate` scores an architecture by its best
 validation metric (accuracy, maximised, for classification; MSE, minimised, for regression).
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,8 +22,16 @@ def load_dataset(name: str, kind: str, data_seed: int, target: str, task: str) -
   return datasets.get_dataset(name, kind=kind, seed=data_seed, target=target, task=task)
 
 
-def _evaluate(name: str, kind: str, train_config: training.TrainConfig, data_seed: int, target: str,
-              task: str, arch_json: dict, seed: int) -> TaskResult:
+def _evaluate(
+  name: str,
+  kind: str,
+  train_config: training.TrainConfig,
+  data_seed: int,
+  target: str,
+  task: str,
+  arch_json: dict,
+  seed: int,
+) -> TaskResult:
   """Task.evaluate of `train_task` (top level, so it pickles). `seed` seeds initialisation and
   shuffling; the data split depends on `data_seed` only, so every trial sees the same split."""
   arch = Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS)
@@ -35,16 +44,29 @@ def _evaluate(name: str, kind: str, train_config: training.TrainConfig, data_see
 def task_result(r: training.EvalResult, data: datasets.Dataset, **extra) -> TaskResult:
   """The TaskResult of a training run: accuracies (classification) or MSEs (regression), with the
   run's epochs and timings (and `extra`) as info."""
-  info = {"best_epoch": r.best_epoch, "epochs": r.epochs, "train_seconds": r.train_seconds,
-          "eval_seconds": r.eval_seconds, "compile_seconds": r.compile_seconds, "val_errors": list(r.val_errors),
-          **extra}
+  info = {
+    "best_epoch": r.best_epoch,
+    "epochs": r.epochs,
+    "train_seconds": r.train_seconds,
+    "eval_seconds": r.eval_seconds,
+    "compile_seconds": r.compile_seconds,
+    "val_errors": list(r.val_errors),
+    **extra,
+  }
   if data.task == "classification":
     return TaskResult(value=1.0 - r.val_error, test_value=1.0 - r.test_error, info=info)
   return TaskResult(value=r.val_error, test_value=r.test_error, info=info)
 
 
-def train_task(dataset: str, kind: str, train_config: training.TrainConfig, *, data_seed: int = 0,
-               target: str = "", task: str = "regression") -> Task:
+def train_task(
+  dataset: str,
+  kind: str,
+  train_config: training.TrainConfig,
+  *,
+  data_seed: int = 0,
+  target: str = "",
+  task: str = "regression",
+) -> Task:
   """A Task that trains each architecture on `dataset` and returns its best validation metric.
 
   Classification: value = validation accuracy, test_value = test accuracy, goal "max".
@@ -67,5 +89,8 @@ def train_task(dataset: str, kind: str, train_config: training.TrainConfig, *, d
     raise TypeError(f"train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
   data = load_dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
   goal = "max" if data.task == "classification" else "min"
-  return Task(name=f"train-{data.name}-{kind}", goal=goal,
-              evaluate=functools.partial(_evaluate, dataset, kind, train_config, data_seed, target, task))
+  return Task(
+    name=f"train-{data.name}-{kind}",
+    goal=goal,
+    evaluate=functools.partial(_evaluate, dataset, kind, train_config, data_seed, target, task),
+  )

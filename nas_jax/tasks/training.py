@@ -3,6 +3,7 @@
 An epoch is one jitted `lax.scan` over shuffled minibatches; evaluation is one jitted scan over
 padded batches. Both are compiled ahead of time, so compile time is measured apart from training.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -23,21 +24,21 @@ from nas_jax.tasks import early_stopping, models
 from nas_jax.tasks.datasets import TASKS, Dataset
 
 __all__ = [
-    "TrainConfig",
-    "TrainState",
-    "EvalResult",
-    "OPTIMIZERS",
-    "SCHEDULES",
-    "make_optimizer",
-    "evaluate",
-    "format_header",
-    "format_row",
+  "TrainConfig",
+  "TrainState",
+  "EvalResult",
+  "OPTIMIZERS",
+  "SCHEDULES",
+  "make_optimizer",
+  "evaluate",
+  "format_header",
+  "format_row",
 ]
 
 OPTIMIZERS = {
-    "adam": optax.adam,
-    "sgd": optax.sgd,
-    "momentum": functools.partial(optax.sgd, momentum=0.9),
+  "adam": optax.adam,
+  "sgd": optax.sgd,
+  "momentum": functools.partial(optax.sgd, momentum=0.9),
 }
 SCHEDULES = ("constant", "cosine")
 _MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform.startswith("linux") else None  # glibc
@@ -134,11 +135,13 @@ def _check_config(config: TrainConfig) -> None:
   for name in ("epochs", "batch_size", "eval_batch_size"):
     _check_number(name, getattr(config, name), (int, np.integer), "an integer >= 1", lambda v: v >= 1)
   _check_number("patience", config.patience, (int, np.integer), "an integer >= 0", lambda v: v >= 0)
-  _check_number("learning_rate", config.learning_rate, (int, float), "a finite number > 0",
-                lambda v: math.isfinite(v) and v > 0)
+  _check_number(
+    "learning_rate", config.learning_rate, (int, float), "a finite number > 0", lambda v: math.isfinite(v) and v > 0
+  )
   for name in ("weight_decay", "min_delta"):
-    _check_number(name, getattr(config, name), (int, float), "a finite number >= 0",
-                  lambda v: math.isfinite(v) and v >= 0)
+    _check_number(
+      name, getattr(config, name), (int, float), "a finite number >= 0", lambda v: math.isfinite(v) and v >= 0
+    )
   if config.optimizer not in OPTIMIZERS:
     raise ValueError(f"train_config.optimizer: {config.optimizer!r} is unknown; choose one of: {', '.join(OPTIMIZERS)}")
   if config.schedule not in SCHEDULES:
@@ -157,20 +160,20 @@ def _check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tupl
   shape = data.x_train.shape
   if arch.kind != "mlp" and len(shape) != 4:
     raise ValueError(
-        f"dataset: {data.name!r} has inputs of shape {shape} (flat); a {arch.kind} architecture needs"
-        " images [n, H, W, C] (load digits with kind='cnn', or use an mlp)"
+      f"dataset: {data.name!r} has inputs of shape {shape} (flat); a {arch.kind} architecture needs"
+      " images [n, H, W, C] (load digits with kind='cnn', or use an mlp)"
     )
   if arch.kind == "mlp" and len(shape) != 2:
     raise ValueError(
-        f"dataset: {data.name!r} has inputs of shape {shape} (images); an mlp architecture needs"
-        " flat features [n, D] (load digits with kind='mlp', or use a cnn)"
+      f"dataset: {data.name!r} has inputs of shape {shape} (images); an mlp architecture needs"
+      " flat features [n, D] (load digits with kind='mlp', or use a cnn)"
     )
   decisions = {n.label for n in nodes if n.role == labels_lib.Role.DECISION}
   want = "softmax" if data.task == "classification" else "linear"
   if decisions != {want}:
     raise ValueError(
-        f"arch: decision layers {sorted(decisions)} do not fit dataset {data.name!r}, a {data.task}"
-        f" task; it needs '{want}' decision layers"
+      f"arch: decision layers {sorted(decisions)} do not fit dataset {data.name!r}, a {data.task}"
+      f" task; it needs '{want}' decision layers"
     )
   if config.batch_size > shape[0]:
     raise ValueError(f"train_config.batch_size: {config.batch_size} exceeds the {shape[0]} training examples")
@@ -215,8 +218,10 @@ def _match_variables(given: Any, expected: Any) -> Any:
   got = {_path_name(path): leaf for path, leaf in jax.tree_util.tree_flatten_with_path(given)[0]}
   missing, extra = [p for p in want if p not in got], [p for p in got if p not in want]
   if missing:
-    raise ValueError(f"init_variables: {missing[0]} is missing ({len(missing)} of the model's {len(want)} leaves"
-                     " are); the variables must come from this architecture")
+    raise ValueError(
+      f"init_variables: {missing[0]} is missing ({len(missing)} of the model's {len(want)} leaves"
+      " are); the variables must come from this architecture"
+    )
   if extra:
     raise ValueError(f"init_variables: {extra[0]} is not a variable of the model ({len(extra)} extra leaves)")
   for path, shape in want.items():
@@ -260,7 +265,7 @@ def _train_epoch(model, tx, classification, steps, batch_size, state: TrainState
   def step(state, idx):
     def loss_fn(params):
       out, updates = model.apply(
-          {"params": params, "batch_stats": state.batch_stats}, x[idx], train=True, mutable=["batch_stats"]
+        {"params": params, "batch_stats": state.batch_stats}, x[idx], train=True, mutable=["batch_stats"]
       )
       return _losses(out, y[idx], classification)[0].mean(), updates.get("batch_stats", state.batch_stats)
 
@@ -305,7 +310,8 @@ def _padded_batches(splits: list[tuple[np.ndarray, np.ndarray]], batch: int):
     nb = -(-x.shape[0] // batch)
     pad = nb * batch - x.shape[0]
     fill = lambda a, nb=nb, pad=pad: np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)]).reshape(
-        nb, batch, *a.shape[1:])
+      nb, batch, *a.shape[1:]
+    )
     xs.append(fill(x))
     ys.append(fill(y))
     vs.append(fill(np.ones(x.shape[0], np.float32)))
@@ -313,8 +319,15 @@ def _padded_batches(splits: list[tuple[np.ndarray, np.ndarray]], batch: int):
   return np.concatenate(xs), np.concatenate(ys), np.concatenate(vs), offsets
 
 
-def evaluate(arch: Architecture, dataset: Dataset, train_config: TrainConfig, key: jax.Array, *,
-             init_variables: Mapping[str, Any] | None = None, keep_variables: bool = False) -> EvalResult:
+def evaluate(
+  arch: Architecture,
+  dataset: Dataset,
+  train_config: TrainConfig,
+  key: jax.Array,
+  *,
+  init_variables: Mapping[str, Any] | None = None,
+  keep_variables: bool = False,
+) -> EvalResult:
   """Trains `arch` on `dataset` and scores it by its minimum validation error over epochs.
 
   After every epoch the validation and test splits are evaluated together; the test error
@@ -348,8 +361,14 @@ def evaluate(arch: Architecture, dataset: Dataset, train_config: TrainConfig, ke
   return result
 
 
-def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, key: jax.Array,
-           init_variables: Mapping[str, Any] | None, keep_variables: bool) -> EvalResult:
+def _train(
+  model: models.ArchNet,
+  dataset: Dataset,
+  train_config: TrainConfig,
+  key: jax.Array,
+  init_variables: Mapping[str, Any] | None,
+  keep_variables: bool,
+) -> EvalResult:
   """`evaluate` after its checks."""
   classification = dataset.task == "classification"
   steps = dataset.x_train.shape[0] // train_config.batch_size
@@ -359,7 +378,8 @@ def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, k
   n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
   batch = min(train_config.eval_batch_size, max(n_val, n_test))
   x_eval, y_eval, valid, (_, n_val_batches, _) = _padded_batches(
-      [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch)
+    [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch
+  )
 
   t0 = time.perf_counter()
   x_one = x_train[:1]
@@ -391,8 +411,9 @@ def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, k
     loss, err = (np.asarray(v, np.float64) for v in run_eval(state, x_eval, y_eval, valid))
     eval_s += time.perf_counter() - t1
     train_s += t1 - t0
-    records.append((err[:n_val_batches].sum() / n_val, loss[:n_val_batches].sum() / n_val,
-                    err[n_val_batches:].sum() / n_test))
+    records.append(
+      (err[:n_val_batches].sum() / n_val, loss[:n_val_batches].sum() / n_val, err[n_val_batches:].sum() / n_test)
+    )
     if keep_variables and _best_epoch([r[0] for r in records]) == epoch:
       # Copies, not views: the state's buffers are donated to (and overwritten by) the next epoch.
       kept = jax.tree.map(np.array, {"params": state.params, "batch_stats": state.batch_stats})
@@ -401,17 +422,17 @@ def _train(model: models.ArchNet, dataset: Dataset, train_config: TrainConfig, k
   best_epoch = _best_epoch([r[0] for r in records])
   val_error, val_loss, test_error = records[best_epoch - 1] if best_epoch else (math.nan,) * 3
   return EvalResult(
-      task=dataset.task,
-      val_error=float(val_error),
-      val_loss=float(val_loss),
-      test_error=float(test_error),
-      best_epoch=best_epoch,
-      epochs=len(records),
-      train_seconds=train_s,
-      eval_seconds=eval_s,
-      compile_seconds=compile_seconds,
-      val_errors=tuple(float(r[0]) for r in records),
-      variables=kept,
+    task=dataset.task,
+    val_error=float(val_error),
+    val_loss=float(val_loss),
+    test_error=float(test_error),
+    best_epoch=best_epoch,
+    epochs=len(records),
+    train_seconds=train_s,
+    eval_seconds=eval_s,
+    compile_seconds=compile_seconds,
+    val_errors=tuple(float(r[0]) for r in records),
+    variables=kept,
   )
 
 
@@ -427,6 +448,13 @@ def format_header(task: str) -> str:
 def format_row(name: str, result: EvalResult, peak_rss_mib: float) -> str:
   """One table row: accuracies (classification) or MSEs (regression), timings and memory."""
   flip = (lambda e: 1.0 - e) if result.task == "classification" else (lambda e: e)
-  cells = (name, f"{flip(result.val_error):.4f}", f"{flip(result.test_error):.4f}", str(result.best_epoch),
-           f"{result.seconds_per_epoch:.2f}", f"{result.compile_seconds:.2f}", f"{peak_rss_mib:.0f}")
+  cells = (
+    name,
+    f"{flip(result.val_error):.4f}",
+    f"{flip(result.test_error):.4f}",
+    str(result.best_epoch),
+    f"{result.seconds_per_epoch:.2f}",
+    f"{result.compile_seconds:.2f}",
+    f"{peak_rss_mib:.0f}",
+  )
   return "  ".join(f"{c:>12}" for c in cells)

@@ -3,6 +3,7 @@
 A search may be killed (kill -9) at any moment, so a file is written beside its destination and
 renamed onto it: a reader sees either no file (or the previous one) or a complete one.
 """
+
 from __future__ import annotations
 
 import os

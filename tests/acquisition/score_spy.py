@@ -1,4 +1,5 @@
 """A batched score function for acquisition-optimiser tests that records every call."""
+
 import numpy as np
 
 

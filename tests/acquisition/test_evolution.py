@@ -1,5 +1,6 @@
 """NASBOT's EA acquisition optimiser (spec nasbot.md 8.1, property 12): selection probabilities,
 schedules, budget accounting, exclusion, and known optima on a toy space and on MLP graphs."""
+
 import os
 import sys
 
@@ -8,8 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from nas_jax.acquisition.evolution import (ea_maximize, n_ea_schedule, n_mut_schedule,
-                                           selection_probs)
+from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule, selection_probs
 from nas_jax.spaces.graph_edit import host_rng
 from nas_jax.spaces.space import Space, layer_graph_space
 
@@ -22,21 +22,35 @@ _FLOATS = st.floats(-1e3, 1e3, allow_nan=False)
 def _line_space():
   """Integers 0..200; a mutation moves by 1..3 either way (ok=False when clipped back to x at a
   bound). A known-optimum toy for the EA."""
+
   def mutate(x, key):
     rng = host_rng(key)
     y = int(np.clip(x + rng.choice([-3, -2, -1, 1, 2, 3]), 0, 200))
     return y, y != x
 
-  return Space(name="line", kind="int", sample=None, mutate=mutate, neighbours=None,
-               canonical_key=lambda x: x, to_json=None, from_json=None, initial=None)
+  return Space(
+    name="line",
+    kind="int",
+    sample=None,
+    mutate=mutate,
+    neighbours=None,
+    canonical_key=lambda x: x,
+    to_json=None,
+    from_json=None,
+    initial=None,
+  )
 
 
 # --- selection (property 12) ---------------------------------------------------------------------
 
 
 @settings(max_examples=60, deadline=None)
-@given(g=st.lists(st.integers(-1000, 1000), min_size=1, max_size=30), c=st.integers(-10**6, 10**6),
-       scale=st.floats(0.01, 100), selection=st.sampled_from(["paper", "nasbot_code"]))
+@given(
+  g=st.lists(st.integers(-1000, 1000), min_size=1, max_size=30),
+  c=st.integers(-(10**6), 10**6),
+  scale=st.floats(0.01, 100),
+  selection=st.sampled_from(["paper", "nasbot_code"]),
+)
 def test_selection_is_shift_and_scale_free(g, c, scale, selection):
   # Integer scores shift exactly; float noise below the shift's precision would be a different g.
   g = np.asarray(g, float)
@@ -54,8 +68,7 @@ def test_selection_is_uniform_when_all_scores_are_equal(v, n):
 def test_selection_known_values():
   # g = (0, 1): sigma = 1/2, so pi ~ (1, e^2); the code's 2-sigma temperature gives (1, e).
   np.testing.assert_allclose(selection_probs([0.0, 1.0]), np.array([1, np.e**2]) / (1 + np.e**2))
-  np.testing.assert_allclose(selection_probs([0.0, 1.0], selection="nasbot_code"),
-                             np.array([1, np.e]) / (1 + np.e))
+  np.testing.assert_allclose(selection_probs([0.0, 1.0], selection="nasbot_code"), np.array([1, np.e]) / (1 + np.e))
   np.testing.assert_allclose(selection_probs([0.0, np.nan, 1.0, -np.inf])[[1, 3]], [0, 0])
   np.testing.assert_allclose(selection_probs([np.nan, np.nan]), [0.5, 0.5])
   with pytest.raises(ValueError, match="selection: 'softmax' is unknown"):
@@ -93,20 +106,30 @@ def test_given_population_scores_replace_the_first_call_and_change_nothing_else(
   population = [10, 20, 10, 55]
   plain = ea_maximize(jax.random.PRNGKey(4), ScoreSpy(f), population, _line_space(), n_ea=40, n_mut=6, n=4)
   spy = ScoreSpy(f)
-  given_ = ea_maximize(jax.random.PRNGKey(4), spy, population, _line_space(), n_ea=40, n_mut=6, n=4,
-                       population_scores=[f(x) for x in population])
+  given_ = ea_maximize(
+    jax.random.PRNGKey(4),
+    spy,
+    population,
+    _line_space(),
+    n_ea=40,
+    n_mut=6,
+    n=4,
+    population_scores=[f(x) for x in population],
+  )
   assert given_[0] == plain[0] and given_[1].tolist() == plain[1].tolist()
   assert not set(sum(spy.calls, [])) & set(population)  # only children were scored
   with pytest.raises(ValueError, match=r"population_scores: shape \(3,\); expected \[4\]"):
-    ea_maximize(jax.random.PRNGKey(4), spy, population, _line_space(), n_ea=4, n_mut=2,
-                population_scores=[0.0, 1.0, 2.0])
+    ea_maximize(
+      jax.random.PRNGKey(4), spy, population, _line_space(), n_ea=4, n_mut=2, population_scores=[0.0, 1.0, 2.0]
+    )
 
 
 def test_ea_never_returns_or_scores_excluded_points():
   spy = ScoreSpy(lambda x: -abs(x - 137))
   exclude = set(range(130, 145)) | {20}
-  best, scores = ea_maximize(jax.random.PRNGKey(2), spy, [20, 60], _line_space(), n_ea=120,
-                             n_mut=10, n=5, exclude=exclude)
+  best, scores = ea_maximize(
+    jax.random.PRNGKey(2), spy, [20, 60], _line_space(), n_ea=120, n_mut=10, n=5, exclude=exclude
+  )
   assert not set(best) & exclude and len(best) == 5
   assert not set(sum(spy.calls[1:], [])) & exclude
   assert scores.tolist() == [-abs(x - 137) for x in best] == sorted(scores.tolist(), reverse=True)
@@ -114,8 +137,9 @@ def test_ea_never_returns_or_scores_excluded_points():
 
 def test_ea_stops_when_no_new_points_exist_and_skips_nan():
   spy = ScoreSpy(lambda x: np.nan if x % 2 else float(x))
-  best, scores = ea_maximize(jax.random.PRNGKey(3), spy, [0], _line_space(), n_ea=10_000,
-                             n_mut=20, n=3, max_mutations=3000)
+  best, scores = ea_maximize(
+    jax.random.PRNGKey(3), spy, [0], _line_space(), n_ea=10_000, n_mut=20, n=3, max_mutations=3000
+  )
   scored = sum(spy.calls, [])
   assert len(scored) == len(set(scored)) <= 201  # stopped by max_mutations, not by n_ea
   top = sorted((x for x in scored if x % 2 == 0), reverse=True)[:3]
@@ -131,8 +155,7 @@ def test_ea_skips_unchanged_children_and_counts_them_as_mutations():
 
   space = _line_space()._replace(mutate=stuck)
   spy = ScoreSpy(float)
-  best, scores = ea_maximize(jax.random.PRNGKey(5), spy, [3, 7], space, n_ea=10, n_mut=4, n=2,
-                             max_mutations=9)
+  best, scores = ea_maximize(jax.random.PRNGKey(5), spy, [3, 7], space, n_ea=10, n_mut=4, n=2, max_mutations=9)
   assert len(calls) == 9 and spy.calls == [[3, 7]]  # the budget of mutations ends the loop
   assert best == [7, 3] and scores.tolist() == [7.0, 3.0]
 
@@ -173,8 +196,9 @@ def test_ea_on_layer_graphs_respects_exclusion_and_is_deterministic():
   score = lambda ps: np.array([float(np.asarray(p.units).sum()) for p in ps])
   pool = space.initial()
   exclude = {space.canonical_key(p) for p in pool}
-  run = lambda: ea_maximize(jax.random.PRNGKey(7), score, pool, space, n_ea=30, n_mut=10, n=3,
-                            exclude=exclude, selection="nasbot_code")
+  run = lambda: ea_maximize(
+    jax.random.PRNGKey(7), score, pool, space, n_ea=30, n_mut=10, n=3, exclude=exclude, selection="nasbot_code"
+  )
   (best, scores), (again, _) = run(), run()
   assert [space.canonical_key(p) for p in best] == [space.canonical_key(p) for p in again]
   assert not {space.canonical_key(p) for p in best} & exclude

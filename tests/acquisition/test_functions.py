@@ -1,5 +1,6 @@
 """Acquisitions: values computed by hand, monotonicity properties of EI, averaging over
 hyper-parameter samples, Thompson draws, and EI with hallucinated pending points."""
+
 import math
 
 import hypothesis
@@ -24,10 +25,10 @@ def _pred(mean, std, samples=None):
 def test_ei_known_values():
   pred = _pred([1.0, 0.0, 3.0, -1.0], [1.0, 2.0, 0.0, 0.0])
   expected = [
-      1.0 * PHI_1 + PDF_1,  # z = 1
-      2.0 * PDF_0,  # mu = best: sigma phi(0)
-      3.0,  # sigma = 0: mu - best
-      0.0,  # sigma = 0 below best
+    1.0 * PHI_1 + PDF_1,  # z = 1
+    2.0 * PDF_0,  # mu = best: sigma phi(0)
+    3.0,  # sigma = 0: mu - best
+    0.0,  # sigma = 0 below best
   ]
   np.testing.assert_allclose(acq.ei(pred, 0.0), expected, rtol=1e-12)
   # best + xi = 2 and mu = 2.5, sigma = 1: z = 0.5, Phi(0.5) = 0.6914624612740131.
@@ -54,8 +55,9 @@ def test_ucb_beta_schedule():
   np.testing.assert_allclose(acq.gp_ucb_beta(10, dim=2), beta_1 + 2 * 3 * math.log(10), rtol=1e-12)
   pred = _pred([1.0], [2.0])
   schedule = lambda t: acq.gp_ucb_beta(t, dim=2)  # noqa: E731
-  np.testing.assert_allclose(acq.ucb(pred, beta=schedule, t=10), 1.0 + 2.0 * math.sqrt(
-      beta_1 + 6 * math.log(10)), rtol=1e-12)
+  np.testing.assert_allclose(
+    acq.ucb(pred, beta=schedule, t=10), 1.0 + 2.0 * math.sqrt(beta_1 + 6 * math.log(10)), rtol=1e-12
+  )
   with pytest.raises(ValueError, match="t .* is required"):
     acq.ucb(pred, beta=schedule)
   with pytest.raises(ValueError, match="dim=0"):
@@ -70,9 +72,11 @@ _ei = jax.jit(acq.ei)
 
 @hypothesis.settings(max_examples=150, deadline=None)
 @hypothesis.given(
-    mu=st.floats(-10, 10, **finite), sigma=st.floats(0, 10, **finite),
-    d_mu=st.floats(0, 5, **finite), d_sigma=st.floats(0, 5, **finite),
-    best=st.floats(-10, 10, **finite),
+  mu=st.floats(-10, 10, **finite),
+  sigma=st.floats(0, 10, **finite),
+  d_mu=st.floats(0, 5, **finite),
+  d_sigma=st.floats(0, 5, **finite),
+  best=st.floats(-10, 10, **finite),
 )
 def test_ei_is_nonnegative_increasing_in_mu_and_sigma(mu, sigma, d_mu, d_sigma, best):
   pred = _pred([mu, mu + d_mu, mu], [sigma, sigma, sigma + d_sigma])
@@ -108,9 +112,7 @@ def test_thompson_returns_one_of_the_joint_draws():
 
 def test_independent_thompson_has_the_predictive_moments():
   pred = _pred([1.0, -2.0], [0.5, 3.0])
-  draws = jax.vmap(lambda k: acq.independent_thompson(pred, 0.0, k))(
-      jax.random.split(jax.random.key(0), 20000)
-  )
+  draws = jax.vmap(lambda k: acq.independent_thompson(pred, 0.0, k))(jax.random.split(jax.random.key(0), 20000))
   np.testing.assert_allclose(draws.mean(0), [1.0, -2.0], atol=0.05)
   np.testing.assert_allclose(draws.std(0), [0.5, 3.0], rtol=0.03)
 

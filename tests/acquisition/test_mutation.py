@@ -1,4 +1,5 @@
 """Candidate sets (spec bananas.md 7) and BANANAS acquisitions (spec 6, 12.7)."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np

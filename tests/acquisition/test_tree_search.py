@@ -1,4 +1,5 @@
 """Auto-Keras's tree-structured SA optimiser (spec autokeras.md 6.1, 9.4) on toy spaces."""
+
 import os
 import sys
 
@@ -37,12 +38,14 @@ def test_acceptance_known_values():
 
 def test_exactly_88_pops_while_the_queue_lasts():
   history = list(range(100))
-  out = tree_maximize(jax.random.PRNGKey(0), ScoreSpy(_peak), history, [_peak(x) for x in history],
-                      lambda x: [], lambda x: x)
+  out = tree_maximize(
+    jax.random.PRNGKey(0), ScoreSpy(_peak), history, [_peak(x) for x in history], lambda x: [], lambda x: x
+  )
   assert out is None  # nothing new to expand into
   # Scores rise down a binary tree, so every child is kept and the queue never runs dry.
-  wide = tree_maximize(jax.random.PRNGKey(0), ScoreSpy(float), [0], [0.0],
-                       lambda x: [("a", 2 * x + 1), ("b", 2 * x + 2)], lambda x: x)
+  wide = tree_maximize(
+    jax.random.PRNGKey(0), ScoreSpy(float), [0], [0.0], lambda x: [("a", 2 * x + 1), ("b", 2 * x + 2)], lambda x: x
+  )
   assert wide.n_pops == 88 and wide.n_scored == 2 * 88  # 0.9^87 > 1e-4 >= 0.9^88
 
 
@@ -50,8 +53,9 @@ def test_exactly_88_pops_while_the_queue_lasts():
 def test_finds_the_peak_and_its_ops_replay_from_the_ancestor(variant):
   history = [0, 10]
   spy = ScoreSpy(_peak)
-  out = tree_maximize(jax.random.PRNGKey(1), spy, history, [_peak(x) for x in history], _expand,
-                      lambda x: x, variant=variant)
+  out = tree_maximize(
+    jax.random.PRNGKey(1), spy, history, [_peak(x) for x in history], _expand, lambda x: x, variant=variant
+  )
   assert out.point == 37 and out.score == _peak(37)
   assert _replay(history[out.ancestor], out.ops) == out.point
   scored = sum(spy.calls, [])
@@ -76,14 +80,20 @@ def test_without_an_improvement_the_best_scored_child_is_returned():
 
 
 def test_ruled_out_children_are_never_chosen():
-  out = tree_maximize(jax.random.PRNGKey(4), ScoreSpy(lambda x: np.nan if x > 10 else _peak(x)), [10], [_peak(10)],
-                      _expand, lambda x: x)
+  out = tree_maximize(
+    jax.random.PRNGKey(4), ScoreSpy(lambda x: np.nan if x > 10 else _peak(x)), [10], [_peak(10)], _expand, lambda x: x
+  )
   assert out.point <= 10
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(r=1.0), "0 < r < 1"), (dict(t_low=2.0), "t_low < t0"), (dict(variant="astar"), "variant: 'astar'"),
-])
+@pytest.mark.parametrize(
+  "kwargs, match",
+  [
+    (dict(r=1.0), "0 < r < 1"),
+    (dict(t_low=2.0), "t_low < t0"),
+    (dict(variant="astar"), "variant: 'astar'"),
+  ],
+)
 def test_bad_arguments_are_named(kwargs, match):
   with pytest.raises(ValueError, match=match):
     tree_maximize(jax.random.PRNGKey(0), ScoreSpy(_peak), [0], [0.0], _expand, lambda x: x, **kwargs)

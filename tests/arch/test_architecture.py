@@ -1,4 +1,5 @@
 """Architecture pytree: stack/unstack/pad round trips and pytree behaviour under jit."""
+
 import jax
 import numpy as np
 import pytest
@@ -27,8 +28,8 @@ def test_stack_pad_to_and_padding_is_empty():
   assert batch.adjacency.shape == (3, 40, 40)
   n = batch.mask.sum(1)
   for b in range(3):
-    assert not batch.adjacency[b, n[b]:].any() and not batch.adjacency[b, :, n[b]:].any()
-    assert (batch.units[b, n[b]:] == 0).all() and (batch.labels[b, n[b]:] == 0).all()
+    assert not batch.adjacency[b, n[b] :].any() and not batch.adjacency[b, :, n[b] :].any()
+    assert (batch.units[b, n[b] :] == 0).all() and (batch.labels[b, n[b] :] == 0).all()
   with pytest.raises(ValueError, match="pad_to=5 is less than the number of layers"):
     nas_jax.stack(archs, pad_to=5)
 

@@ -1,4 +1,5 @@
 """Layer masses and path lengths: the paper's printed values, networkx, and invariances."""
+
 import fractions
 import os
 import sys
@@ -26,24 +27,20 @@ def masses(obj, params):
 
 
 @pytest.mark.parametrize(
-    "obj, expected",
-    [
-        (FIG1A, [235.2, 16, 256, 512, 1024, 32, 512, 235.2, 235.2]),
-        (FIG1B, [235.2, 16, 256, 256, 256, 1024, 32, 512, 235.2, 235.2]),
-        (FIG1C, [240, 16, 512, 256, 256, 32, 16, 16, 512, 256, 120, 16, 512, 120, 240]),
-    ],
+  "obj, expected",
+  [
+    (FIG1A, [235.2, 16, 256, 512, 1024, 32, 512, 235.2, 235.2]),
+    (FIG1B, [235.2, 16, 256, 256, 256, 1024, 32, 512, 235.2, 235.2]),
+    (FIG1C, [240, 16, 512, 256, 256, 32, 16, 16, 512, 256, 120, 16, 512, 120, 240]),
+  ],
 )
 def test_fig1_masses(obj, expected):
   np.testing.assert_allclose(masses(obj, FIG1_MASSES), expected, rtol=1e-12)
 
 
 def test_fig3_masses_use_fc_factor_and_floor():
-  np.testing.assert_allclose(
-      masses(FIG3_LEFT, FIGURES), [100, 16, 256, 512, 32, 51.2, 100, 100], rtol=1e-12
-  )
-  np.testing.assert_allclose(
-      masses(FIG3_RIGHT, FIGURES), [100, 16, 128, 128, 512, 32, 51.2, 100, 100], rtol=1e-12
-  )
+  np.testing.assert_allclose(masses(FIG3_LEFT, FIGURES), [100, 16, 256, 512, 32, 51.2, 100, 100], rtol=1e-12)
+  np.testing.assert_allclose(masses(FIG3_RIGHT, FIGURES), [100, 16, 128, 128, 512, 32, 51.2, 100, 100], rtol=1e-12)
 
 
 def test_fig16_mlp_floor():
@@ -51,21 +48,20 @@ def test_fig16_mlp_floor():
 
 
 def test_res_mass_factor_paper_vs_code():
-  obj = {"kind": "cnn", "layers": [{"label": "ip"}, {"label": "res5", "units": 16, "stride": 1},
-                                   {"label": "softmax"}, {"label": "op"}],
-         "edges": [[0, 1], [1, 2], [2, 3]]}
+  obj = {
+    "kind": "cnn",
+    "layers": [{"label": "ip"}, {"label": "res5", "units": 16, "stride": 1}, {"label": "softmax"}, {"label": "op"}],
+    "edges": [[0, 1], [1, 2], [2, 3]],
+  }
   assert masses(obj, graph.MASS_PARAMS["paper"])[1] == 32.0  # text: twice a conv
   assert masses(obj, graph.MASS_PARAMS["nasbot_code"])[1] == 16.0  # Fig. 5b "res5, 16 (16)"
 
 
 POOL_IP_MASSES = {
-    "cnn": [57704.96, 92111.36, 126517.76, 57735.68, 92551.68, 31659.52, 127367.68, 22919.68,
-            57735.68, 92551.68],
-    "mlp": [7795.2, 25817.6, 58585.6, 21721.6, 97907.2, 202764.8, 185152.0, 307622.4, 132313.6,
-            342438.4],
+  "cnn": [57704.96, 92111.36, 126517.76, 57735.68, 92551.68, 31659.52, 127367.68, 22919.68, 57735.68, 92551.68],
+  "mlp": [7795.2, 25817.6, 58585.6, 21721.6, 97907.2, 202764.8, 185152.0, 307622.4, 132313.6, 342438.4],
 }
-POOL_SIZES = {"cnn": [21, 24, 27, 15, 19, 19, 23, 11, 15, 19],
-              "mlp": [9, 11, 13, 15, 15, 19, 21, 23, 27, 27]}
+POOL_SIZES = {"cnn": [21, 24, 27, 15, 19, 19, 23, 11, 15, 19], "mlp": [9, 11, 13, 15, 15, 19, 21, 23, 27, 27]}
 
 
 @pytest.mark.parametrize("kind", ["cnn", "mlp"])
@@ -79,9 +75,16 @@ def test_initial_pool_ip_masses_match_figs_20_21(kind):
 def test_fig1b_path_lengths_table():
   f = fractions.Fraction
   expected = [
-      [0, 0, 0, 7, 8, f(15, 2)], [1, 1, 1, 6, 7, f(13, 2)], [2, 2, 2, 6, 6, 6],
-      [2, 2, 2, 5, 5, 5], [3, 3, 3, 5, 5, 5], [3, 4, f(7, 2), 4, 4, 4], [4, 5, f(9, 2), 3, 3, 3],
-      [5, 6, f(11, 2), 2, 2, 2], [6, 7, f(13, 2), 1, 1, 1], [7, 8, f(15, 2), 0, 0, 0],
+    [0, 0, 0, 7, 8, f(15, 2)],
+    [1, 1, 1, 6, 7, f(13, 2)],
+    [2, 2, 2, 6, 6, 6],
+    [2, 2, 2, 5, 5, 5],
+    [3, 3, 3, 5, 5, 5],
+    [3, 4, f(7, 2), 4, 4, 4],
+    [4, 5, f(9, 2), 3, 3, 3],
+    [5, 6, f(11, 2), 2, 2, 2],
+    [6, 7, f(13, 2), 1, 1, 1],
+    [7, 8, f(15, 2), 0, 0, 0],
   ]
   pl = np.asarray(nas_jax.path_lengths(nas_jax.Architecture.from_json(FIG1B)))[0]
   np.testing.assert_allclose(pl.T, np.array(expected, float), atol=1e-12)
@@ -113,7 +116,7 @@ def _nx_lengths(obj, weight_of):
       prev = list(nbrs(u))
       if not prev:
         continue
-      vals = np.array([out[base:base + 3, p] for p in prev])
+      vals = np.array([out[base : base + 3, p] for p in prev])
       out[base, u] = weight_of(u) + vals[:, 0].min()
       out[base + 1, u] = weight_of(u) + vals[:, 1].max()
       out[base + 2, u] = weight_of(u) + vals[:, 2].mean()
@@ -148,15 +151,15 @@ def test_path_length_orderings(seed, kind):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2**31 - 1), st.sampled_from(["cnn", "mlp"]),
-       st.sampled_from(["paper", "nasbot_code"]))
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["cnn", "mlp"]), st.sampled_from(["paper", "nasbot_code"]))
 def test_jax_masses_equal_host_reference(seed, kind, preset):
   obj = random_arch.random_json(kind, np.random.default_rng(seed))
   arch = nas_jax.Architecture.from_json(obj)
   adj = np.asarray(arch.adjacency)
   params = graph.MASS_PARAMS[preset]
-  ref = json_io.host_masses(kind, np.asarray(arch.labels), np.asarray(arch.units), adj,
-                            graph.host_topological_order(adj), params)
+  ref = json_io.host_masses(
+    kind, np.asarray(arch.labels), np.asarray(arch.units), adj, graph.host_topological_order(adj), params
+  )
   np.testing.assert_allclose(np.asarray(graph.layer_masses(arch, params)), ref, rtol=1e-10)
 
 
@@ -178,7 +181,7 @@ def test_slot_order_and_padding_never_change_results(seed, kind, extra):
   b = nas_jax.Architecture.from_json(_permuted(obj, perm), pad_to=len(perm) + extra)
   ma, mb = np.asarray(nas_jax.layer_masses(a)), np.asarray(nas_jax.layer_masses(b))
   np.testing.assert_allclose(mb[perm], ma, rtol=1e-12)
-  assert np.all(mb[len(perm):] == 0)
+  assert np.all(mb[len(perm) :] == 0)
   pa, pb = np.asarray(nas_jax.path_lengths(a)), np.asarray(nas_jax.path_lengths(b))
   np.testing.assert_allclose(pb[:, :, perm], pa, atol=1e-12)
 
@@ -200,8 +203,7 @@ def test_total_mass_closed_form():
 
 
 def test_topological_order_respects_every_edge():
-  arch = nas_jax.Architecture.from_json(_permuted(FIG1C, np.random.default_rng(0).permutation(15)),
-                                        pad_to=18)
+  arch = nas_jax.Architecture.from_json(_permuted(FIG1C, np.random.default_rng(0).permutation(15)), pad_to=18)
   order = np.asarray(nas_jax.topological_order(arch)).tolist()
   pos = {u: k for k, u in enumerate(order)}
   for i, j in zip(*np.nonzero(np.asarray(arch.adjacency))):

@@ -1,4 +1,5 @@
 """The interchange format: every validity rule gives a specific ValueError; round trips are exact."""
+
 import copy
 import json
 import os
@@ -28,52 +29,98 @@ def _add_layer(obj, layer, edges):
 
 
 BAD = [
-    ("not an object", [1, 2], "expected an object"),
-    ("bad json text", "{kind", "not valid JSON"),
-    ("missing key", {"kind": "cnn", "layers": []}, "expected exactly kind, layers, edges"),
-    ("unknown kind", _edit(FIG1B, lambda o: o.update(kind="rnn")), "kind: 'rnn' is unknown"),
-    ("unknown label", _edit(FIG1B, lambda o: o["layers"][2].update(label="conv4")),
-     "layers[2].label: 'conv4' is not a cnn label"),
-    ("mlp label in cnn", _edit(FIG1B, lambda o: o["layers"][2].update(label="relu")),
-     "layers[2].label: 'relu' is not a cnn label"),
-    ("units missing", _edit(FIG1B, lambda o: o["layers"][1].pop("units")), "layers[1].units: missing"),
-    ("units too small", _edit(FIG1B, lambda o: o["layers"][1].update(units=4)),
-     "layers[1].units: 4 is not allowed; expected an integer in [8, 1024]"),
-    ("units too large", _edit(FIG1B, lambda o: o["layers"][1].update(units=2048)), "[8, 1024]"),
-    ("units not int", _edit(FIG1B, lambda o: o["layers"][1].update(units=16.0)), "layers[1].units"),
-    ("units on pool", _edit(FIG1B, lambda o: o["layers"][6].update(units=8)),
-     "layers[6].units: a max-pool layer has no units"),
-    ("bad stride", _edit(FIG1B, lambda o: o["layers"][1].update(stride=3)),
-     "layers[1].stride: 3 is not allowed; a conv3 layer has stride 1 or 2"),
-    ("stride on fc", _edit(FIG1B, lambda o: o["layers"][7].update(stride=1)),
-     "layers[7].stride: a fc layer has no stride"),
-    ("unknown layer key", _edit(FIG1B, lambda o: o["layers"][1].update(act="relu")), "unknown keys ['act']"),
-    ("no ip", _edit(FIG1B, lambda o: o["layers"][0].update(label="conv3", units=8, stride=1)),
-     "found 0 'ip' layers"),
-    ("two op", _edit(FIG1B, lambda o: o["layers"][7].update(label="op") or o["layers"][7].pop("units")),
-     "found 2 'op' layers"),
-    ("self loop", _edit(FIG1B, lambda o: o["edges"].append([3, 3])), "edges[10]: [3, 3] is a self-loop"),
-    ("out of range", _edit(FIG1B, lambda o: o["edges"].append([3, 10])),
-     "edges[10]: [3, 10] is out of range; layer indices are 0..9"),
-    ("duplicate edge", _edit(FIG1B, lambda o: o["edges"].append([0, 1])), "edges[10]: [0, 1] is a duplicate"),
-    ("bad edge", _edit(FIG1B, lambda o: o["edges"].append([0])), "edges[10]: [0] is not a pair"),
-    ("cycle", _edit(FIG1B, lambda o: o["edges"].append([5, 1])), "the graph has a cycle"),
-    ("ip with parent", _edit(FIG1B, lambda o: o["edges"].append([1, 0])), "the ip layer has parents [1]"),
-    ("op with child", _edit(FIG1B, lambda o: o["edges"].append([9, 5])), "the op layer has children [5]"),
-    ("dangling layer", _edit(FIG1B, lambda o: _add_layer(o, {"label": "conv3", "units": 8, "stride": 1}, [[1, 10]])),
-     "layers[10] (conv3): not on any path from ip to op"),
-    ("no decision", _edit(FIG16, lambda o: o["layers"][2].update(label="relu", units=8)), "no decision layer"),
-    ("decision feeds non-op", _edit(FIG16, lambda o: _add_layer(o, {"label": "relu", "units": 8}, [[2, 4], [4, 3]])),
-     "a decision layer feeds op only"),
-    ("non-decision feeds op", _edit(FIG1B, lambda o: o["edges"].append([7, 9])),
-     "layers[7] (fc): feeds op, but only decision layers may"),
-    ("mixed decisions", _edit(FIG16, lambda o: _add_layer(o, {"label": "softmax"}, [[1, 4], [4, 3]])),
-     "decision layers mix labels"),
-    ("image sizes", _edit(FIG1B, lambda o: o["layers"][3].update(stride=2)),
-     "layers[5] (conv5): parents give images of different sizes"),
-    ("conv after fc", _edit(FIG1B, lambda o: o["layers"][6].update(label="conv3", units=8, stride=1)
-                            or o["layers"].__setitem__(5, {"label": "fc", "units": 32})),
-     "layers[6] (conv3): its input is already flattened"),
+  ("not an object", [1, 2], "expected an object"),
+  ("bad json text", "{kind", "not valid JSON"),
+  ("missing key", {"kind": "cnn", "layers": []}, "expected exactly kind, layers, edges"),
+  ("unknown kind", _edit(FIG1B, lambda o: o.update(kind="rnn")), "kind: 'rnn' is unknown"),
+  (
+    "unknown label",
+    _edit(FIG1B, lambda o: o["layers"][2].update(label="conv4")),
+    "layers[2].label: 'conv4' is not a cnn label",
+  ),
+  (
+    "mlp label in cnn",
+    _edit(FIG1B, lambda o: o["layers"][2].update(label="relu")),
+    "layers[2].label: 'relu' is not a cnn label",
+  ),
+  ("units missing", _edit(FIG1B, lambda o: o["layers"][1].pop("units")), "layers[1].units: missing"),
+  (
+    "units too small",
+    _edit(FIG1B, lambda o: o["layers"][1].update(units=4)),
+    "layers[1].units: 4 is not allowed; expected an integer in [8, 1024]",
+  ),
+  ("units too large", _edit(FIG1B, lambda o: o["layers"][1].update(units=2048)), "[8, 1024]"),
+  ("units not int", _edit(FIG1B, lambda o: o["layers"][1].update(units=16.0)), "layers[1].units"),
+  (
+    "units on pool",
+    _edit(FIG1B, lambda o: o["layers"][6].update(units=8)),
+    "layers[6].units: a max-pool layer has no units",
+  ),
+  (
+    "bad stride",
+    _edit(FIG1B, lambda o: o["layers"][1].update(stride=3)),
+    "layers[1].stride: 3 is not allowed; a conv3 layer has stride 1 or 2",
+  ),
+  (
+    "stride on fc",
+    _edit(FIG1B, lambda o: o["layers"][7].update(stride=1)),
+    "layers[7].stride: a fc layer has no stride",
+  ),
+  ("unknown layer key", _edit(FIG1B, lambda o: o["layers"][1].update(act="relu")), "unknown keys ['act']"),
+  ("no ip", _edit(FIG1B, lambda o: o["layers"][0].update(label="conv3", units=8, stride=1)), "found 0 'ip' layers"),
+  (
+    "two op",
+    _edit(FIG1B, lambda o: o["layers"][7].update(label="op") or o["layers"][7].pop("units")),
+    "found 2 'op' layers",
+  ),
+  ("self loop", _edit(FIG1B, lambda o: o["edges"].append([3, 3])), "edges[10]: [3, 3] is a self-loop"),
+  (
+    "out of range",
+    _edit(FIG1B, lambda o: o["edges"].append([3, 10])),
+    "edges[10]: [3, 10] is out of range; layer indices are 0..9",
+  ),
+  ("duplicate edge", _edit(FIG1B, lambda o: o["edges"].append([0, 1])), "edges[10]: [0, 1] is a duplicate"),
+  ("bad edge", _edit(FIG1B, lambda o: o["edges"].append([0])), "edges[10]: [0] is not a pair"),
+  ("cycle", _edit(FIG1B, lambda o: o["edges"].append([5, 1])), "the graph has a cycle"),
+  ("ip with parent", _edit(FIG1B, lambda o: o["edges"].append([1, 0])), "the ip layer has parents [1]"),
+  ("op with child", _edit(FIG1B, lambda o: o["edges"].append([9, 5])), "the op layer has children [5]"),
+  (
+    "dangling layer",
+    _edit(FIG1B, lambda o: _add_layer(o, {"label": "conv3", "units": 8, "stride": 1}, [[1, 10]])),
+    "layers[10] (conv3): not on any path from ip to op",
+  ),
+  ("no decision", _edit(FIG16, lambda o: o["layers"][2].update(label="relu", units=8)), "no decision layer"),
+  (
+    "decision feeds non-op",
+    _edit(FIG16, lambda o: _add_layer(o, {"label": "relu", "units": 8}, [[2, 4], [4, 3]])),
+    "a decision layer feeds op only",
+  ),
+  (
+    "non-decision feeds op",
+    _edit(FIG1B, lambda o: o["edges"].append([7, 9])),
+    "layers[7] (fc): feeds op, but only decision layers may",
+  ),
+  (
+    "mixed decisions",
+    _edit(FIG16, lambda o: _add_layer(o, {"label": "softmax"}, [[1, 4], [4, 3]])),
+    "decision layers mix labels",
+  ),
+  (
+    "image sizes",
+    _edit(FIG1B, lambda o: o["layers"][3].update(stride=2)),
+    "layers[5] (conv5): parents give images of different sizes",
+  ),
+  (
+    "conv after fc",
+    _edit(
+      FIG1B,
+      lambda o: (
+        o["layers"][6].update(label="conv3", units=8, stride=1)
+        or o["layers"].__setitem__(5, {"label": "fc", "units": 32})
+      ),
+    ),
+    "layers[6] (conv3): its input is already flattened",
+  ),
 ]
 
 
@@ -89,9 +136,11 @@ def test_limits_layers_edges_degree_mass():
   big = pools.chain("mlp", " ".join(["relu:8"] * 60), "linear")
   with pytest.raises(ValueError, match="63 layers; at most 60"):
     nas_jax.Architecture.from_json(big)
-  fan = {"kind": "mlp", "layers": [{"label": "ip"}] + [{"label": "relu", "units": 8}] * 6
-         + [{"label": "linear"}, {"label": "op"}],
-         "edges": [[0, i] for i in range(1, 7)] + [[i, 7] for i in range(1, 7)] + [[7, 8]]}
+  fan = {
+    "kind": "mlp",
+    "layers": [{"label": "ip"}] + [{"label": "relu", "units": 8}] * 6 + [{"label": "linear"}, {"label": "op"}],
+    "edges": [[0, i] for i in range(1, 7)] + [[i, 7] for i in range(1, 7)] + [[7, 8]],
+  }
   with pytest.raises(ValueError, match=r"layers\[0\] \(ip\): out-degree 6; at most 5"):
     nas_jax.Architecture.from_json(fan)
   nas_jax.Architecture.from_json(fan, limits=json_io.Limits(max_degree=6))
@@ -108,14 +157,23 @@ def test_pad_to_smaller_than_layers():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 40) | st.floats(allow_nan=True) | st.text(max_size=8)
+@given(
+  st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 40)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8)
     | st.sampled_from(["cnn", "mlp", "ip", "op", "conv3", "relu", "linear", "softmax", "max-pool"]),
-    lambda children: st.lists(children, max_size=6)
-    | st.dictionaries(st.sampled_from(["kind", "layers", "edges", "label", "units", "stride", "x"]),
-                      children, max_size=4),
+    lambda children: (
+      st.lists(children, max_size=6)
+      | st.dictionaries(
+        st.sampled_from(["kind", "layers", "edges", "label", "units", "stride", "x"]), children, max_size=4
+      )
+    ),
     max_leaves=30,
-))
+  )
+)
 def test_any_json_value_gives_an_architecture_or_a_value_error(value):
   try:
     arch = nas_jax.Architecture.from_json(value)

@@ -1,5 +1,6 @@
 """Bourgain embedding and the Auto-Keras GP: the known values of autokeras.md 9.1 (E8, E9),
 9.2 and 9.3, the coordinate counts of 4.3, and the invariants of spec 10.3-10.5."""
+
 import math
 
 import hypothesis
@@ -27,7 +28,7 @@ def gram(phi_a, phi_b=None):
 
 
 @pytest.mark.parametrize(
-    "n, intended, code", [(1, 0, 0), (2, 1, 1), (3, 4, 3), (10, 12, 6), (47, 24, 10), (100, 35, 15)]
+  "n, intended, code", [(1, 0, 0), (2, 1, 1), (3, 4, 3), (10, 12, 6), (47, 24, 10), (100, 35, 15)]
 )
 def test_coordinate_counts_match_the_spec(n, intended, code):
   for repeat, m in (("intended", intended), ("code", code)):
@@ -124,11 +125,9 @@ def test_one_network_has_no_coordinate_and_unit_kernel():
 
 widths = st.sampled_from([16, 32, 64, 128, 512])
 skip = st.tuples(st.integers(1, 4), st.integers(1, 3), st.sampled_from(ed.SKIP_TYPES)).map(
-    lambda t: (t[0], t[0] + t[1], t[2])
+  lambda t: (t[0], t[0] + t[1], t[2])
 )
-descriptors = st.tuples(
-    st.lists(widths, max_size=5), st.lists(widths, max_size=2), st.lists(skip, max_size=3)
-)
+descriptors = st.tuples(st.lists(widths, max_size=5), st.lists(widths, max_size=2), st.lists(skip, max_size=3))
 N_HIST, N_CAND = 8, 4
 
 
@@ -143,8 +142,11 @@ def _embedded(hist, cands, seed):
 
 
 @hypothesis.settings(max_examples=30, deadline=None)
-@hypothesis.given(st.lists(descriptors, min_size=N_HIST, max_size=N_HIST),
-                  st.lists(descriptors, min_size=N_CAND, max_size=N_CAND), st.integers(0, 2**16))
+@hypothesis.given(
+  st.lists(descriptors, min_size=N_HIST, max_size=N_HIST),
+  st.lists(descriptors, min_size=N_CAND, max_size=N_CAND),
+  st.integers(0, 2**16),
+)
 def test_embedding_and_kernel_invariants(hist, cands, seed):
   d, phi, phi_c = _embedded(hist, cands, seed)
   both = np.concatenate([phi, phi_c])
@@ -190,21 +192,28 @@ ONE_ANCHOR = bourgain.anchors_from_sets([[0]], 3)
 
 
 @pytest.mark.parametrize(
-    "call, error, message",
-    [
-        (lambda: bourgain.bourgain_anchors(jax.random.key(0), 0), ValueError, "n: 0; expected"),
-        (lambda: bourgain.bourgain_anchors(jax.random.key(0), 5, repeat="paper"), ValueError,
-         "repeat: 'paper' is unknown; choose one of: intended, code"),
-        (lambda: bourgain.anchors_from_sets([[0], []], 3), ValueError,
-         r"sets\[1\]: \[\]; an anchor set is a non-empty"),
-        (lambda: bourgain.anchors_from_sets([[0, 3]], 3), ValueError,
-         r"sets\[0\]: index 3 is not an integer in \[0, 3\)"),
-        (lambda: bourgain.bourgain_embed(np.zeros((2, 4)), ONE_ANCHOR), ValueError,
-         r"d: shape \(2, 4\); expected \[rows, n\] with n = 3"),
-        (lambda: bourgain.bourgain_embed(-np.ones((1, 3)), ONE_ANCHOR), ValueError,
-         "d: has negative or non-finite entries"),
-        (lambda: bourgain.bourgain_embed(np.zeros((1, 3)), [[0]]), TypeError, "anchors: list given"),
-    ],
+  "call, error, message",
+  [
+    (lambda: bourgain.bourgain_anchors(jax.random.key(0), 0), ValueError, "n: 0; expected"),
+    (
+      lambda: bourgain.bourgain_anchors(jax.random.key(0), 5, repeat="paper"),
+      ValueError,
+      "repeat: 'paper' is unknown; choose one of: intended, code",
+    ),
+    (lambda: bourgain.anchors_from_sets([[0], []], 3), ValueError, r"sets\[1\]: \[\]; an anchor set is a non-empty"),
+    (lambda: bourgain.anchors_from_sets([[0, 3]], 3), ValueError, r"sets\[0\]: index 3 is not an integer in \[0, 3\)"),
+    (
+      lambda: bourgain.bourgain_embed(np.zeros((2, 4)), ONE_ANCHOR),
+      ValueError,
+      r"d: shape \(2, 4\); expected \[rows, n\] with n = 3",
+    ),
+    (
+      lambda: bourgain.bourgain_embed(-np.ones((1, 3)), ONE_ANCHOR),
+      ValueError,
+      "d: has negative or non-finite entries",
+    ),
+    (lambda: bourgain.bourgain_embed(np.zeros((1, 3)), [[0]]), TypeError, "anchors: list given"),
+  ],
 )
 def test_bad_arguments_are_named(call, error, message):
   with pytest.raises(error, match=message):
@@ -212,8 +221,7 @@ def test_bad_arguments_are_named(call, error, message):
 
 
 def test_public_api_round_trip():
-  descs = [nas_jax.descriptor([64, 64, 64], [10]),
-           nas_jax.descriptor([64, 128, 64], [10], [(1, 3, "add")])]
+  descs = [nas_jax.descriptor([64, 64, 64], [10]), nas_jax.descriptor([64, 128, 64], [10], [(1, 3, "add")])]
   d = nas_jax.edit_distances(descs)
   phi = nas_jax.bourgain_embed(d, nas_jax.bourgain_anchors(jax.random.key(0), 2))
   assert gram(phi)[0, 1] == pytest.approx(math.exp(-1.5), rel=1e-12)

@@ -1,5 +1,6 @@
 """Auto-Keras edit distance: the known values of autokeras.md 9.1, a pure-Python reference
 (DP, brute-force assignment), the properties of spec 3.4 and 10, and input validation."""
+
 import itertools
 
 import hypothesis
@@ -37,8 +38,10 @@ def ref_layers(a, b):
 def ref_eq4(a, b):
   """eq. (4) read literally: every layer of the shorter list matched in order."""
   short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-  best = min(sum(ref_width(x, long_[j]) for x, j in zip(short, js))
-             for js in itertools.combinations(range(len(long_)), len(short)))
+  best = min(
+    sum(ref_width(x, long_[j]) for x, j in zip(short, js))
+    for js in itertools.combinations(range(len(long_)), len(short))
+  )
   return best + len(long_) - len(short)
 
 
@@ -52,8 +55,9 @@ def ref_skip(s, t):
 def ref_skips(sa, sb):
   """eq. (7) by brute force over every injection of the smaller set."""
   small, big = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
-  best = min(sum(ref_skip(x, big[j]) for x, j in zip(small, js))
-             for js in itertools.permutations(range(len(big)), len(small)))
+  best = min(
+    sum(ref_skip(x, big[j]) for x, j in zip(small, js)) for js in itertools.permutations(range(len(big)), len(small))
+  )
   return best + len(big) - len(small)
 
 
@@ -86,19 +90,22 @@ E6_B = ([32, 64, 128, 128], [], [])
 
 
 @pytest.mark.parametrize(
-    "a, b, d_l, d_s",
-    [
-        (([64, 64, 64], [], []), ([64, 64, 64, 64], [], []), 1.0, 0.0),  # E1 deep
-        (([64, 64, 64], [], []), ([64, 128, 64], [], []), 0.5, 0.0),  # E2 wide
-        (([16, 512, 16], [], []), ([512, 16, 512], [], []), 2.0, 0.0),  # E3 DP, not eq. (4)
-        (([64], [], [(1, 3, "add")]), ([64], [], [(2, 4, "add"), (1, 2, "concat")]), 0.0, 1.25),  # E4
-        (([64], [], [(1, 3, "add"), (2, 5, "add")]), ([64], [], [(1, 4, "add"), (3, 5, "add")]),
-         0.0, 0.25 + 1 / 3),  # E5 Hungarian
-        (E6_A, E6_B, 2.5, 1.0),  # E6 both kinds
-        (([64] * 3, [], [(1, 2, "add")]), ([64] * 4, [], [(2, 3, "add")]), 1.0, 1 / 3),  # E7
-        (([64] * 3, [10], []), ([64] * 7, [10], [(1, 2, "add"), (2, 5, "add"), (5, 7, "add")]),
-         4.0, 3.0),  # E8 G0 vs G1
-    ],
+  "a, b, d_l, d_s",
+  [
+    (([64, 64, 64], [], []), ([64, 64, 64, 64], [], []), 1.0, 0.0),  # E1 deep
+    (([64, 64, 64], [], []), ([64, 128, 64], [], []), 0.5, 0.0),  # E2 wide
+    (([16, 512, 16], [], []), ([512, 16, 512], [], []), 2.0, 0.0),  # E3 DP, not eq. (4)
+    (([64], [], [(1, 3, "add")]), ([64], [], [(2, 4, "add"), (1, 2, "concat")]), 0.0, 1.25),  # E4
+    (
+      ([64], [], [(1, 3, "add"), (2, 5, "add")]),
+      ([64], [], [(1, 4, "add"), (3, 5, "add")]),
+      0.0,
+      0.25 + 1 / 3,
+    ),  # E5 Hungarian
+    (E6_A, E6_B, 2.5, 1.0),  # E6 both kinds
+    (([64] * 3, [], [(1, 2, "add")]), ([64] * 4, [], [(2, 3, "add")]), 1.0, 1 / 3),  # E7
+    (([64] * 3, [10], []), ([64] * 7, [10], [(1, 2, "add"), (2, 5, "add"), (5, 7, "add")]), 4.0, 3.0),  # E8 G0 vs G1
+  ],
 )
 def test_known_distances(a, b, d_l, d_s):
   da, db = [ed.descriptor(*a)], [ed.descriptor(*b)]
@@ -157,11 +164,9 @@ def test_vmapped_dp_equals_reference_on_random_padded_lists():
 
 widths = st.sampled_from([16, 32, 64, 128, 512]) | st.integers(1, 1024)
 skip = st.tuples(st.integers(1, 5), st.integers(1, 4), st.sampled_from(ed.SKIP_TYPES)).map(
-    lambda t: (t[0], t[0] + t[1], t[2])
+  lambda t: (t[0], t[0] + t[1], t[2])
 )
-descriptors = st.tuples(
-    st.lists(widths, max_size=6), st.lists(widths, max_size=3), st.lists(skip, max_size=4)
-)
+descriptors = st.tuples(st.lists(widths, max_size=6), st.lists(widths, max_size=3), st.lists(skip, max_size=4))
 settings = hypothesis.settings(max_examples=40, deadline=None)
 
 
@@ -218,8 +223,9 @@ def test_skip_order_and_padding_change_nothing(a, b, rnd):
 
 
 @settings
-@hypothesis.given(st.lists(st.tuples(widths, widths), min_size=8, max_size=8),
-                  st.lists(st.tuples(skip, skip), min_size=8, max_size=8))
+@hypothesis.given(
+  st.lists(st.tuples(widths, widths), min_size=8, max_size=8), st.lists(st.tuples(skip, skip), min_size=8, max_size=8)
+)
 def test_elementary_distances_are_in_range(width_pairs, skip_pairs):
   d_l = np.asarray(ed.width_distance(*np.array(width_pairs).T))
   assert np.all((d_l >= 0) & (d_l < 1))
@@ -255,17 +261,16 @@ def test_stack_pads_to_powers_of_two_and_keeps_real_entries_first():
 
 
 @pytest.mark.parametrize(
-    "args, error, message",
-    [
-        (([64, 0],), ValueError, r"conv\[1\]: 0 is not allowed; a width is an integer >= 1"),
-        (([64], [2.5]), ValueError, r"dense\[0\]: 2.5 is not allowed"),
-        (([64], [], [(2, 2, "add")]), ValueError, r"skips\[0\]: u, v = 2, 2; a skip needs 1 <= u < v"),
-        (([64], [], [(0, 2, "add")]), ValueError, r"skips\[0\]: u, v = 0, 2"),
-        (([64], [], [(1, 2, "sum")]), ValueError,
-         r"skips\[0\]: type 'sum' is unknown; allowed: add, concat"),
-        (([64], [], [(1, 2)]), ValueError, r"skips\[0\]: \(1, 2\) is not a triple"),
-        (("64",), TypeError, "conv: str given"),
-    ],
+  "args, error, message",
+  [
+    (([64, 0],), ValueError, r"conv\[1\]: 0 is not allowed; a width is an integer >= 1"),
+    (([64], [2.5]), ValueError, r"dense\[0\]: 2.5 is not allowed"),
+    (([64], [], [(2, 2, "add")]), ValueError, r"skips\[0\]: u, v = 2, 2; a skip needs 1 <= u < v"),
+    (([64], [], [(0, 2, "add")]), ValueError, r"skips\[0\]: u, v = 0, 2"),
+    (([64], [], [(1, 2, "sum")]), ValueError, r"skips\[0\]: type 'sum' is unknown; allowed: add, concat"),
+    (([64], [], [(1, 2)]), ValueError, r"skips\[0\]: \(1, 2\) is not a triple"),
+    (("64",), TypeError, "conv: str given"),
+  ],
 )
 def test_descriptor_rejects_bad_fields(args, error, message):
   with pytest.raises(error, match=message):

@@ -1,4 +1,5 @@
 """Encodings (spec bananas.md 4): sizes, the known vectors of 4.7, structure and invariances."""
+
 import csv
 import gzip
 import os
@@ -33,16 +34,32 @@ def nb101(edges, ops=(0, 0, 0, 0, 0)):
 NONE6 = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|"
 SKIP6 = NONE6.replace("none", "skip_connect")
 NB201_KNOWN = [  # spec 4.7: arch_str, path201, path201_iso, adj201
-    ("|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_1x1~2|",
-     {4, 12, 17, 67}, {0, 4, 7, 22}, {2, 7, 12, 19, 22, 26}),
-    ("|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|skip_connect~1|none~2|",
-     {4, 23, 27, 122}, {0, 1}, {2, 8, 13, 19, 24, 28}),
-    ("|skip_connect~0|+|none~0|none~1|+|skip_connect~0|nor_conv_3x3~1|none~2|",
-     {4, 19, 23, 124}, {0, 1}, {4, 8, 13, 19, 22, 28}),
-    ("|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|",
-     {4, 17, 92}, {0, 4, 13}, {2, 7, 12, 19, 22, 27}),
-    (NONE6, {3, 23, 123}, set(), {3, 8, 13, 18, 23, 28}),
-    (SKIP6, {4, 29, 154}, {0}, {4, 9, 14, 19, 24, 29}),
+  (
+    "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_1x1~2|",
+    {4, 12, 17, 67},
+    {0, 4, 7, 22},
+    {2, 7, 12, 19, 22, 26},
+  ),
+  (
+    "|nor_conv_3x3~0|+|none~0|none~1|+|skip_connect~0|skip_connect~1|none~2|",
+    {4, 23, 27, 122},
+    {0, 1},
+    {2, 8, 13, 19, 24, 28},
+  ),
+  (
+    "|skip_connect~0|+|none~0|none~1|+|skip_connect~0|nor_conv_3x3~1|none~2|",
+    {4, 19, 23, 124},
+    {0, 1},
+    {4, 8, 13, 19, 22, 28},
+  ),
+  (
+    "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|",
+    {4, 17, 92},
+    {0, 4, 13},
+    {2, 7, 12, 19, 22, 27},
+  ),
+  (NONE6, {3, 23, 123}, set(), {3, 8, 13, 18, 23, 28}),
+  (SKIP6, {4, 29, 154}, {0}, {4, 9, 14, 19, 24, 29}),
 ]
 
 
@@ -74,10 +91,22 @@ E7B = ([(0, 1), (0, 2), (1, 6), (2, 6)], (0, 0, 0, 0, 0))
 E8 = ([(0, 1), (0, 2), (0, 3), (0, 5), (1, 6), (2, 6), (3, 4), (4, 6), (5, 6)], (1, 0, 0, 0, 2))
 
 
-@pytest.mark.parametrize("example, path", [
-    (E1, {0}), (E2, {34}), (E3, {0, 1, 2, 3}), (E4, {0, 4}), (E5, {121}), (E6, {1, 5, 11}),
-    (E6P, {1, 5, 11}), (E6D, {1, 5, 11}), (E7A, {1}), (E7B, {1}), (E8, {1, 2, 3, 4}),
-])
+@pytest.mark.parametrize(
+  "example, path",
+  [
+    (E1, {0}),
+    (E2, {34}),
+    (E3, {0, 1, 2, 3}),
+    (E4, {0, 4}),
+    (E5, {121}),
+    (E6, {1, 5, 11}),
+    (E6P, {1, 5, 11}),
+    (E6D, {1, 5, 11}),
+    (E7A, {1}),
+    (E7B, {1}),
+    (E8, {1, 2, 3, 4}),
+  ],
+)
 def test_nb101_known_path_indices(example, path):
   c = nb101(*example)
   assert ones("path", c) == path
@@ -100,11 +129,20 @@ def test_nb101_index_map_is_a_bijection_onto_364():
   assert np.array_equal(table.sum(axis=(0, 1)), np.r_[0, np.ones(363)])
 
 
-@pytest.mark.parametrize("name, kind, size", [
-    ("path", "nb101", 364), ("trunc_path", "nb101", 40), ("adj_onehot", "nb101", 36),
-    ("adj_code", "nb101", 26), ("adj_cont", "nb101", 27), ("path", "nb201", 155),
-    ("trunc_path", "nb201", 30), ("path_iso", "nb201", 40), ("adj_onehot", "nb201", 30),
-])
+@pytest.mark.parametrize(
+  "name, kind, size",
+  [
+    ("path", "nb101", 364),
+    ("trunc_path", "nb101", 40),
+    ("adj_onehot", "nb101", 36),
+    ("adj_code", "nb101", 26),
+    ("adj_cont", "nb101", 27),
+    ("path", "nb201", 155),
+    ("trunc_path", "nb201", 30),
+    ("path_iso", "nb201", 40),
+    ("adj_onehot", "nb201", 30),
+  ],
+)
 def test_sizes(name, kind, size):
   space = C.nb101_space() if kind == "nb101" else NB201_SPACE
   x = E.encode(name, space.sample(jax.random.PRNGKey(0), 3))

@@ -1,5 +1,6 @@
 """OTMANN distances with the exact solver: the paper's known values (spec 11.3-11.4), the
 properties of spec 12, an independent POT reference, and the public API."""
+
 import os
 import sys
 
@@ -40,13 +41,13 @@ def test_fig1_a_vs_b_is_175_1():
 
 
 @pytest.mark.parametrize(
-    "params, slope",
-    [
-        (FIG1_PARAMS, 350.2),  # grouped C_str
-        (FIG1_PARAMS._replace(structural="main_text"), 700.4),  # spec 4.2
-        (oc.OTMANN_PARAMS["paper"], 275.32),  # experiment masses: fc x0.1, floor 100
-        (oc.OTMANN_PARAMS["nasbot_code"], 275.32),
-    ],
+  "params, slope",
+  [
+    (FIG1_PARAMS, 350.2),  # grouped C_str
+    (FIG1_PARAMS._replace(structural="main_text"), 700.4),  # spec 4.2
+    (oc.OTMANN_PARAMS["paper"], 275.32),  # experiment masses: fc x0.1, floor 100
+    (oc.OTMANN_PARAMS["nasbot_code"], 275.32),
+  ],
 )
 def test_fig1_a_vs_b_is_linear_in_nu(params, slope):
   out = otmann.otmann_distances(FIG1[:2], nu_str=NUS, params=params)
@@ -177,15 +178,22 @@ def test_res_layers_separate_the_presets():
   paper = otmann.otmann_distances(archs, nu_str=0.5, params="paper").d[0, 1]
   code = otmann.otmann_distances(archs, nu_str=0.5, params="nasbot_code").d[0, 1]
   assert code < paper
-  assert code == pytest.approx(otmann.otmann_distances(archs, nu_str=0.5, params=oc.OTMANN_PARAMS["paper"]._replace(
-      mass=graph.MASS_PARAMS["nasbot_code"], label_costs="nasbot_code")).d[0, 1], rel=1e-12)
+  assert code == pytest.approx(
+    otmann.otmann_distances(
+      archs,
+      nu_str=0.5,
+      params=oc.OTMANN_PARAMS["paper"]._replace(mass=graph.MASS_PARAMS["nasbot_code"], label_costs="nasbot_code"),
+    ).d[0, 1],
+    rel=1e-12,
+  )
 
 
 def test_shapes_batches_chunks_and_mlps():
   archs = pools.initial_pool("mlp")[:5]
   one = otmann.otmann_distances(archs[:2], archs[2:], nu_str=0.2)
-  many = otmann.otmann_distances(nas_jax.stack(archs[:2]), nas_jax.stack(archs[2:], pad_to=40), nu_str=[0.2],
-                                 chunk_size=1)
+  many = otmann.otmann_distances(
+    nas_jax.stack(archs[:2]), nas_jax.stack(archs[2:], pad_to=40), nu_str=[0.2], chunk_size=1
+  )
   assert one.d.shape == (2, 3) and many.d.shape == (1, 2, 3)
   np.testing.assert_allclose(many.d[0], one.d, rtol=1e-12)
   assert np.all(one.d > 0)
@@ -210,16 +218,16 @@ def test_extend_distances_equals_a_full_recomputation():
 
 
 @pytest.mark.parametrize(
-    "kwargs, error, match",
-    [
-        (dict(solver="lp"), ValueError, "solver: 'lp' is unknown; choose one of: exact, sinkhorn"),
-        (dict(nu_str=-0.1), ValueError, r"nu_str: -0.1; expected a number >= 0"),
-        (dict(nu_str=["a"]), ValueError, r"nu_str: \['a'\]; expected a number >= 0"),
-        (dict(chunk_size=0), ValueError, "chunk_size: 0; expected a positive integer"),
-        (dict(params="paper2"), ValueError, "params: 'paper2' is unknown"),
-        (dict(sinkhorn=otmann.SinkhornConfig(cap=2.0)), ValueError, "need epsilon > 0"),
-        (dict(archs_b=pools.initial_pool("mlp")[:1]), ValueError, "archs_b: kind 'mlp' differs from archs_a's 'cnn'"),
-    ],
+  "kwargs, error, match",
+  [
+    (dict(solver="lp"), ValueError, "solver: 'lp' is unknown; choose one of: exact, sinkhorn"),
+    (dict(nu_str=-0.1), ValueError, r"nu_str: -0.1; expected a number >= 0"),
+    (dict(nu_str=["a"]), ValueError, r"nu_str: \['a'\]; expected a number >= 0"),
+    (dict(chunk_size=0), ValueError, "chunk_size: 0; expected a positive integer"),
+    (dict(params="paper2"), ValueError, "params: 'paper2' is unknown"),
+    (dict(sinkhorn=otmann.SinkhornConfig(cap=2.0)), ValueError, "need epsilon > 0"),
+    (dict(archs_b=pools.initial_pool("mlp")[:1]), ValueError, "archs_b: kind 'mlp' differs from archs_a's 'cnn'"),
+  ],
 )
 def test_bad_arguments_are_named(kwargs, error, match):
   with pytest.raises(error, match=match):

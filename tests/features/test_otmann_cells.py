@@ -5,6 +5,7 @@ Sinkhorn against the exact solver.
 Path-length features below are (sp, lp, rw) from ip and to op, per group all / conv / pool; the
 structural cost of a pair is the mean |difference| over these 3 groups x 6 features = 18 numbers.
 """
+
 import itertools
 
 import jax
@@ -54,7 +55,8 @@ def test_nb201_layer_graph_is_the_per_edge_network():
   assert _names(arch) == ["input"] + ["nor_conv_3x3"] * 4 + ["nor_conv_1x1", "output"]
   e0, e1, e2, e4, e5, out = range(1, 7)
   assert np.argwhere(arch.adjacency).tolist() == sorted(
-      [[0, e0], [0, e1], [e0, e2], [e0, e4], [e1, e5], [e2, e5], [0, out], [e4, out], [e5, out]])
+    [[0, e0], [0, e1], [e0, e2], [e0, e4], [e1, e5], [e2, e5], [0, out], [e4, out], [e5, out]]
+  )
 
 
 def test_nb201_layers_sum_their_inputs():
@@ -64,8 +66,9 @@ def test_nb201_layers_sum_their_inputs():
   assert _names(SUMMED) == ["input", "nor_conv_1x1", "nor_conv_3x3", "output"]
   assert np.argwhere(SUMMED.adjacency).tolist() == [[0, 1], [0, 2], [1, 2], [2, 3]]
   np.testing.assert_allclose(graph.layer_masses(SUMMED), [100, 256, 256, 100])
-  np.testing.assert_allclose(graph.layer_masses(cell_layer_graph(C.nb201_cell([0, 0, 0, 3, 0, 0]), channels=32)),
-                             [102.4, 1024, 102.4])  # 32 * 32; zeta P = 102.4
+  np.testing.assert_allclose(
+    graph.layer_masses(cell_layer_graph(C.nb201_cell([0, 0, 0, 3, 0, 0]), channels=32)), [102.4, 1024, 102.4]
+  )  # 32 * 32; zeta P = 102.4
 
 
 def test_nb201_known_distances():
@@ -106,8 +109,10 @@ def test_nb101_known_distance():
 
 def test_cell_label_costs():
   """Ours, in the spirit of Table 4: 1x1 vs 3x3 conv 0.2, conv vs pool never (both rules)."""
-  for kind, names in [("nb201_layers", ("input", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")),
-                      ("nb101_layers", ("input", "conv1x1-bn-relu", "conv3x3-bn-relu", "maxpool3x3"))]:
+  for kind, names in [
+    ("nb201_layers", ("input", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")),
+    ("nb101_layers", ("input", "conv1x1-bn-relu", "conv3x3-bn-relu", "maxpool3x3")),
+  ]:
     ip, c1, c3, pool = (labels.label_id(kind, name) for name in names)
     for rule in oc.LABEL_COST_RULES:
       m = oc.label_cost_matrix(kind, rule)
@@ -131,7 +136,7 @@ def test_nb201_isomorphic_cells_are_at_distance_zero(nb201_classes):
   keys = ["#+(0)@nor_conv_3x3+0", C.nb201_iso_key(C.nb201_cell([3, 0, 1, 0, 1, 1])), "#+#+(0)@avg_pool_3x3"]
   assert (0, 3, 0, 3, 0, 1) in nb201_classes[keys[1]]
   assert _names(_nb201(3, 0, 1, 0, 1, 1)) == ["input", "nor_conv_3x3", "nor_conv_3x3", "output"]
-  members = [nb201_classes[k][::max(1, len(nb201_classes[k]) // 6)][:6] for k in keys]
+  members = [nb201_classes[k][:: max(1, len(nb201_classes[k]) // 6)][:6] for k in keys]
   archs = [cell_layer_graph(C.nb201_cell(ops)) for group in members for ops in group]
   cls = np.repeat(np.arange(len(keys)), [len(g) for g in members])
   for solver in ("exact", "sinkhorn"):
@@ -144,8 +149,9 @@ def test_nb201_isomorphic_cells_are_at_distance_zero(nb201_classes):
 def _relabelled(arch, rng):
   """The same network with its layer slots shuffled."""
   p = rng.permutation(len(arch.labels))
-  return arch.replace(labels=arch.labels[p], units=arch.units[p], strides=arch.strides[p],
-                      adjacency=arch.adjacency[np.ix_(p, p)])
+  return arch.replace(
+    labels=arch.labels[p], units=arch.units[p], strides=arch.strides[p], adjacency=arch.adjacency[np.ix_(p, p)]
+  )
 
 
 def test_nb101_cells_equal_after_pruning_are_at_distance_zero():

@@ -1,4 +1,5 @@
 """OTMANN costs: the label matrices of spec 3.2/3.3 and App. R, parameters, the augmented problem."""
+
 import itertools
 import math
 import os
@@ -18,11 +19,22 @@ from networks import FIG1A, FIG1B  # noqa: E402
 INF = math.inf
 # spec 3.2, order c3 c5 c7 r3 r5 r7 mp ap fc sm ip op
 SPEC_CNN = {
-    ("conv3", "conv5"): 0.2, ("conv5", "conv7"): 0.2, ("conv3", "conv7"): 0.3,
-    ("res3", "res5"): 0.2, ("res5", "res7"): 0.2, ("res3", "res7"): 0.3,
-    ("conv3", "res3"): 0.1, ("conv5", "res5"): 0.1, ("conv7", "res7"): 0.1,
-    ("conv3", "res5"): 0.28, ("conv5", "res3"): 0.28, ("conv5", "res7"): 0.28, ("conv7", "res5"): 0.28,
-    ("conv3", "res7"): 0.37, ("conv7", "res3"): 0.37, ("max-pool", "avg-pool"): 0.25,
+  ("conv3", "conv5"): 0.2,
+  ("conv5", "conv7"): 0.2,
+  ("conv3", "conv7"): 0.3,
+  ("res3", "res5"): 0.2,
+  ("res5", "res7"): 0.2,
+  ("res3", "res7"): 0.3,
+  ("conv3", "res3"): 0.1,
+  ("conv5", "res5"): 0.1,
+  ("conv7", "res7"): 0.1,
+  ("conv3", "res5"): 0.28,
+  ("conv5", "res3"): 0.28,
+  ("conv5", "res7"): 0.28,
+  ("conv7", "res5"): 0.28,
+  ("conv3", "res7"): 0.37,
+  ("conv7", "res3"): 0.37,
+  ("max-pool", "avg-pool"): 0.25,
 }
 RECTIFIERS = ("relu", "crelu", "leaky-relu", "softplus", "elu")
 
@@ -42,8 +54,12 @@ def test_cnn_paper_matrix_is_spec_table_4_with_res_rule():
 
 def test_cnn_code_matrix_follows_appendix_r():
   r2 = math.sqrt(2) / 10
-  table = {("conv3", "conv5"): r2 * math.sqrt(2), ("conv5", "conv7"): r2 * math.sqrt(2),
-           ("conv3", "conv7"): r2 * 2, ("max-pool", "avg-pool"): 0.5}
+  table = {
+    ("conv3", "conv5"): r2 * math.sqrt(2),
+    ("conv5", "conv7"): r2 * math.sqrt(2),
+    ("conv3", "conv7"): r2 * 2,
+    ("max-pool", "avg-pool"): 0.5,
+  }
   table.update({(x.replace("conv", "res"), y.replace("conv", "res")): v for (x, y), v in list(table.items())[:3]})
   for k1, k2 in itertools.product((3, 5, 7), repeat=2):
     table[(f"conv{k1}", f"res{k2}")] = 0.9 * r2 * math.sqrt(abs(k1 - k2)) + 0.1
@@ -79,14 +95,14 @@ def test_explicit_label_matrix_must_be_square_and_non_negative():
 
 
 @pytest.mark.parametrize(
-    "params, match",
-    [
-        ("codebase", "params: 'codebase' is unknown; choose one of: paper, nasbot_code"),
-        (oc.OtmannParams(structural="grouped4"), "params.structural: 'grouped4' is unknown"),
-        (oc.OtmannParams(label_costs="table1"), "params.label_costs: 'table1' is unknown"),
-        (oc.OtmannParams(inf_cost=2.0), r"params.inf_cost: 2.0; must be finite and > 2 \* nas_cost"),
-        (oc.OtmannParams(nas_cost=0.0), "params.nas_cost: 0.0; must be > 0"),
-    ],
+  "params, match",
+  [
+    ("codebase", "params: 'codebase' is unknown; choose one of: paper, nasbot_code"),
+    (oc.OtmannParams(structural="grouped4"), "params.structural: 'grouped4' is unknown"),
+    (oc.OtmannParams(label_costs="table1"), "params.label_costs: 'table1' is unknown"),
+    (oc.OtmannParams(inf_cost=2.0), r"params.inf_cost: 2.0; must be finite and > 2 \* nas_cost"),
+    (oc.OtmannParams(nas_cost=0.0), "params.nas_cost: 0.0; must be > 0"),
+  ],
 )
 def test_otmann_params_reject_bad_values(params, match):
   with pytest.raises(ValueError, match=match):

@@ -2,6 +2,7 @@
 
 Every test uses the default params and the kernel's four nu_str values, so that they share
 compiled shapes (CPU compilation dominates their run time)."""
+
 import os
 import sys
 
@@ -41,8 +42,9 @@ def test_fig1_networks():
 
 
 def test_fig3_stays_near_zero():
-  exact, approx = _both([nas_jax.Architecture.from_json(FIG3_LEFT)], [nas_jax.Architecture.from_json(FIG3_RIGHT)],
-                        nu_str=NU)
+  exact, approx = _both(
+    [nas_jax.Architecture.from_json(FIG3_LEFT)], [nas_jax.Architecture.from_json(FIG3_RIGHT)], nu_str=NU
+  )
   np.testing.assert_allclose(exact.d, 0.0, atol=1e-9)
   assert np.all(approx.d_bar <= 1e-3)
 
@@ -63,8 +65,9 @@ def test_padding_never_changes_the_result():
 def test_an_iteration_cap_still_returns_a_feasible_upper_bound():
   archs = pools.initial_pool("mlp")[:4]
   exact = otmann.otmann_distances(archs, nu_str=NU)
-  capped = otmann.otmann_distances(archs, solver="sinkhorn", nu_str=NU,
-                                   sinkhorn=otmann.SinkhornConfig(max_iterations=10, epsilon=0.05))
+  capped = otmann.otmann_distances(
+    archs, solver="sinkhorn", nu_str=NU, sinkhorn=otmann.SinkhornConfig(max_iterations=10, epsilon=0.05)
+  )
   assert np.all(capped.d >= exact.d - 1e-9) and np.all(capped.d_bar <= 1.0)
   assert np.any(capped.d > exact.d * (1 + 1e-3))  # the cap is binding, so the bound is loose
 

@@ -1,4 +1,5 @@
 """Pairwise inputs: distances equal brute force, padding adds zeros, inputs are validated."""
+
 import jax
 import numpy as np
 import pytest
@@ -34,11 +35,11 @@ def test_arc_pair_rescales_and_zeroes_inactive_values():
 
 
 @pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        (dict(lower=[0.0, 1.0], upper=[1.0, 1.0]), "need lower < upper"),
-        (dict(lower=[0.0], upper=[1.0]), r"values1: shape \(1, 2\)"),
-    ],
+  "kwargs, message",
+  [
+    (dict(lower=[0.0, 1.0], upper=[1.0, 1.0]), "need lower < upper"),
+    (dict(lower=[0.0], upper=[1.0]), r"values1: shape \(1, 2\)"),
+  ],
 )
 def test_arc_pair_validates(kwargs, message):
   with pytest.raises(ValueError, match=message):
@@ -85,11 +86,10 @@ def test_pad_appends_zeros_and_keeps_data():
 def test_pairs_round_trip_as_pytrees_under_jit():
   rng = np.random.default_rng(2)
   pairs = [
-      pairwise.vector_pair(rng.normal(size=(3, 2))),
-      pairwise.sq_euclidean(rng.normal(size=(3, 2))),
-      pairwise.otmann_pair(rng.uniform(size=(2, 3, 3)), rng.uniform(size=(2, 3, 3))),
-      pairwise.arc_pair(rng.uniform(size=(3, 2)), rng.uniform(size=(3, 2)) > 0.5, lower=[0, 0],
-                        upper=[1, 1]),
+    pairwise.vector_pair(rng.normal(size=(3, 2))),
+    pairwise.sq_euclidean(rng.normal(size=(3, 2))),
+    pairwise.otmann_pair(rng.uniform(size=(2, 3, 3)), rng.uniform(size=(2, 3, 3))),
+    pairwise.arc_pair(rng.uniform(size=(3, 2)), rng.uniform(size=(3, 2)) > 0.5, lower=[0, 0], upper=[1, 1]),
   ]
   for pair in pairs:
     leaves, tree = jax.tree.flatten(pair)

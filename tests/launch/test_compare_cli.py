@@ -1,4 +1,5 @@
 """launch/compare.py end to end on the synthetic smoke configs, with explicit seeds."""
+
 import json
 import os
 import subprocess
@@ -15,9 +16,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.mark.slow
 def test_compare_cli_writes_table_curves_and_results(tmp_path):
   out = tmp_path / "cmp"
-  cmd = [sys.executable, "launch/compare.py",
-         "--configs=configs/random_synthetic.py:smoke,configs/ea_synthetic.py:smoke", "--seed_list=3,5",
-         "--budget=3", f"--out={out}"]
+  cmd = [
+    sys.executable,
+    "launch/compare.py",
+    "--configs=configs/random_synthetic.py:smoke,configs/ea_synthetic.py:smoke",
+    "--seed_list=3,5",
+    "--budget=3",
+    f"--out={out}",
+  ]
   p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
   assert p.returncode == 0, p.stderr[-3000:]
   results = json.loads((out / compare.RESULTS).read_text())
@@ -29,6 +35,11 @@ def test_compare_cli_writes_table_curves_and_results(tmp_path):
 
 
 def test_compare_cli_requires_its_flags(tmp_path):
-  p = subprocess.run([sys.executable, "launch/compare.py", "--configs=configs/ea_synthetic.py"], cwd=ROOT,
-                     capture_output=True, text=True, timeout=300)
+  p = subprocess.run(
+    [sys.executable, "launch/compare.py", "--configs=configs/ea_synthetic.py"],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert p.returncode != 0 and "--budget" in p.stderr and "--out" in p.stderr

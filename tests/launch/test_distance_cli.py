@@ -1,4 +1,5 @@
 """launch/distance.py end to end: Fig. 1 networks to D.json and plots; bad files name the culprit."""
+
 import json
 import os
 import subprocess
@@ -12,16 +13,24 @@ from networks import FIG1A, FIG1B, FIG3_LEFT  # noqa: E402
 
 
 def _run(*args):
-  return subprocess.run([sys.executable, "launch/distance.py", *args], cwd=ROOT, capture_output=True,
-                        text=True, timeout=300)
+  return subprocess.run(
+    [sys.executable, "launch/distance.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+  )
 
 
 def test_cli_writes_distances_heatmap_embedding_and_drawings(tmp_path):
   archs = tmp_path / "A.json"
   archs.write_text(json.dumps([FIG1A, FIG1B, FIG3_LEFT]))
   out, heat, tsne = tmp_path / "D.json", tmp_path / "h.png", tmp_path / "t.png"
-  p = _run(f"--archs={archs}", "--nu_str=0.5", f"--out={out}", f"--plot={heat}", f"--embed={tsne}",
-           f"--draw={tmp_path / 'drawings'}", "--draw_count=2")
+  p = _run(
+    f"--archs={archs}",
+    "--nu_str=0.5",
+    f"--out={out}",
+    f"--plot={heat}",
+    f"--embed={tsne}",
+    f"--draw={tmp_path / 'drawings'}",
+    "--draw_count=2",
+  )
   assert p.returncode == 0, p.stderr[-3000:]
   record = json.loads(out.read_text())
   assert record["d"][0][1] == pytest.approx(0.5 * 275.32, rel=1e-9)  # spec 11.3, experiment masses
@@ -36,8 +45,14 @@ def test_cli_rectangular_several_nus_and_sinkhorn(tmp_path):
   (tmp_path / "A.json").write_text(json.dumps([FIG1A]))
   (tmp_path / "B.json").write_text(json.dumps([FIG1B, FIG1A]))
   out = tmp_path / "D.json"
-  p = _run(f"--archs={tmp_path / 'A.json'}", f"--archs_b={tmp_path / 'B.json'}", "--nu_str=0.1,0.8",
-           "--solver=sinkhorn", "--params=nasbot_code", f"--out={out}")
+  p = _run(
+    f"--archs={tmp_path / 'A.json'}",
+    f"--archs_b={tmp_path / 'B.json'}",
+    "--nu_str=0.1,0.8",
+    "--solver=sinkhorn",
+    "--params=nasbot_code",
+    f"--out={out}",
+  )
   assert p.returncode == 0, p.stderr[-3000:]
   d = json.loads(out.read_text())["d"]
   assert d[0][0][0] == pytest.approx(27.532, rel=1e-2) and d[1][0][0] == pytest.approx(220.256, rel=1e-2)

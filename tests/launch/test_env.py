@@ -1,17 +1,21 @@
 """launch/_env.py: the environment every launch script sets before importing jax."""
+
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SHOW = ("import sys; sys.path.insert(0, 'launch'); import _env, os; "
-         "print(os.environ['OPENBLAS_NUM_THREADS'], repr(os.environ['JAX_COMPILATION_CACHE_DIR']))")
+_SHOW = (
+  "import sys; sys.path.insert(0, 'launch'); import _env, os; "
+  "print(os.environ['OPENBLAS_NUM_THREADS'], repr(os.environ['JAX_COMPILATION_CACHE_DIR']))"
+)
 
 
 def _env_after_import(**env):
   base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "JAX_COMPILATION_CACHE_DIR")}
-  out = subprocess.run([sys.executable, "-c", _SHOW], cwd=ROOT, env={**base, **env}, capture_output=True,
-                       text=True, check=True)
+  out = subprocess.run(
+    [sys.executable, "-c", _SHOW], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, check=True
+  )
   return out.stdout.split(maxsplit=1)
 
 

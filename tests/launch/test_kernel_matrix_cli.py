@@ -1,4 +1,5 @@
 """launch/kernel_matrix.py on a journal of autokeras networks: MSE, shuffled baseline, heatmap."""
+
 import os
 import subprocess
 import sys
@@ -20,15 +21,34 @@ def test_cli_pools_workdirs_and_reports_the_mse(tmp_path):
   for w, chunk in (("a", points[:6]), ("b", points[6:])):
     os.makedirs(tmp_path / w)
     for i, p in enumerate(chunk):
-      journal.append(str(tmp_path / w / loop.JOURNAL), Observation(
-          trial_id=i, arch_json=space.to_json(p), value=float(rng.uniform(0.8, 1.0)), status=Status.OK, error="",
-          seconds=1.0, worker="test"))
+      journal.append(
+        str(tmp_path / w / loop.JOURNAL),
+        Observation(
+          trial_id=i,
+          arch_json=space.to_json(p),
+          value=float(rng.uniform(0.8, 1.0)),
+          status=Status.OK,
+          error="",
+          seconds=1.0,
+          worker="test",
+        ),
+      )
   plot = tmp_path / "k.png"
-  p = subprocess.run([sys.executable, "launch/kernel_matrix.py", f"--workdirs={tmp_path / 'a'},{tmp_path / 'b'}",
-                      f"--plot={plot}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+  p = subprocess.run(
+    [sys.executable, "launch/kernel_matrix.py", f"--workdirs={tmp_path / 'a'},{tmp_path / 'b'}", f"--plot={plot}"],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert p.returncode == 0, p.stderr[-3000:]
   assert "networks; MSE(normal scores of K, of P) = 0." in p.stdout and "shuffled" in p.stdout
   assert plot.stat().st_size > 0
-  bad = subprocess.run([sys.executable, "launch/kernel_matrix.py", f"--workdirs={tmp_path / 'missing'}"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
+  bad = subprocess.run(
+    [sys.executable, "launch/kernel_matrix.py", f"--workdirs={tmp_path / 'missing'}"],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
   assert bad.returncode != 0 and "has no journal.jsonl" in bad.stderr

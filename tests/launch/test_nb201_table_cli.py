@@ -1,4 +1,5 @@
 """launch/nb201_table.py end to end on two datasets with tiny budgets, and its flag errors."""
+
 import json
 import os
 import subprocess
@@ -13,15 +14,24 @@ DATA = os.path.join(SHARED_DATA, "nasbench201")
 
 
 def _run(*flags, timeout=600):
-  return subprocess.run([sys.executable, "launch/nb201_table.py", *flags], cwd=ROOT, capture_output=True, text=True,
-                        timeout=timeout)
+  return subprocess.run(
+    [sys.executable, "launch/nb201_table.py", *flags], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+  )
 
 
 def test_table_has_both_regrets_per_dataset_and_method(tmp_path):
   if not os.path.isdir(DATA):
     pytest.skip(f"NAS-Bench-201 tables not found at {DATA}")
-  p = _run(f"--out={tmp_path}", f"--data={DATA}", "--datasets=cifar10,imagenet16", "--seeds=2", "--budget=5",
-           "--configs=configs/random_nb201.py,configs/re_nb201.py", "--slow=configs/re_nb201.py", "--slow_seeds=1")
+  p = _run(
+    f"--out={tmp_path}",
+    f"--data={DATA}",
+    "--datasets=cifar10,imagenet16",
+    "--seeds=2",
+    "--budget=5",
+    "--configs=configs/random_nb201.py,configs/re_nb201.py",
+    "--slow=configs/re_nb201.py",
+    "--slow_seeds=1",
+  )
   assert p.returncode == 0, p.stderr[-3000:]
   regrets = json.loads((tmp_path / "regrets.json").read_text())["regrets"]
   assert sorted(regrets) == ["cifar10", "imagenet16"]
@@ -33,11 +43,14 @@ def test_table_has_both_regrets_per_dataset_and_method(tmp_path):
   assert "| random | 2 |" in table and "| regularised evolution | 1 |" in table
 
 
-@pytest.mark.parametrize("flags, message", [
+@pytest.mark.parametrize(
+  "flags, message",
+  [
     (["--datasets=mnist"], "--datasets: ['mnist'] unknown"),
     (["--slow=configs/nope.py"], "--slow: ['configs/nope.py'] are not in --configs"),
     (["--data=/nonexistent"], "--data: '/nonexistent' has no nb201_200epochs.csv.gz"),
-])
+  ],
+)
 def test_bad_flags_are_one_line(tmp_path, flags, message):
   p = _run(f"--out={tmp_path}", *flags, timeout=120)
   assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith(f"nb201_table: {message}")

@@ -1,5 +1,6 @@
 """launch/report.py end to end: a search workdir gets its report.html; a folder without a journal
 is refused with a message that names it, not a traceback."""
+
 import os
 import subprocess
 import sys
@@ -10,8 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _run(*args):
-  return subprocess.run([sys.executable, "launch/report.py", *args], cwd=ROOT, capture_output=True, text=True,
-                        timeout=300)
+  return subprocess.run(
+    [sys.executable, "launch/report.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+  )
 
 
 def test_cli_writes_the_report_of_a_workdir(tmp_path):

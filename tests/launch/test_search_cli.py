@@ -1,5 +1,6 @@
 """launch/search.py end to end: a smoke run, a named config error, and (slow) kill -9 in the middle
 of a parallel search, then a restart that replays the journal and evaluates nothing twice."""
+
 import json
 import os
 import signal
@@ -16,14 +17,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def search_cmd(workdir, *extra):
-  return [sys.executable, "launch/search.py", "--config=configs/random_synthetic.py:smoke",
-          f"--config.workdir={workdir}", "--noprogress", *extra]
+  return [
+    sys.executable,
+    "launch/search.py",
+    "--config=configs/random_synthetic.py:smoke",
+    f"--config.workdir={workdir}",
+    "--noprogress",
+    *extra,
+  ]
 
 
 @pytest.mark.slow
 def test_smoke_run_writes_journal_summary_and_plot(tmp_path):
-  p = subprocess.run(search_cmd(tmp_path / "run", "--config.budget=4"), cwd=ROOT, capture_output=True,
-                     text=True, timeout=300)
+  p = subprocess.run(
+    search_cmd(tmp_path / "run", "--config.budget=4"), cwd=ROOT, capture_output=True, text=True, timeout=300
+  )
   assert p.returncode == 0, p.stderr[-3000:]
   summary = json.loads((tmp_path / "run" / loop.SUMMARY).read_text())
   done = journal.replay(tmp_path / "run" / loop.JOURNAL)
@@ -34,8 +42,9 @@ def test_smoke_run_writes_journal_summary_and_plot(tmp_path):
 
 @pytest.mark.slow
 def test_config_errors_name_the_field(tmp_path):
-  p = subprocess.run(search_cmd(tmp_path / "run", "--config.executor=slurm"), cwd=ROOT, capture_output=True,
-                     text=True, timeout=300)
+  p = subprocess.run(
+    search_cmd(tmp_path / "run", "--config.executor=slurm"), cwd=ROOT, capture_output=True, text=True, timeout=300
+  )
   assert p.returncode != 0
   assert "config.executor: 'slurm' is not allowed; choose one of: inline, local, ray" in p.stderr
 
@@ -48,10 +57,10 @@ def _lines(path):
 def test_kill_9_mid_run_then_resume_loses_nothing_and_repeats_nothing(tmp_path):
   workdir = tmp_path / "run"
   path = workdir / loop.JOURNAL
-  cmd = search_cmd(workdir, "--config.budget=14", "--config.task.delay_s=0.5", "--config.executor=local",
-                   "--config.num_workers=2")
-  p = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+  cmd = search_cmd(
+    workdir, "--config.budget=14", "--config.task.delay_s=0.5", "--config.executor=local", "--config.num_workers=2"
+  )
+  p = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   end = time.monotonic() + 240
   while _lines(path) < 4:
     assert p.poll() is None and time.monotonic() < end, "the search ended or stalled before the kill"

@@ -1,5 +1,6 @@
 """launch/train.py end to end: the MLP pool on diabetes (fast), the `:smoke` CNN run on digits
 (slow), a named error for bad pool indices, and the config file's variants."""
+
 import importlib.util
 import json
 import os
@@ -13,8 +14,13 @@ CONFIG = os.path.join(ROOT, "configs", "train_pool.py")
 
 
 def _train(*flags):
-  return subprocess.run([sys.executable, "launch/train.py", f"--config={CONFIG}:smoke", *flags], cwd=ROOT,
-                        capture_output=True, text=True, timeout=600)
+  return subprocess.run(
+    [sys.executable, "launch/train.py", f"--config={CONFIG}:smoke", *flags],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
 
 
 def _get_config(arg=""):
@@ -25,8 +31,13 @@ def _get_config(arg=""):
 
 
 def test_mlp_pool_member_on_diabetes_prints_a_row_and_writes_json(tmp_path):
-  p = _train("--config.kind=mlp", "--config.dataset=diabetes", "--config.indices=(0,)", "--config.epochs=2",
-             f"--config.workdir={tmp_path}")
+  p = _train(
+    "--config.kind=mlp",
+    "--config.dataset=diabetes",
+    "--config.indices=(0,)",
+    "--config.epochs=2",
+    f"--config.workdir={tmp_path}",
+  )
   assert p.returncode == 0, p.stderr[-3000:]
   (row,) = json.loads((tmp_path / "train_pool.json").read_text())["results"]
   assert row["name"] == "M1" and row["epochs"] == 2 and 0 < row["val_error"] < 1.0  # constant predictor: ~1

@@ -1,5 +1,6 @@
 """Calls for executor tests, importable by name in worker processes; stdlib only, so workers
 start fast."""
+
 import os
 import time
 

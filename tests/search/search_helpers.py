@@ -1,6 +1,7 @@
 """Test helpers that worker processes must import by name: a toy bit-string space, its OneMax
 task (known optimum: all ones) and evaluations that raise, return NaN, sleep or kill their worker.
 """
+
 import functools
 import time
 
@@ -26,7 +27,7 @@ def bits_space(n_bits=N_BITS, n_initial=10, pool_ones=1):
 
   def mutate(point, key):
     i = int(_rng(key).integers(n_bits))
-    return point[:i] + (1 - point[i],) + point[i + 1:], True
+    return point[:i] + (1 - point[i],) + point[i + 1 :], True
 
   def from_json(obj):
     if not isinstance(obj, dict) or obj.get("kind") != "bits" or len(obj.get("bits", ())) != n_bits:
@@ -35,10 +36,16 @@ def bits_space(n_bits=N_BITS, n_initial=10, pool_ones=1):
 
   initial = [tuple(int((j - i) % n_bits < pool_ones) for j in range(n_bits)) for i in range(min(n_initial, n_bits))]
   return Space(
-      name="bits", kind="bits", sample=sample, mutate=mutate,
-      neighbours=lambda p: [p[:i] + (1 - p[i],) + p[i + 1:] for i in range(n_bits)],
-      canonical_key=lambda p: p, to_json=lambda p: {"kind": "bits", "bits": list(p)},
-      from_json=from_json, initial=lambda n=None: initial[:n])
+    name="bits",
+    kind="bits",
+    sample=sample,
+    mutate=mutate,
+    neighbours=lambda p: [p[:i] + (1 - p[i],) + p[i + 1 :] for i in range(n_bits)],
+    canonical_key=lambda p: p,
+    to_json=lambda p: {"kind": "bits", "bits": list(p)},
+    from_json=from_json,
+    initial=lambda n=None: initial[:n],
+  )
 
 
 def onemax(arch_json, seed):
@@ -78,5 +85,15 @@ def journal_writer(path, start, n):
   from nas_jax.search.state import Observation, Status  # pylint: disable=g-import-not-at-top
 
   for i in range(start, start + n):
-    journal.append(path, Observation(trial_id=i, arch_json={"i": i}, value=float(i), status=Status.OK,
-                                     error="", seconds=0.0, worker=f"writer-{start}"))
+    journal.append(
+      path,
+      Observation(
+        trial_id=i,
+        arch_json={"i": i},
+        value=float(i),
+        status=Status.OK,
+        error="",
+        seconds=0.0,
+        worker=f"writer-{start}",
+      ),
+    )

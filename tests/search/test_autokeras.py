@@ -1,5 +1,6 @@
 """The Auto-Keras search end to end (autokeras.md 2.5, 4.5, 5, 7): provenance in the journal,
 weights on disk, warm starts that replay exactly, resume, and the UCB on the cost scale."""
+
 import json
 import os
 import signal
@@ -70,8 +71,12 @@ def test_resume_keeps_every_finished_result(searched):
 
 def test_missing_parent_weights_fail_with_a_clear_error(tmp_path):
   parent = SPACE.initial()[0]
-  child = MorphPoint(morphism.apply_op(parent.arch, morphism.Op("wide", 1)), weights_id(parent.arch.to_json()), 0,
-                     (morphism.Op("wide", 1),))
+  child = MorphPoint(
+    morphism.apply_op(parent.arch, morphism.Op("wide", 1)),
+    weights_id(parent.arch.to_json()),
+    0,
+    (morphism.Op("wide", 1),),
+  )
   task = config_lib.build_search(smoke_config(tmp_path))[1]
   with pytest.raises(FileNotFoundError, match="no weights .* for parent"):
     task.evaluate(SPACE.to_json(child), 0)
@@ -103,6 +108,7 @@ def test_ucb_is_the_paper_lcb_on_cost():
   def score(cands):
     pred, _ = point_model.predict(fitted, cands)
     return np.asarray(pred.mean + 2.576 * pred.std)  # the bo strategy's "ucb" with kappa = beta
+
   descs = [ed.arch_descriptor(a, 10) for a in (g0, g1, cand)]
   d = ed.edit_distances(descs)
   anchors = bourgain.bourgain_anchors(jax.random.key(123), 2)
@@ -117,8 +123,10 @@ def test_ucb_is_the_paper_lcb_on_cost():
 
 def observed(strategy):
   """The strategy's state after G0 and G1 were evaluated (accuracies 0.9 and 0.8)."""
-  obs = [Observation(trial_id=i, arch_json=SPACE.to_json(p), value=v, status=Status.OK, error="", seconds=1.0,
-                     worker="w") for i, (p, v) in enumerate(zip(SPACE.initial(), (0.9, 0.8)))]
+  obs = [
+    Observation(trial_id=i, arch_json=SPACE.to_json(p), value=v, status=Status.OK, error="", seconds=1.0, worker="w")
+    for i, (p, v) in enumerate(zip(SPACE.initial(), (0.9, 0.8)))
+  ]
   return strategy.update(strategy.init(jax.random.key(0)), obs)
 
 
@@ -163,8 +171,14 @@ def test_kill_9_then_resume_keeps_results_and_warm_starts(tmp_path):
   """A search killed with kill -9 after its third network resumes: nothing recorded is lost or
   retrained, and the networks proposed after the resume still warm-start from stored weights."""
   workdir = tmp_path / "run"
-  cmd = [sys.executable, "launch/search.py", "--config=configs/autokeras_cnn_digits.py:smoke",
-         f"--config.workdir={workdir}", "--config.budget=6", "--noprogress"]
+  cmd = [
+    sys.executable,
+    "launch/search.py",
+    "--config=configs/autokeras_cnn_digits.py:smoke",
+    f"--config.workdir={workdir}",
+    "--config.budget=6",
+    "--noprogress",
+  ]
   p = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   path, end = workdir / loop.JOURNAL, time.monotonic() + 600
   while not path.exists() or path.read_bytes().count(b"\n") < 3:
@@ -176,6 +190,6 @@ def test_kill_9_then_resume_keeps_results_and_warm_starts(tmp_path):
   done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
   assert done.returncode == 0, done.stderr[-3000:]
   after = journal.replay(str(path))
-  assert [o.to_json() for o in after[:len(before)]] == [o.to_json() for o in before]
+  assert [o.to_json() for o in after[: len(before)]] == [o.to_json() for o in before]
   assert len(after) == 6 and all(o.ok for o in after)
-  assert any(o.info["task"]["warm_start"] for o in after[len(before):])
+  assert any(o.info["task"]["warm_start"] for o in after[len(before) :])

@@ -1,4 +1,5 @@
 """BANANAS through the shared loop (spec bananas.md 8, 13.9) and against random search on NB201."""
+
 import os
 
 import jax
@@ -24,21 +25,29 @@ def task():
 
 def run(strategy, workdir, budget, seed=0, workers=1):
   ex = executors.InlineExecutor(workers)
-  return loop.run(strategy, task(), ex, str(workdir), space=SPACE, budget=budget,
-                  key=jax.random.PRNGKey(seed), progress=False)
+  return loop.run(
+    strategy, task(), ex, str(workdir), space=SPACE, budget=budget, key=jax.random.PRNGKey(seed), progress=False
+  )
 
 
 def test_presets_differ_exactly_as_spec_14():
   assert bananas.BANANAS_PRESETS["paper"] == dict(
-      encoding="path", acquisition="ucb", ddof=1, ei_sigma_scale=1.0, n_random_candidates=1000)
+    encoding="path", acquisition="ucb", ddof=1, ei_sigma_scale=1.0, n_random_candidates=1000
+  )
   assert bananas.BANANAS_PRESETS["code"]["encoding"] == "trunc_path"
   assert bananas.BANANAS_PRESETS["code"]["acquisition"] == "its"
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"preset": "naszilla"}, "preset"), ({"acquisition": "lcb"}, "acquisition"),
-    ({"encoding": "gcn"}, "encoding"), ({"k": 0}, "k="), ({"candidates": "both"}, "candidates"),
-])
+@pytest.mark.parametrize(
+  "kw, match",
+  [
+    ({"preset": "naszilla"}, "preset"),
+    ({"acquisition": "lcb"}, "acquisition"),
+    ({"encoding": "gcn"}, "encoding"),
+    ({"k": 0}, "k="),
+    ({"candidates": "both"}, "candidates"),
+  ],
+)
 def test_bad_options_are_named(kw, match):
   with pytest.raises(ValueError, match=match):
     bananas.bananas(SPACE, "max", **kw)
@@ -72,8 +81,10 @@ def test_bananas_beats_random_search_on_nb201(tmp_path, preset):
   t = tabular.load_nb201(FOLDER)
   regret, valid = {"bananas": [], "random": []}, {"bananas": [], "random": []}
   for seed in range(3):
-    for name, s in (("bananas", bananas.bananas(SPACE, "max", preset=preset)),
-                    ("random", baselines.random_search(SPACE, "max"))):
+    for name, s in (
+      ("bananas", bananas.bananas(SPACE, "max", preset=preset)),
+      ("random", baselines.random_search(SPACE, "max")),
+    ):
       obs = run(s, tmp_path / f"{name}{seed}", 150, seed=seed)
       values = [o.value for o in obs]
       regret[name].append(tabular.regret_curve(values, [o.test_value for o in obs], t.best_test)[-1])

@@ -1,5 +1,6 @@
 """The BANANAS baselines on NB201 (spec bananas.md 9, 13.10): regularized evolution, local
 search and GP-BO with a path-encoding kernel."""
+
 import os
 
 import jax
@@ -23,8 +24,16 @@ SPACE = cells.nb201_space()
 def run(strategy, workdir, budget, seed=0):
   if not os.path.isdir(FOLDER):
     pytest.skip(f"NAS-Bench-201 tables not found at {FOLDER}")
-  return loop.run(strategy, tabular.nb201_task(FOLDER), executors.InlineExecutor(), str(workdir),
-                  space=SPACE, budget=budget, key=jax.random.PRNGKey(seed), progress=False)
+  return loop.run(
+    strategy,
+    tabular.nb201_task(FOLDER),
+    executors.InlineExecutor(),
+    str(workdir),
+    space=SPACE,
+    budget=budget,
+    key=jax.random.PRNGKey(seed),
+    progress=False,
+  )
 
 
 def test_re_population_never_exceeds_29_after_warm_up(tmp_path):
@@ -72,8 +81,9 @@ def test_gp_kernel_values():
 
 def test_gp_posterior_interpolates_and_reverts_to_prior():
   cells_ = SPACE.sample(jax.random.PRNGKey(3), 5)
-  model = point_model.point_model("gp_fixed", make_featurizer("path", SPACE), kernel="hamming", variance=2.25,
-                                  length_scale=9.0, target_offset=100.0)
+  model = point_model.point_model(
+    "gp_fixed", make_featurizer("path", SPACE), kernel="hamming", variance=2.25, length_scale=9.0, target_offset=100.0
+  )
   y = np.array([91.0, 92.0, 93.0, 94.0])
   fitted = point_model.fit(model, jax.random.PRNGKey(0), model.featurizer.init(cells_[:4]), cells_[:4], y, 4)
   pred, _ = point_model.predict(fitted, cells_)
@@ -90,8 +100,7 @@ def test_gp_bo_runs_distinct_queries_with_one_per_step(tmp_path):
 @pytest.mark.slow
 def test_re_and_ls_beat_random_search_expectation(tmp_path):
   t = tabular.load_nb201(FOLDER)
-  for name, make in (("re", regularized_evolution.regularized_evolution),
-                     ("ls", local_search.local_search)):
+  for name, make in (("re", regularized_evolution.regularized_evolution), ("ls", local_search.local_search)):
     regrets = []
     for seed in range(6):
       obs = run(make(SPACE, "max"), tmp_path / f"{name}{seed}", 150, seed)

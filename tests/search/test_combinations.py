@@ -1,4 +1,5 @@
 """The combination matrix of the bo strategy (issue item 5), and launch/combinations.py end to end."""
+
 import json
 import os
 import subprocess
@@ -17,17 +18,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MATRIX = {kind: combos.valid_combinations(kind) for kind in combos.SPACE_KINDS}
 
 
-@pytest.mark.parametrize("combination", [
+@pytest.mark.parametrize(
+  "combination",
+  [
     *[C(k, "otmann", "gp", "ei", o) for k in ("nb201", "nb101") for o in ("ea", "mutation", "tree")],
     *[C(k, f, "ensemble", "its", "mutation") for k in ("nb201", "nb101") for f in ("path", "trunc_path")],
     *[C(k, "path", s, "ei", "mutation") for k in ("nb201", "nb101") for s in ("gp", "gp_fixed")],
-    *[C("autokeras", f, s, "ei", o) for f, s in (("edit", "gp"), ("edit", "gp_fixed"), ("otmann", "gp"))
-      for o in ("ea", "tree")],
+    *[
+      C("autokeras", f, s, "ei", o)
+      for f, s in (("edit", "gp"), ("edit", "gp_fixed"), ("otmann", "gp"))
+      for o in ("ea", "tree")
+    ],
     *[C("conditional", f, "gp", "ei", "ea") for f in ("arc", "poor_man", "otmann")],
     C("conditional", "poor_man", "ensemble", "its", "mutation"),
     *[C(k, "otmann", "gp", "ei", "ea") for k in ("cnn", "mlp")],
-    C("nb201", "path", "gp", "ei", "enumerate"), C("nb201", "path", "ensemble", "its", "enumerate"),
-])
+    C("nb201", "path", "gp", "ei", "enumerate"),
+    C("nb201", "path", "ensemble", "its", "enumerate"),
+  ],
+)
 def test_the_issue_minimum_is_in_the_matrix(combination):
   assert combination in MATRIX[combination.space]
 
@@ -49,9 +57,17 @@ def test_invalid_pairs_are_absent_and_rows_are_distinct(kind):
   assert {c.optimizer for c in rows if c.acquisition != combos.NATURAL_ACQUISITION[c.surrogate]} <= {"ea"}
 
 
-@pytest.mark.parametrize("kind, n_pairs, n_surrogates", [
-    ("nb201", 5 + 4 + 4, 3), ("nb101", 7 + 6 + 6, 3), ("cnn", 1, 1), ("mlp", 1, 1), ("autokeras", 2 + 1, 2),
-    ("conditional", 3 + 1 + 1, 3)])
+@pytest.mark.parametrize(
+  "kind, n_pairs, n_surrogates",
+  [
+    ("nb201", 5 + 4 + 4, 3),
+    ("nb101", 7 + 6 + 6, 3),
+    ("cnn", 1, 1),
+    ("mlp", 1, 1),
+    ("autokeras", 2 + 1, 2),
+    ("conditional", 3 + 1 + 1, 3),
+  ],
+)
 def test_matrix_size_is_pairs_times_optimisers_plus_other_acquisitions(kind, n_pairs, n_surrogates):
   # (featurizer, surrogate) pairs: every featurizer with gp, all but OTMANN and arc with gp_fixed, the
   # vector ones with the ensemble, each with every optimiser that takes any model; then each
@@ -86,8 +102,9 @@ def test_bad_kinds_are_named():
 
 
 def _cli(*args):
-  return subprocess.run([sys.executable, "launch/combinations.py", *args], cwd=ROOT, capture_output=True, text=True,
-                        timeout=300)
+  return subprocess.run(
+    [sys.executable, "launch/combinations.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+  )
 
 
 def test_cli_writes_table_and_results_and_resumes(tmp_path):
@@ -115,9 +132,14 @@ def test_cli_writes_table_and_results_and_resumes(tmp_path):
   assert other.returncode == 2 and "--budget=4" in other.stderr and "budget 3" in other.stderr
 
 
-@pytest.mark.parametrize("args, flag", [
-    (["--budget=3", "--spaces=cnn,cells"], "--spaces"), (["--budget=0"], "--budget"), (["--budget=x"], "--budget"),
-])
+@pytest.mark.parametrize(
+  "args, flag",
+  [
+    (["--budget=3", "--spaces=cnn,cells"], "--spaces"),
+    (["--budget=0"], "--budget"),
+    (["--budget=x"], "--budget"),
+  ],
+)
 def test_cli_bad_flags_give_one_line_and_exit_2(tmp_path, args, flag):
   p = _cli(*args, f"--out={tmp_path}")
   assert p.returncode == 2 and flag in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

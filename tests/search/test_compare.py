@@ -1,5 +1,6 @@
 """The comparison harness: curves by hand, the table's mean ± standard error, results.json's
 layout, resumed runs, and refusal to compare different tasks."""
+
 import json
 import math
 import os
@@ -16,9 +17,19 @@ EA = os.path.join(ROOT, "configs", "ea_synthetic.py") + ":smoke"
 
 
 def obs(values, tests):
-  return [Observation(trial_id=i, arch_json={}, value=v, status=Status.OK if v is not None else Status.FAILED,
-                      error="" if v is not None else "x", seconds=0.0, worker="w", test_value=t)
-          for i, (v, t) in enumerate(zip(values, tests))]
+  return [
+    Observation(
+      trial_id=i,
+      arch_json={},
+      value=v,
+      status=Status.OK if v is not None else Status.FAILED,
+      error="" if v is not None else "x",
+      seconds=0.0,
+      worker="w",
+      test_value=t,
+    )
+    for i, (v, t) in enumerate(zip(values, tests))
+  ]
 
 
 def test_run_curves_by_hand():
@@ -32,8 +43,10 @@ def test_run_curves_by_hand():
 
 
 def test_run_seconds_and_best_at_seconds_by_hand():
-  o = [Observation(trial_id=i, arch_json={}, value=v, status=Status.OK, error="", seconds=s, worker="w",
-                   finished_at=f) for i, (v, s, f) in enumerate(((1.0, 2.0, 102.0), (3.0, 5.0, 107.0), (2.0, 1.0, 108.0)))]
+  o = [
+    Observation(trial_id=i, arch_json={}, value=v, status=Status.OK, error="", seconds=s, worker="w", finished_at=f)
+    for i, (v, s, f) in enumerate(((1.0, 2.0, 102.0), (3.0, 5.0, 107.0), (2.0, 1.0, 108.0)))
+  ]
   secs = compare.run_seconds(o, 4)
   np.testing.assert_array_equal(secs, [2.0, 7.0, 8.0, 8.0])  # from the first evaluation's start
   best, _ = compare.run_curves(o, "max", 4)
@@ -75,7 +88,10 @@ def test_compare_writes_results_table_and_curves_and_resumes(tmp_path):
 
 def test_overrides_reach_every_config_and_the_results(tmp_path):
   assert compare.parse_overrides(["task.function=f0", "num_workers=2", "task.delay_s=0.0"]) == {
-      "task.function": "f0", "num_workers": 2, "task.delay_s": 0.0}
+    "task.function": "f0",
+    "num_workers": 2,
+    "task.delay_s": 0.0,
+  }
   results = compare.compare([RANDOM, EA], [0], 3, str(tmp_path / "cmp"), overrides={"task.function": "f0"})
   assert results["overrides"] == {"task.function": "f0"}
   plain = compare.compare([RANDOM, EA], [0], 3, str(tmp_path / "plain"))

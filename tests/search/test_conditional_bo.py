@@ -2,6 +2,7 @@
 function and moves only free coordinates; every kernel proposes valid points that are neither
 observed nor pending, deterministically for a key; by default the gradient and mutation
 optimisers spend equal acquisition evaluations; the conditional configs build the strategy."""
+
 import os
 import types
 
@@ -24,8 +25,12 @@ SPACE = conditional_space(max_depth=3)
 SPEC = conditional_spec(3)
 # Few, short fits and searches: the claims here are about validity, not about good proposals.
 FAST = dict(n_starts_fit=2, fit_steps=5, n_random=8, n_grad_starts=2, grad_steps=4)
-CONFIGS = ("arc_conditional_digits.py", "poor_man_conditional_digits.py", "otmann_conditional_digits.py",
-           "random_conditional_digits.py")
+CONFIGS = (
+  "arc_conditional_digits.py",
+  "poor_man_conditional_digits.py",
+  "otmann_conditional_digits.py",
+  "random_conditional_digits.py",
+)
 
 
 def _concave(target, values):
@@ -35,8 +40,12 @@ def _concave(target, values):
 def _observed(strategy, n=6):
   """The strategy's state after n made-up validation errors (the initial points first)."""
   points = SPACE.initial() + SPACE.sample(jax.random.key(3), n - len(SPACE.initial()))
-  obs = [Observation(trial_id=i, arch_json=SPACE.to_json(p), value=float(v), status=Status.OK, error="",
-                     seconds=1.0, worker="test") for i, (p, v) in enumerate(zip(points, np.linspace(0.1, 0.6, n)))]
+  obs = [
+    Observation(
+      trial_id=i, arch_json=SPACE.to_json(p), value=float(v), status=Status.OK, error="", seconds=1.0, worker="test"
+    )
+    for i, (p, v) in enumerate(zip(points, np.linspace(0.1, 0.6, n)))
+  ]
   return strategy.update(strategy.init(jax.random.key(0)), obs)
 
 
@@ -49,8 +58,9 @@ def test_maximize_continuous_reaches_the_clipped_maximum_and_moves_only_free_coo
   target = jnp.array([0.3, 5.0, -0.5, 7.0])  # coordinate 1's maximum lies beyond its upper bound
   x0 = np.array([[0.9, 0.1, 0.5, 3.0], [0.1, 1.9, -0.9, 4.0]])
   free = np.array([[True, True, True, False], [True, True, False, True]])
-  values, acq = maximize_continuous(jax.random.key(0), jax.tree_util.Partial(_concave, target), x0, free,
-                                    lower, upper, steps=300)
+  values, acq = maximize_continuous(
+    jax.random.key(0), jax.tree_util.Partial(_concave, target), x0, free, lower, upper, steps=300
+  )
   values = np.asarray(values)
   np.testing.assert_allclose(values[free], np.broadcast_to(np.clip(target, lower, upper), x0.shape)[free], atol=1e-2)
   assert np.array_equal(values[~free], x0[~free])
@@ -62,8 +72,14 @@ def test_maximize_continuous_reaches_the_clipped_maximum_and_moves_only_free_coo
 
 def test_maximize_continuous_names_a_start_outside_the_bounds():
   with pytest.raises(ValueError, match="x0_values"):
-    maximize_continuous(jax.random.key(0), lambda v: -jnp.sum(v**2), np.array([[2.0]]), np.array([[True]]),
-                        np.array([0.0]), np.array([1.0]))
+    maximize_continuous(
+      jax.random.key(0),
+      lambda v: -jnp.sum(v**2),
+      np.array([[2.0]]),
+      np.array([[True]]),
+      np.array([0.0]),
+      np.array([1.0]),
+    )
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -97,8 +113,7 @@ def test_gradient_and_mutation_spend_equal_acquisition_evaluations_by_default():
 def test_proposals_are_deterministic_for_a_key_and_skip_pending_points():
   # UCB with beta = 0 is the posterior mean, which hallucinating a pending point leaves as it is,
   # so only the exclusion of pending keys can keep the strategy from proposing p twice.
-  options = dict(FAST, kernel="arc", optimizer="mutation", acquisition="ucb", beta=0.0, n_random=1,
-                 n_mutations=0)
+  options = dict(FAST, kernel="arc", optimizer="mutation", acquisition="ucb", beta=0.0, n_random=1, n_mutations=0)
   first, second = (conditional_bo(SPACE, "min", **options) for _ in range(2))
   pending = SPACE.sample(jax.random.key(7), 1)
   state = _observed(first)

@@ -1,5 +1,6 @@
 """Executors: results, exceptions as text, NaN passed through, timeouts that kill the worker,
 crashed workers reported (never a hang), parallel workers, x64 copied into workers; Ray likewise."""
+
 import os
 import sys
 import time
@@ -113,8 +114,12 @@ def test_process_rejects_bad_arguments():
 def test_ray_executor_same_semantics():
   ray = pytest.importorskip("ray")
   here = os.path.dirname(os.path.abspath(__file__))
-  ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-           runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([here] + sys.path[1:])}})
+  ray.init(
+    num_cpus=2,
+    include_dashboard=False,
+    log_to_driver=False,
+    runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([here] + sys.path[1:])}},
+  )
   try:
     ex = RayExecutor(num_workers=2, timeout_s=8.0)
     t_ok, t_err, t_crash = ex.submit(h.add, 1, 2), ex.submit(h.boom, "ray boom"), ex.submit(h.hard_exit, 3)

@@ -1,5 +1,6 @@
 """The journal: append/replay round trips, a torn last line skipped and repaired, corrupt lines
 named by number, fsync on every append, and no interleaving under concurrent writers."""
+
 import json
 import multiprocessing as mp
 import os
@@ -15,10 +16,16 @@ import search_helpers  # noqa: E402  (spawned writers import it by name)
 
 
 def obs(i, status=Status.OK):
-  return Observation(trial_id=i, arch_json={"kind": "bits", "bits": [i % 2]},
-                     value=float(i) if status == Status.OK else None, status=status,
-                     error="" if status == Status.OK else "boom", seconds=0.1 * i, worker="w",
-                     info={"seed": i})
+  return Observation(
+    trial_id=i,
+    arch_json={"kind": "bits", "bits": [i % 2]},
+    value=float(i) if status == Status.OK else None,
+    status=status,
+    error="" if status == Status.OK else "boom",
+    seconds=0.1 * i,
+    worker="w",
+    info={"seed": i},
+  )
 
 
 def test_replay_of_missing_file_is_empty(tmp_path):
@@ -87,8 +94,9 @@ def test_every_append_fsyncs_the_file(tmp_path, monkeypatch):
 
 
 def test_append_refuses_non_finite_info(tmp_path):
-  bad = Observation(trial_id=0, arch_json={}, value=1.0, status=Status.OK, error="", seconds=0.0, worker="w",
-                    info={"x": float("nan")})
+  bad = Observation(
+    trial_id=0, arch_json={}, value=1.0, status=Status.OK, error="", seconds=0.0, worker="w", info={"x": float("nan")}
+  )
   with pytest.raises(ValueError):
     journal.append(tmp_path / "j.jsonl", bad)
   assert journal.replay(tmp_path / "j.jsonl") == []

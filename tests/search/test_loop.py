@@ -1,6 +1,7 @@
 """The search loop: budget, journal, summary and plot; failures recorded and the search goes on;
 resume = replay with nothing re-evaluated; a simulated crash loses only unfinished evaluations;
 timeouts through a process pool; one search per workdir."""
+
 import fcntl
 import functools
 import json
@@ -34,8 +35,17 @@ def counting_task(calls, fn=h.onemax, goal="max", name="onemax"):
 def run(workdir, task, *, budget, strategy=None, space=None, executor=None, seed=0, key=0):
   space = space or h.bits_space()
   strategy = strategy or baselines.random_search(space, task.goal)
-  return loop.run(strategy, task, executor or InlineExecutor(), str(workdir), space=space, budget=budget,
-                  key=jax.random.key(key), seed=seed, progress=False)
+  return loop.run(
+    strategy,
+    task,
+    executor or InlineExecutor(),
+    str(workdir),
+    space=space,
+    budget=budget,
+    key=jax.random.key(key),
+    seed=seed,
+    progress=False,
+  )
 
 
 def test_run_records_budget_evaluations_summary_and_plot(tmp_path):
@@ -59,8 +69,9 @@ def test_failures_and_nans_are_recorded_and_the_search_goes_on(tmp_path):
   assert len(done) == 40
   by_status = {s: [o for o in done if o.status == s] for s in Status}
   assert by_status[Status.FAILED] and by_status[Status.NAN] and by_status[Status.OK]
-  assert all(o.arch_json["bits"][0] == 1 and "first bit set" in o.error and o.value is None
-             for o in by_status[Status.FAILED])
+  assert all(
+    o.arch_json["bits"][0] == 1 and "first bit set" in o.error and o.value is None for o in by_status[Status.FAILED]
+  )
   assert all(o.arch_json["bits"][:2] == [0, 1] and "nan" in o.error for o in by_status[Status.NAN])
   summary = json.loads((tmp_path / loop.SUMMARY).read_text())
   assert summary["n_failed"] == len(by_status[Status.FAILED]) + len(by_status[Status.NAN])
@@ -147,8 +158,14 @@ def test_an_exhausted_space_ends_the_search_early(tmp_path):
 
 def test_ea_through_the_loop_with_pending_points(tmp_path):
   space = h.bits_space(n_bits=20, pool_ones=5)
-  done = run(tmp_path, h.onemax_task(), budget=40, space=space, executor=InlineExecutor(num_workers=4),
-             strategy=baselines.evolution(space, "max"))
+  done = run(
+    tmp_path,
+    h.onemax_task(),
+    budget=40,
+    space=space,
+    executor=InlineExecutor(num_workers=4),
+    strategy=baselines.evolution(space, "max"),
+  )
   assert [o.info["strategy"]["origin"] for o in done[:10]] == ["initial_pool"] * 10
   assert {o.info["strategy"]["origin"] for o in done[10:]} == {"mutation"}
   assert len({tuple(o.arch_json["bits"]) for o in done}) == 40
@@ -183,10 +200,13 @@ def test_one_search_per_workdir(tmp_path):
     run(tmp_path, other, budget=4)
 
 
-@pytest.mark.parametrize("kwargs, match", [
+@pytest.mark.parametrize(
+  "kwargs, match",
+  [
     (dict(budget=0), "budget=0"),
     (dict(budget=3, seed=-1), "seed=-1"),
-])
+  ],
+)
 def test_run_rejects_bad_arguments(tmp_path, kwargs, match):
   with pytest.raises(ValueError, match=match):
     run(tmp_path, h.onemax_task(), **kwargs)

@@ -1,4 +1,5 @@
 """NASBOT and RAND strategies: the pool first, no repeats, hallucination, resume by replay."""
+
 import jax
 import numpy as np
 import pytest
@@ -23,8 +24,17 @@ def _observe(space, task, points, start=0):
   out = []
   for i, p in enumerate(points):
     js = space.to_json(p)
-    out.append(Observation(trial_id=start + i, arch_json=js, value=task.evaluate(js, 0).value,
-                           status=Status.OK, error="", seconds=0.0, worker="test"))
+    out.append(
+      Observation(
+        trial_id=start + i,
+        arch_json=js,
+        value=task.evaluate(js, 0).value,
+        status=Status.OK,
+        error="",
+        seconds=0.0,
+        worker="test",
+      )
+    )
   return out
 
 
@@ -78,8 +88,15 @@ def test_failed_evaluations_are_kept_but_not_modelled(setup):
   s = nasbot_lib.nasbot(space, task.goal, **FAST)
   points = space.initial() + space.sample(jax.random.key(6), 6)
   obs = _observe(space, task, points[:5])
-  failed = Observation(trial_id=5, arch_json=space.to_json(points[5]), value=None,
-                       status=Status.FAILED, error="boom", seconds=0.0, worker="test")
+  failed = Observation(
+    trial_id=5,
+    arch_json=space.to_json(points[5]),
+    value=None,
+    status=Status.FAILED,
+    error="boom",
+    seconds=0.0,
+    worker="test",
+  )
   state = s.update(s.init(jax.random.key(4)), obs + [failed])
   assert state.cache.data[0].shape[1] == 6 and int(state.history.ok.sum()) == 5
   state, (p,) = s.propose(state, 1, [])

@@ -1,4 +1,5 @@
 """Observation records and the sign convention: to_score by hand, JSON round trips."""
+
 import json
 import math
 
@@ -32,19 +33,27 @@ _finite = st.floats(allow_nan=False, allow_infinity=False)
 
 
 @given(
-    trial_id=st.integers(0, 10**9),
-    status=st.sampled_from(list(Status)),
-    value=_finite,
-    test_value=st.none() | _finite,
-    error=st.text(),
-    info=st.dictionaries(st.text(), st.integers() | st.text() | st.none()),
-    finished_at=st.none() | st.floats(0, 4e9),
+  trial_id=st.integers(0, 10**9),
+  status=st.sampled_from(list(Status)),
+  value=_finite,
+  test_value=st.none() | _finite,
+  error=st.text(),
+  info=st.dictionaries(st.text(), st.integers() | st.text() | st.none()),
+  finished_at=st.none() | st.floats(0, 4e9),
 )
 def test_observation_json_round_trip(trial_id, status, value, test_value, error, info, finished_at):
-  obs = Observation(trial_id=trial_id, arch_json={"kind": "bits", "bits": [0, 1]},
-                    value=value if status == Status.OK else None, status=status, error=error,
-                    seconds=1.5, worker="process-0/pid1", test_value=test_value, info=info,
-                    finished_at=finished_at)
+  obs = Observation(
+    trial_id=trial_id,
+    arch_json={"kind": "bits", "bits": [0, 1]},
+    value=value if status == Status.OK else None,
+    status=status,
+    error=error,
+    seconds=1.5,
+    worker="process-0/pid1",
+    test_value=test_value,
+    info=info,
+    finished_at=finished_at,
+  )
   text = json.dumps(obs.to_json(), allow_nan=False)
   back = Observation.from_json(json.loads(text))
   assert back == obs
@@ -52,8 +61,7 @@ def test_observation_json_round_trip(trial_id, status, value, test_value, error,
 
 
 def test_observation_json_names_status_and_rejects_unknown_ones():
-  obs = Observation(trial_id=3, arch_json={}, value=None, status=Status.TIMEOUT, error="t", seconds=2.0,
-                    worker="w")
+  obs = Observation(trial_id=3, arch_json={}, value=None, status=Status.TIMEOUT, error="t", seconds=2.0, worker="w")
   obj = obs.to_json()
   assert obj["status"] == "TIMEOUT"
   with pytest.raises(ValueError, match="status.*'LOST'"):

@@ -1,6 +1,7 @@
 """Baseline strategies: no repeated or pending proposals, exhaustion, replay determinism, the EA's
 pool-first order, its pi ∝ exp(f/sigma) selection by hand, mutants one step from their parent,
 and EA beating random search on OneMax at equal budget."""
+
 import math
 import os
 import sys
@@ -21,9 +22,18 @@ import search_helpers as h  # noqa: E402
 
 
 def observe(space, points, values, start=0):
-  return [Observation(trial_id=start + i, arch_json=space.to_json(p), value=v,
-                      status=Status.OK if v is not None else Status.FAILED, error="" if v is not None else "x",
-                      seconds=0.0, worker="t") for i, (p, v) in enumerate(zip(points, values))]
+  return [
+    Observation(
+      trial_id=start + i,
+      arch_json=space.to_json(p),
+      value=v,
+      status=Status.OK if v is not None else Status.FAILED,
+      error="" if v is not None else "x",
+      seconds=0.0,
+      worker="t",
+    )
+    for i, (p, v) in enumerate(zip(points, values))
+  ]
 
 
 @pytest.mark.parametrize("make", [baselines.random_search, lambda s: baselines.evolution(s, "max")])
@@ -52,8 +62,7 @@ def test_random_search_returns_fewer_points_only_when_the_space_is_exhausted():
 
 # The EA is compared at a generation boundary (pool of 10, then one generation of 10): a replay
 # starts a new generation, so mid-generation it may differ.
-@pytest.mark.parametrize("make, steps", [(baselines.random_search, 15),
-                                         (lambda s: baselines.evolution(s, "max"), 20)])
+@pytest.mark.parametrize("make, steps", [(baselines.random_search, 15), (lambda s: baselines.evolution(s, "max"), 20)])
 def test_replaying_observations_gives_the_same_next_proposals(make, steps):
   space = h.bits_space()
   strategy = make(space)
@@ -79,7 +88,7 @@ def test_local_search_walks_to_the_optimum_then_restarts_and_replays_from_any_sp
     currents.append(None if state.current is None else state.history.points[state.current])
   assert len({tuple(o.arch_json["bits"]) for o in done}) == 30
   top = currents.index((1,) * 6)  # the walk reaches the optimum...
-  assert None in currents[top:top + 7]  # ...and restarts once its 6 neighbours are observed
+  assert None in currents[top : top + 7]  # ...and restarts once its 6 neighbours are observed
   halves = s.update(s.update(s.init(jax.random.key(0)), done[:13]), done[13:])
   assert (halves.current, halves.start, halves.queue) == (state.current, state.start, state.queue)
 
@@ -91,8 +100,9 @@ def test_selection_probabilities_by_hand():
   np.testing.assert_allclose(baselines.selection_probabilities(np.array([3.0, 3.0, 3.0])), [1 / 3] * 3)
   # Shift and scale invariance: sigma makes the rule scale-free (spec 8.1).
   s = np.array([0.2, -1.0, 4.0, 2.5])
-  np.testing.assert_allclose(baselines.selection_probabilities(s),
-                             baselines.selection_probabilities(100 * s - 7), rtol=1e-12)
+  np.testing.assert_allclose(
+    baselines.selection_probabilities(s), baselines.selection_probabilities(100 * s - 7), rtol=1e-12
+  )
 
 
 def test_ea_proposes_the_initial_pool_first_then_one_step_mutants_of_observed_parents():
@@ -153,8 +163,16 @@ def test_ea_rejects_bad_n_mut_and_goal():
 
 
 def _best(strategy, space, budget, seed):
-  obs = loop.run(strategy, h.onemax_task(), InlineExecutor(), tempfile.mkdtemp(), space=space, budget=budget,
-                 key=jax.random.key(seed), progress=False)
+  obs = loop.run(
+    strategy,
+    h.onemax_task(),
+    InlineExecutor(),
+    tempfile.mkdtemp(),
+    space=space,
+    budget=budget,
+    key=jax.random.key(seed),
+    progress=False,
+  )
   return max(o.value for o in obs if o.ok)
 
 

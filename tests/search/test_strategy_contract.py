@@ -6,6 +6,7 @@ n distinct points, and bad options fail when the strategy is built, before anyth
 Each strategy runs on a natural small space with fast options. The objective is a hash of the
 point's canonical key in [0, 1): deterministic, and no network trains.
 """
+
 import dataclasses
 import functools
 import hashlib
@@ -69,42 +70,83 @@ def _conditional():
 _OTMANN = dict(nu_str=(0.1, 0.8), ea_min=8, ea_max=8)  # two distance scales, 8 EA children
 
 CASES = {
-    "random": Case(_nb201, {}, ({"n_init": 4},), steps=5),
-    "ea": Case(_mlp, {"n_mut": 2}, ({"n_mut": 0},), steps=6, failed=(0, 4)),  # pool 2, generations of 2
-    "bo": Case(_nb201, dict(featurizer="path", surrogate="gp", surrogate_config=dict(n_starts=2, fit_steps=10),
-                            acquisition="ei", optimizer="mutation",
-                            optimizer_config=dict(n_candidates=20, attempts_per_parent=20), initial="random",
-                            n_init=4, batch=2),
-               ({"featurizer": NOPE}, {"surrogate": NOPE}, {"acquisition": NOPE}, {"optimizer": NOPE},
-                {"initial": NOPE}, {"surrogate_config": {"kernel": NOPE}}, {"acquisition_config": {"kappa": NOPE}}),
-               steps=8, failed=(0, 6)),  # 4 random cells, then batches of 2
-    "nasbot": Case(_mlp, dict(_OTMANN, n_starts=2, fit_steps=10),
-                   ({"acquisition": NOPE}, {"solver": NOPE}, {"otmann_params": NOPE}, {"kernel": NOPE},
-                    {"selection": NOPE}), steps=5, failed=(0, 3)),
-    "rand": Case(_mlp, _OTMANN, ({"solver": NOPE}, {"otmann_params": NOPE}, {"selection": NOPE}), steps=5,
-                 failed=(0, 3)),
-    "bananas": Case(_nb201, dict(hidden=(8, 8), epochs=30, n_members=3, n_init=4, k=2, n_candidates=20,
-                                 attempts_per_parent=20),
-                    ({"preset": NOPE}, {"encoding": NOPE}, {"acquisition": NOPE}, {"candidates": NOPE}),
-                    steps=8, failed=(0, 6)),  # 4 random cells, then batches of k = 2
-    "gp_bo": Case(_nb201, dict(n_init=4, n_scored=50), ({"encoding": NOPE},), steps=6, failed=(0, 4)),
-    "local_search": Case(_nb201, dict(n_restart=3), ({"n_restart": 0},), steps=8, failed=(0, 6)),
-    "regularized_evolution": Case(_nb201, dict(population_size=5, tournament_size=2, n_init=4),
-                                  ({"population_size": 0},), steps=8, failed=(0, 6)),
-    "autokeras": Case(_morph, dict(max_ops=2, n_children=4),
-                      ({"kernel": NOPE}, {"optimizer": NOPE}, {"target": NOPE}, {"variant": NOPE},
-                       {"layer_match": NOPE}, {"bourgain_repeat": NOPE}), steps=5, failed=(0, 3)),
-    "conditional_bo": Case(_conditional, dict(n_starts_fit=2, fit_steps=5, n_random=8, n_grad_starts=2, grad_steps=4,
-                                              n_mutations=10),
-                           ({"kernel": NOPE}, {"optimizer": NOPE}, {"acquisition": NOPE}), steps=6,
-                           failed=(0, 4)),  # 2 successes before the GP
+  "random": Case(_nb201, {}, ({"n_init": 4},), steps=5),
+  "ea": Case(_mlp, {"n_mut": 2}, ({"n_mut": 0},), steps=6, failed=(0, 4)),  # pool 2, generations of 2
+  "bo": Case(
+    _nb201,
+    dict(
+      featurizer="path",
+      surrogate="gp",
+      surrogate_config=dict(n_starts=2, fit_steps=10),
+      acquisition="ei",
+      optimizer="mutation",
+      optimizer_config=dict(n_candidates=20, attempts_per_parent=20),
+      initial="random",
+      n_init=4,
+      batch=2,
+    ),
+    (
+      {"featurizer": NOPE},
+      {"surrogate": NOPE},
+      {"acquisition": NOPE},
+      {"optimizer": NOPE},
+      {"initial": NOPE},
+      {"surrogate_config": {"kernel": NOPE}},
+      {"acquisition_config": {"kappa": NOPE}},
+    ),
+    steps=8,
+    failed=(0, 6),
+  ),  # 4 random cells, then batches of 2
+  "nasbot": Case(
+    _mlp,
+    dict(_OTMANN, n_starts=2, fit_steps=10),
+    ({"acquisition": NOPE}, {"solver": NOPE}, {"otmann_params": NOPE}, {"kernel": NOPE}, {"selection": NOPE}),
+    steps=5,
+    failed=(0, 3),
+  ),
+  "rand": Case(_mlp, _OTMANN, ({"solver": NOPE}, {"otmann_params": NOPE}, {"selection": NOPE}), steps=5, failed=(0, 3)),
+  "bananas": Case(
+    _nb201,
+    dict(hidden=(8, 8), epochs=30, n_members=3, n_init=4, k=2, n_candidates=20, attempts_per_parent=20),
+    ({"preset": NOPE}, {"encoding": NOPE}, {"acquisition": NOPE}, {"candidates": NOPE}),
+    steps=8,
+    failed=(0, 6),
+  ),  # 4 random cells, then batches of k = 2
+  "gp_bo": Case(_nb201, dict(n_init=4, n_scored=50), ({"encoding": NOPE},), steps=6, failed=(0, 4)),
+  "local_search": Case(_nb201, dict(n_restart=3), ({"n_restart": 0},), steps=8, failed=(0, 6)),
+  "regularized_evolution": Case(
+    _nb201, dict(population_size=5, tournament_size=2, n_init=4), ({"population_size": 0},), steps=8, failed=(0, 6)
+  ),
+  "autokeras": Case(
+    _morph,
+    dict(max_ops=2, n_children=4),
+    (
+      {"kernel": NOPE},
+      {"optimizer": NOPE},
+      {"target": NOPE},
+      {"variant": NOPE},
+      {"layer_match": NOPE},
+      {"bourgain_repeat": NOPE},
+    ),
+    steps=5,
+    failed=(0, 3),
+  ),
+  "conditional_bo": Case(
+    _conditional,
+    dict(n_starts_fit=2, fit_steps=5, n_random=8, n_grad_starts=2, grad_steps=4, n_mutations=10),
+    ({"kernel": NOPE}, {"optimizer": NOPE}, {"acquisition": NOPE}),
+    steps=6,
+    failed=(0, 4),
+  ),  # 2 successes before the GP
 }
 
 
 def _case(name: str) -> Case:
   if name not in CASES:
-    pytest.fail(f"strategy {name!r} is registered in STRATEGIES but has no entry in CASES: give it a"
-                " natural small space, fast options and bad options")
+    pytest.fail(
+      f"strategy {name!r} is registered in STRATEGIES but has no entry in CASES: give it a"
+      " natural small space, fast options and bad options"
+    )
   return CASES[name]
 
 
@@ -127,9 +169,18 @@ def _value(space: Any, point: Any) -> float:
 
 
 def _observe(space: Any, points: list, start: int, failed: bool) -> list[Observation]:
-  return [Observation(trial_id=start + i, arch_json=space.to_json(p), value=None if failed else _value(space, p),
-                      status=Status.FAILED if failed else Status.OK, error="boom" if failed else "", seconds=0.0,
-                      worker="contract") for i, p in enumerate(points)]
+  return [
+    Observation(
+      trial_id=start + i,
+      arch_json=space.to_json(p),
+      value=None if failed else _value(space, p),
+      status=Status.FAILED if failed else Status.OK,
+      error="boom" if failed else "",
+      seconds=0.0,
+      worker="contract",
+    )
+    for i, p in enumerate(points)
+  ]
 
 
 def _keys(space: Any, points: list) -> list:
@@ -230,7 +281,7 @@ def _bad_cases() -> list:
 
 def _leaf(options: dict) -> tuple[str, Any]:
   """The one (option, value) of a bad option set, inside nested sections such as surrogate_config."""
-  (option, value), = options.items()
+  ((option, value),) = options.items()
   return _leaf(value) if isinstance(value, dict) else (option, value)
 
 

@@ -1,5 +1,6 @@
 """Cell spaces (spec bananas.md 2-3): parsing, validity, pruning, canonical keys, sampling,
 mutation, neighbours, JSON and the ops-as-nodes Architecture."""
+
 import collections
 import csv
 import gzip
@@ -72,11 +73,14 @@ def test_nb201_iso_key_known_values():
   assert C.nb201_space().canonical_key(cell(C10790)) == C10790
 
 
-@pytest.mark.parametrize("bad", [
+@pytest.mark.parametrize(
+  "bad",
+  [
     "|nor_conv_3x3~0|+|none~0|",
     "|conv~0|+|none~0|none~1|+|none~0|none~1|none~2|",
     "|none~1|+|none~0|none~1|+|none~0|none~1|none~2|",
-])
+  ],
+)
 def test_nb201_from_json_rejects_bad_strings(bad):
   with pytest.raises(ValueError, match="arch_str"):
     cell(bad)
@@ -103,12 +107,16 @@ def test_nb201_mutation_change_probabilities():
   assert stats.chisquare(observed[:5], expected[:5] * observed[:5].sum() / expected[:5].sum()).pvalue > 1e-3
 
 
-@pytest.mark.parametrize("space, parent", [
+@pytest.mark.parametrize(
+  "space, parent",
+  [
     (C.nb201_space("iso"), cell(C10790)),
     (C.nb201_space(), cell(BEST)),
     (C.nb101_space(), nb101(E6, (1, 0, 2, 0, 0))),
     (C.nb101_space("iso"), nb101(E6, (1, 0, 2, 0, 0))),
-], ids=["nb201-iso", "nb201-string", "nb101-path", "nb101-iso"])
+  ],
+  ids=["nb201-iso", "nb201-string", "nb101-path", "nb101-iso"],
+)
 def test_require_change_always_changes_the_key_and_reports_ok(space, parent):
   for k in jax.random.split(jax.random.PRNGKey(2), 200):
     child, ok = space.mutate(parent, k, require_change=True)
@@ -139,7 +147,9 @@ def test_nb201_dead_cell_architecture_has_no_edges():
 # ----------------------------------------------------------------------------- NB101
 
 
-@pytest.mark.parametrize("edges, ops, pruned_edges", [
+@pytest.mark.parametrize(
+  "edges, ops, pruned_edges",
+  [
     ([(0, 6)], (1, 2, 0, 1, 2), 1),
     ([(0, 1), (1, 2), (2, 3), (3, 6)], (0, 1, 2, 0, 0), 4),
     ([(0, 1), (0, 2), (0, 3), (0, 6), (1, 6), (2, 6), (3, 6)], (0, 1, 2, 0, 0), 7),
@@ -147,7 +157,8 @@ def test_nb201_dead_cell_architecture_has_no_edges():
     ([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)], (0, 0, 0, 0, 0), 6),
     (E6, (1, 0, 2, 0, 0), 6),
     ([(0, 1), (0, 2), (0, 3), (0, 5), (1, 6), (2, 6), (3, 4), (4, 6), (5, 6)], (1, 0, 0, 0, 2), 9),
-])
+  ],
+)
 def test_nb101_examples_are_valid_with_known_pruned_edges(edges, ops, pruned_edges):
   c = nb101(edges, ops)
   assert C.nb101_is_valid(c)

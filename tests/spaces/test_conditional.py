@@ -1,5 +1,6 @@
 """The conditional space (arc_kernel.md 1, 6): spec layout, validation messages, sampling, mutation,
 neighbours, canonical keys, JSON, layer-graph architectures and the arc kernel's unit values."""
+
 import json
 
 import jax
@@ -21,8 +22,12 @@ def point(params):
 
 
 def layer(i, units=6, activation=0, dropout=0.1, l2=-4.0):
-  return {f"layer{i}.log2_units": units, f"layer{i}.activation": activation, f"layer{i}.dropout": dropout,
-          f"layer{i}.log10_l2": l2}
+  return {
+    f"layer{i}.log2_units": units,
+    f"layer{i}.activation": activation,
+    f"layer{i}.dropout": dropout,
+    f"layer{i}.log10_l2": l2,
+  }
 
 
 def at_depth(p, depth):
@@ -48,8 +53,15 @@ D2 = point({"depth": 2, "log10_lr": -3.0, "log2_batch": 5, **layer(1, 7, 1, 0.25
 
 def test_spec_layout():
   assert P == 15 and SPEC.max_depth == 3
-  assert SPEC.names[:7] == ("depth", "log10_lr", "log2_batch", "layer1.log2_units", "layer1.activation",
-                            "layer1.dropout", "layer1.log10_l2")
+  assert SPEC.names[:7] == (
+    "depth",
+    "log10_lr",
+    "log2_batch",
+    "layer1.log2_units",
+    "layer1.activation",
+    "layer1.dropout",
+    "layer1.log10_l2",
+  )
   assert SPEC.names[-4:] == ("layer3.log2_units", "layer3.activation", "layer3.dropout", "layer3.log10_l2")
   np.testing.assert_array_equal(SPEC.lower[:7], [1, -4, 4, 3, 0, 0, -6])
   np.testing.assert_array_equal(SPEC.upper[:7], [3, -1, 7, 9, 3, 0.5, -2])
@@ -71,7 +83,9 @@ def test_space_is_registered_and_checks_its_task():
     C.conditional_space(kind="mlp")
 
 
-@pytest.mark.parametrize("name, value, active, message", [
+@pytest.mark.parametrize(
+  "name, value, active, message",
+  [
     ("layer1.dropout", 0.7, None, r"layer1.dropout: 0.7 is outside \[0, 0.5\]"),
     ("log10_lr", -4.5, None, r"log10_lr: -4.5 is outside \[-4, -1\]"),
     ("log2_batch", 4.5, None, "log2_batch: 4.5 is not an integer; log2_batch takes the integers 4..7"),
@@ -81,7 +95,8 @@ def test_space_is_registered_and_checks_its_task():
     ("depth", 1.5, None, "depth: 1.5 is not an integer"),
     ("layer3.log2_units", 10, None, r"layer3.log2_units: 10 is outside \[3, 9\]"),  # inactive values too
     ("layer1.log10_l2", np.nan, None, "layer1.log10_l2: nan is not finite"),
-])
+  ],
+)
 def test_check_point_names_the_parameter(name, value, active, message):
   C.check_point(D2, SPEC)
   with pytest.raises(ValueError, match=message):
@@ -101,18 +116,25 @@ def test_check_point_shapes_dtypes_and_batches():
     C.check_point(batch, SPEC)
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"depth": 1, "log10_lr": -2, "log2_batch": 5, **layer(1), "layer2.dropout": 0.1},
-     "params.layer2.dropout: given but depth is 1, which leaves it inactive; omit it"),
+@pytest.mark.parametrize(
+  "params, message",
+  [
+    (
+      {"depth": 1, "log10_lr": -2, "log2_batch": 5, **layer(1), "layer2.dropout": 0.1},
+      "params.layer2.dropout: given but depth is 1, which leaves it inactive; omit it",
+    ),
     ({"depth": 2, "log10_lr": -2, "log2_batch": 5, **layer(1)}, "params.layer2.log2_units: missing; depth 2"),
     ({"depth": 1, "log10_lr": -2, "log2_batch": 5, **layer(1), "width": 3}, "params.width: unknown parameter"),
     ({"depth": 1, "log10_lr": "fast", "log2_batch": 5, **layer(1)}, "params.log10_lr: 'fast' is not a number"),
     ({"depth": 1, "log10_lr": -2, "log2_batch": True, **layer(1)}, "params.log2_batch: True is not a number"),
     ({"log10_lr": -2}, "params.depth: missing"),
     ({"depth": 0}, r"params.depth: 0 is outside \[1, 3\]"),
-    ({"depth": 1, "log10_lr": -2, "log2_batch": 5, **layer(1, activation=4)},
-     r"params.layer1.activation: 4 is outside \[0, 3\]"),
-])
+    (
+      {"depth": 1, "log10_lr": -2, "log2_batch": 5, **layer(1, activation=4)},
+      r"params.layer1.activation: 4 is outside \[0, 3\]",
+    ),
+  ],
+)
 def test_from_json_names_the_field(params, message):
   with pytest.raises(ValueError, match=message):
     point(params)
@@ -191,8 +213,7 @@ def test_neighbours_are_bounded_deterministic_and_one_step_away():
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**31 - 1), depth=st.integers(1, 2), which=st.integers(0, 7),
-       frac=st.floats(0.0, 1.0))
+@given(seed=st.integers(0, 2**31 - 1), depth=st.integers(1, 2), which=st.integers(0, 7), frac=st.floats(0.0, 1.0))
 def test_canonical_key_and_json_ignore_inactive_values(seed, depth, which, frac):
   p = at_depth(SPACE.sample(jax.random.key(seed), 1)[0], depth)
   inactive = np.flatnonzero(~np.asarray(p.active))
@@ -238,14 +259,19 @@ def test_to_architecture_is_the_chain_of_the_active_layers():
   arch = C.to_architecture(D2, SPEC)
   obj = arch.to_json()
   assert [(l["label"], l.get("units")) for l in obj["layers"]] == [
-      ("ip", None), ("tanh", 128), ("elu", 16), ("softmax", None), ("op", None)]
+    ("ip", None),
+    ("tanh", 128),
+    ("elu", 16),
+    ("softmax", None),
+    ("op", None),
+  ]
   assert obj["edges"] == [[0, 1], [1, 2], [2, 3], [3, 4]]
   assert Architecture.from_json(obj).to_json() == obj
   for p in SPACE.sample(jax.random.key(4), 30):
     obj = C.to_architecture(p, SPEC, decision="linear").to_json()
     depth = int(p.values[0])
     assert len(obj["layers"]) == depth + 3 and obj["layers"][-2]["label"] == "linear"
-    for i, l in enumerate(obj["layers"][1:depth + 1], start=1):
+    for i, l in enumerate(obj["layers"][1 : depth + 1], start=1):
       at = lambda f, i=i: p.values[SPEC.names.index(f"layer{i}.{f}")]
       assert (l["label"], l["units"]) == (C.ACTIVATIONS[int(at("activation"))], 2 ** int(at("log2_units")))
     Architecture.from_json(obj)
@@ -266,7 +292,6 @@ def test_to_unit_rescales_active_values_and_zeroes_inactive_ones():
   assert u.shape == (51, P) and u.dtype == np.float64
   assert (u >= 0).all() and (u <= 1).all() and (u[~active] == 0).all()
   np.testing.assert_array_equal(active, points.active)
-  np.testing.assert_allclose(u[-1, :11], [0.5, 1 / 3, 1 / 3, 4 / 6, 1 / 3, 0.5, 0.25, 1 / 6, 1.0, 0.0, 1.0],
-                             rtol=1e-6)
+  np.testing.assert_allclose(u[-1, :11], [0.5, 1 / 3, 1 / 3, 4 / 6, 1 / 3, 0.5, 0.25, 1 / 6, 1.0, 0.0, 1.0], rtol=1e-6)
   with pytest.raises(ValueError, match=r"to_unit takes a batch \[n, P\]"):
     C.to_unit(D2, SPEC)

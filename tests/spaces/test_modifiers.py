@@ -1,5 +1,6 @@
 """NASBOT's modifiers (spec nasbot.md 8.2-8.3, property 12.13): valid results, exact per-modifier
 effects, known values on small networks, and long compound-mutation chains."""
+
 import functools
 import json
 
@@ -63,8 +64,18 @@ def test_scaled_units_known_values():
   np.testing.assert_array_equal(M.scaled_units(u, False, Limits()), [56, 8, 896, 18, 10, 8, 875])
 
 
-@pytest.mark.parametrize("m, sizes", [(1, [1]), (3, [2, 1]), (4, [2, 2]), (5, [2, 1, 1, 1]),
-                                      (8, [2, 2, 2, 2]), (9, [2, 1, 1, 1, 1, 1, 1, 1]), (16, [2] * 8)])
+@pytest.mark.parametrize(
+  "m, sizes",
+  [
+    (1, [1]),
+    (3, [2, 1]),
+    (4, [2, 2]),
+    (5, [2, 1, 1, 1]),
+    (8, [2, 2, 2, 2]),
+    (9, [2, 1, 1, 1, 1, 1, 1, 1]),
+    (16, [2] * 8),
+  ],
+)
 def test_en_masse_blocks_cut_the_unit_layers_in_topological_order(m, sizes):
   arch = from_json(chain("mlp", " ".join(["relu:64"] * m), "linear"))
   blocks = M.en_masse_blocks(arch)
@@ -73,8 +84,9 @@ def test_en_masse_blocks_cut_the_unit_layers_in_topological_order(m, sizes):
 
 
 def test_unit_modifiers_decline_without_eligible_layers():
-  tiny = from_json({"kind": "mlp", "layers": [{"label": "ip"}, {"label": "linear"}, {"label": "op"}],
-                    "edges": [[0, 1], [1, 2]]})
+  tiny = from_json(
+    {"kind": "mlp", "layers": [{"label": "ip"}, {"label": "linear"}, {"label": "op"}], "edges": [[0, 1], [1, 2]]}
+  )
   for name in ("dec_single", "dec_en_masse", "inc_single", "inc_en_masse", "remove_layer", "swap_label"):
     out, reason = M.MODIFIERS[name](tiny, _KEY(0))
     assert out is tiny and reason.startswith(name + ": no ")
@@ -136,8 +148,13 @@ def test_dup_path_on_a_chain_copies_the_walk():
 
 def test_remove_layer_reconnects_orphans_known_values():
   layers = [{"label": "ip"}] + [{"label": l, "units": 16} for l in ("relu", "tanh", "elu", "softplus")]
-  arch = from_json({"kind": "mlp", "layers": layers + [{"label": "linear"}, {"label": "op"}],
-                    "edges": [[0, 1], [1, 2], [1, 3], [2, 4], [3, 5], [4, 5], [5, 6]]})
+  arch = from_json(
+    {
+      "kind": "mlp",
+      "layers": layers + [{"label": "linear"}, {"label": "op"}],
+      "edges": [[0, 1], [1, 2], [1, 3], [2, 4], [3, 5], [4, 5], [5, 6]],
+    }
+  )
   got = {}
   for _, new in M.single_changes(arch, ["remove_layer"]):
     layers, edges = _parts(new)
@@ -145,10 +162,10 @@ def test_remove_layer_reconnects_orphans_known_values():
     got[gone] = edges
   chain_ = {(3, 4), (4, 5)}
   assert got == {
-      "relu": {(0, 1), (0, 2), (1, 3), (2, 4)} | chain_,  # both children lost their only parent
-      "tanh": {(0, 1), (1, 2), (1, 3), (2, 4)} | chain_,  # softplus lost its only parent
-      "elu": {(0, 1), (1, 2), (2, 3)} | chain_,  # nobody was orphaned
-      "softplus": {(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 5)},  # tanh lost its only child
+    "relu": {(0, 1), (0, 2), (1, 3), (2, 4)} | chain_,  # both children lost their only parent
+    "tanh": {(0, 1), (1, 2), (1, 3), (2, 4)} | chain_,  # softplus lost its only parent
+    "elu": {(0, 1), (1, 2), (2, 3)} | chain_,  # nobody was orphaned
+    "softplus": {(0, 1), (1, 2), (1, 3), (2, 4), (3, 4), (4, 5)},  # tanh lost its only child
   }
 
 
@@ -157,6 +174,7 @@ def test_swap_targets_known_values():
 
   def names(kind, label):
     from nas_jax.arch.labels import label_table
+
     t = label_table(kind).names
     return sorted(t[b] for b in swap_targets(kind)[t.index(label)])
 
@@ -212,10 +230,9 @@ def _check_structure(name, before, after):
     def explains(x):
       kept = {(shift(x, u), shift(x, v)) for u, v in eb if x not in (u, v)}
       bridges = {(shift(x, p), shift(x, c)) for p, _ in eb if _ == x for _, c in eb if _ == x}
-      return lb[:x] + lb[x + 1:] == la and kept <= ea and ea - kept <= bridges
+      return lb[:x] + lb[x + 1 :] == la and kept <= ea and ea - kept <= bridges
 
-    assert any(explains(x) and lb[x]["label"] not in ("ip", "op", "softmax", "linear")
-               for x in range(nb))
+    assert any(explains(x) and lb[x]["label"] not in ("ip", "op", "softmax", "linear") for x in range(nb))
     return
   assert la[:nb] == lb and eb <= ea
   new = ea - eb
@@ -256,16 +273,22 @@ def _check_swap(before, after):
   assert len(changed) == 1
   a, b = lb[changed[0]], la[changed[0]]
   assert (a.get("units"), a.get("stride")) == (b.get("units"), b.get("stride"))
-  fam = lambda l: ("pool" if l.endswith("pool") else "convres" if l[:-1] in ("conv", "res")
-                   else "act" if l not in ("ip", "op", "fc", "softmax", "linear") else l)
+  fam = lambda l: (
+    "pool"
+    if l.endswith("pool")
+    else "convres"
+    if l[:-1] in ("conv", "res")
+    else "act"
+    if l not in ("ip", "op", "fc", "softmax", "linear")
+    else l
+  )
   assert a["label"] != b["label"] and fam(a["label"]) == fam(b["label"]) != "fc"
   if fam(a["label"]) == "convres":
     assert abs(int(a["label"][-1]) - int(b["label"][-1])) <= 2
 
 
 @settings(max_examples=12, deadline=None)
-@given(kind=st.sampled_from(["cnn", "mlp"]), source=st.sampled_from(["pool", "random"]),
-       seed=st.integers(0, 2**31 - 1))
+@given(kind=st.sampled_from(["cnn", "mlp"]), source=st.sampled_from(["pool", "random"]), seed=st.integers(0, 2**31 - 1))
 def test_each_modifier_has_its_exact_effect(kind, source, seed):
   arch = _start(kind, source, seed)
   for i, (name, fn) in enumerate(M.MODIFIERS.items()):
@@ -301,8 +324,9 @@ def _chain_stays_valid(kind, source, seed):
     arch = new
 
 
-_CHAIN_ARGS = dict(kind=st.sampled_from(["cnn", "mlp"]), source=st.sampled_from(["pool", "random"]),
-                   seed=st.integers(0, 2**31 - 1))
+_CHAIN_ARGS = dict(
+  kind=st.sampled_from(["cnn", "mlp"]), source=st.sampled_from(["pool", "random"]), seed=st.integers(0, 2**31 - 1)
+)
 
 
 @settings(max_examples=6, deadline=None)
@@ -322,8 +346,7 @@ def test_many_thirty_step_compound_chains_stay_valid(kind, source, seed):
 @given(kind=st.sampled_from(["cnn", "mlp"]), seed=st.integers(0, 2**31 - 1))
 def test_chains_respect_tight_limits_and_a_declared_capacity(kind, seed):
   lim = Limits(max_layers=24, max_edges=40, max_degree=3, max_mass=5e6, max_units=256)
-  arch = from_json(random_json(kind, np.random.default_rng(seed), max_layers=12, limits=lim),
-                   limits=lim, pad_to=32)
+  arch = from_json(random_json(kind, np.random.default_rng(seed), max_layers=12, limits=lim), limits=lim, pad_to=32)
   bound = {n: functools.partial(f, limits=lim, pad_to=32) for n, f in M.MODIFIERS.items()}
   for step in range(30):
     arch, applied = M.compound_mutation(arch, _KEY([seed, step]), modifiers=bound)
@@ -335,17 +358,20 @@ def test_chains_respect_tight_limits_and_a_declared_capacity(kind, seed):
 def test_compound_step_count_follows_step_probs():
   assert sum(M.STEP_PROBS) == pytest.approx(1.0)
   always = {"a": lambda arch, key: (arch, "")}
-  counts = np.bincount([len(M.compound_mutation(None, _KEY(i), modifiers=always)[1])
-                        for i in range(4000)], minlength=6)[1:]
+  counts = np.bincount(
+    [len(M.compound_mutation(None, _KEY(i), modifiers=always)[1]) for i in range(4000)], minlength=6
+  )[1:]
   np.testing.assert_allclose(counts / 4000, M.STEP_PROBS, atol=0.025)
 
 
 def test_compound_type_weights_and_retries():
-  ok = lambda name: (lambda arch, key: (arch + [name], ""))
+  ok = lambda name: lambda arch, key: (arch + [name], "")
   mods = {n: ok(n) for n in M.MODIFIERS}
-  draws = [n for i in range(600) for n in M.compound_mutation([], _KEY(i), modifiers=mods,
-                                                              step_probs=(0, 0, 0, 0, 1),
-                                                              weights="nasbot_code")[1]]
+  draws = [
+    n
+    for i in range(600)
+    for n in M.compound_mutation([], _KEY(i), modifiers=mods, step_probs=(0, 0, 0, 0, 1), weights="nasbot_code")[1]
+  ]
   w = M.MODIFIER_WEIGHTS["nasbot_code"]
   freq = {n: draws.count(n) / len(draws) for n in M.MODIFIERS}
   assert all(abs(freq[n] - w[n] / sum(w.values())) < 0.03 for n in M.MODIFIERS)

@@ -1,5 +1,6 @@
 """The Auto-Keras space (autokeras.md 1.4, 2.4): `mutate` is one morph that changes the descriptor,
 or (point, False) when no morph fits the limits."""
+
 import jax
 import pytest
 

@@ -1,5 +1,6 @@
 """Morphs as architecture edits (autokeras.md 2, 7.2): known descriptors and distances of spec
 9.1/9.5, the main-chain rules, replay, and descriptor bookkeeping over random morph chains."""
+
 import collections
 
 import hypothesis
@@ -78,8 +79,10 @@ def test_inapplicable_ops_name_the_layer_and_reason():
 
 def _json(names, edges, units=None):
   units = units or {}
-  layers = [{"label": n, **({"units": units.get(i, 8)} if n in ("conv3", "conv5", "conv1", "concat", "fc") else {})}
-            for i, n in enumerate(names)]
+  layers = [
+    {"label": n, **({"units": units.get(i, 8)} if n in ("conv3", "conv5", "conv1", "concat", "fc") else {})}
+    for i, n in enumerate(names)
+  ]
   return {"kind": "autokeras", "layers": layers, "edges": edges}
 
 
@@ -88,7 +91,9 @@ def test_main_chain_rules_are_checked():
   edges = [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5]]
   Architecture.from_json(_json(chain, edges))
   with pytest.raises(ValueError, match="found 2 'gap' layers"):
-    Architecture.from_json(_json(chain[:3] + ["gap", "gap"] + chain[4:], [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 6]]))
+    Architecture.from_json(
+      _json(chain[:3] + ["gap", "gap"] + chain[4:], [[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 6]])
+    )
   with pytest.raises(ValueError, match="only conv blocks take add-skips"):
     Architecture.from_json(_json(chain + ["conv1"], edges + [[1, 6], [6, 3]]))
   three = ["ip", "conv3", "conv3", "conv3", "gap", "softmax", "op", "conv1"]
@@ -101,8 +106,9 @@ def test_main_chain_rules_are_checked():
   with pytest.raises(ValueError, match="not on the main chain"):
     Architecture.from_json(_json(chain + ["conv3"], edges + [[1, 6]]))
   with pytest.raises(ValueError, match="concat-skip starts at a conv block's output in an earlier block"):
-    Architecture.from_json(_json(["ip", "conv3", "concat", "gap", "softmax", "op"],
-                                 [[0, 1], [1, 2], [0, 2], [2, 3], [3, 4], [4, 5]]))
+    Architecture.from_json(
+      _json(["ip", "conv3", "concat", "gap", "softmax", "op"], [[0, 1], [1, 2], [0, 2], [2, 3], [3, 4], [4, 5]])
+    )
 
 
 @hypothesis.settings(max_examples=25, deadline=None, derandomize=True)

@@ -1,5 +1,6 @@
 """The layer-graph Space: canonical keys (renumbering invariance, networkx isomorphism as the
 reference), sampling, mutation, neighbourhoods, JSON and the initial pool."""
+
 import itertools
 
 import jax
@@ -37,8 +38,7 @@ def _renumber(arch, perm, pad_to):
 def _nx(arch):
   obj = to_json(arch)
   g = nx.DiGraph()
-  g.add_nodes_from((i, {"a": (l["label"], l.get("units"), l.get("stride"))})
-                   for i, l in enumerate(obj["layers"]))
+  g.add_nodes_from((i, {"a": (l["label"], l.get("units"), l.get("stride"))}) for i, l in enumerate(obj["layers"]))
   g.add_edges_from(map(tuple, obj["edges"]))
   return g
 
@@ -66,7 +66,7 @@ def test_canonical_keys_agree_with_networkx_isomorphism(kind, seed):
   # Renumbered copies make isomorphic pairs with different JSON.
   points += [_renumber(p, rng.permutation(int(p.mask.sum())), p.num_slots) for p in points[::3]]
   for i, a in enumerate(points):
-    for b in points[i + 1:]:
+    for b in points[i + 1 :]:
       assert (canonical_key(a) == canonical_key(b)) == _iso(a, b)
 
 
@@ -74,12 +74,12 @@ def test_canonical_key_separates_close_graphs():
   base = chain("cnn", "conv3:16 conv3:16 fc:16", "softmax")
   first = lambda layer: {**base, "layers": base["layers"][:1] + [layer] + base["layers"][2:]}
   variants = [
-      base,
-      first({"label": "conv3", "units": 32, "stride": 1}),  # units only
-      first({"label": "conv3", "units": 16, "stride": 2}),  # stride only
-      first({"label": "conv5", "units": 16, "stride": 1}),  # label only
-      {**base, "edges": base["edges"] + [[0, 2]]},
-      {**base, "edges": base["edges"] + [[1, 3]]},
+    base,
+    first({"label": "conv3", "units": 32, "stride": 1}),  # units only
+    first({"label": "conv3", "units": 16, "stride": 2}),  # stride only
+    first({"label": "conv5", "units": 16, "stride": 1}),  # label only
+    {**base, "edges": base["edges"] + [[0, 2]]},
+    {**base, "edges": base["edges"] + [[1, 3]]},
   ]
   keys = [canonical_key(from_json(v)) for v in variants]
   assert len(set(keys)) == len(keys)
@@ -89,8 +89,7 @@ def test_canonical_key_separates_close_graphs():
 def test_canonical_keys_of_all_short_chains_differ():
   # Chains that agree locally (same neighbour triples) differ only after several refinement
   # rounds; all 2 + 4 + ... + 128 chains of 1-7 layers over two widths are non-isomorphic.
-  specs = [" ".join(f"relu:{w}" for w in ws) for n in range(1, 8)
-           for ws in itertools.product((16, 32), repeat=n)]
+  specs = [" ".join(f"relu:{w}" for w in ws) for n in range(1, 8) for ws in itertools.product((16, 32), repeat=n)]
   keys = {canonical_key(from_json(chain("mlp", s, "linear"))) for s in specs}
   assert len(keys) == len(specs) == 254
 
@@ -98,8 +97,17 @@ def test_canonical_keys_of_all_short_chains_differ():
 def test_space_has_the_interface_and_registry_entry():
   space = layer_graph_space("mlp")
   assert isinstance(space, Space) and space.name == "layer_graph" and space.kind == "mlp"
-  assert Space._fields == ("name", "kind", "sample", "mutate", "neighbours", "canonical_key",
-                           "to_json", "from_json", "initial")
+  assert Space._fields == (
+    "name",
+    "kind",
+    "sample",
+    "mutate",
+    "neighbours",
+    "canonical_key",
+    "to_json",
+    "from_json",
+    "initial",
+  )
   assert SPACES["layer_graph"] is layer_graph_space
 
 
@@ -137,10 +145,13 @@ def test_mutate_retries_until_the_graph_changes():
   assert all(ok and canonical_key(o) != canonical_key(point) for o, ok in outs)
 
 
-@pytest.mark.parametrize("modifiers, limits", [
+@pytest.mark.parametrize(
+  "modifiers, limits",
+  [
     (["inc_single", "inc_en_masse"], Limits(max_units=8)),  # every increase is clipped back to 8
     ("unit", Limits(min_units=8, max_units=8)),  # no unit count but 8 is allowed
-])
+  ],
+)
 def test_mutate_reports_a_point_no_modifier_can_change(modifiers, limits):
   space = layer_graph_space("mlp", modifiers=modifiers, limits=limits)
   point = space.from_json(chain("mlp", "relu:8", "linear"))

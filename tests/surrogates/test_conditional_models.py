@@ -1,6 +1,7 @@
 """The six conditional-space models of arc_kernel.md 4: shapes, fit quality on a smooth
 conditional function, invariance to inactive values, the poor man's fill, the NMSE table and
 clear failures."""
+
 import jax
 import numpy as np
 import pytest
@@ -65,8 +66,7 @@ def test_hierarchical_gp_beats_the_constant_predictor(data, predictions):
 def test_predictions_ignore_inactive_values(data, predictions, name):
   u, active, y = data
   noisy = np.where(active, u, np.random.default_rng(1).uniform(0, 1, u.shape))
-  np.testing.assert_allclose(predict(name, noisy, active, y), predictions[name], rtol=1e-9,
-                             atol=1e-9)
+  np.testing.assert_allclose(predict(name, noisy, active, y), predictions[name], rtol=1e-9, atol=1e-9)
 
 
 def test_poor_man_embedding_fills_inactive_entries_with_minus_one(data):
@@ -86,8 +86,7 @@ def test_separate_models_predict_the_training_mean_for_an_unseen_pattern(data, n
   u, active, y = data
   (u_tr, a_tr, y_tr), _ = split(u, active, y)
   unseen = np.array([[True, True, False, False, False]])  # a pattern no training point has
-  mean = cm.fit_predict(name, jax.random.key(0), u_tr, a_tr, y_tr, u_tr[:1] * unseen, unseen,
-                        **FIT)
+  mean = cm.fit_predict(name, jax.random.key(0), u_tr, a_tr, y_tr, u_tr[:1] * unseen, unseen, **FIT)
   np.testing.assert_allclose(mean, [y_tr.mean()])
 
 
@@ -116,22 +115,29 @@ def test_nmse_table_scores_every_model_on_every_split(data):
 
 
 @pytest.mark.parametrize(
-    "change, match",
-    [
-        (dict(name="tree_gp"), "name"),
-        (dict(active_train=np.ones((N_TRAIN, 4), bool)), "active_train"),
-        (dict(active_train=np.ones((N_TRAIN, 5))), "active_train"),
-        (dict(u_test=np.zeros((3, 4)), active_test=np.ones((3, 4), bool)), "u_test"),
-        (dict(y_train=np.zeros(N_TRAIN - 1)), "y_train"),
-        (dict(u_train=np.full((N_TRAIN, 5), 1.5)), "u_train"),
-        (dict(u_test=np.full((40, 5), -0.1)), "u_test"),
-    ],
+  "change, match",
+  [
+    (dict(name="tree_gp"), "name"),
+    (dict(active_train=np.ones((N_TRAIN, 4), bool)), "active_train"),
+    (dict(active_train=np.ones((N_TRAIN, 5))), "active_train"),
+    (dict(u_test=np.zeros((3, 4)), active_test=np.ones((3, 4), bool)), "u_test"),
+    (dict(y_train=np.zeros(N_TRAIN - 1)), "y_train"),
+    (dict(u_train=np.full((N_TRAIN, 5), 1.5)), "u_train"),
+    (dict(u_test=np.full((40, 5), -0.1)), "u_test"),
+  ],
 )
 def test_bad_input_raises_a_value_error_naming_it(data, change, match):
   u, active, y = data
   (u_tr, a_tr, y_tr), (u_te, a_te) = split(u, active, y)
-  args = dict(name="hierarchical_gp", key=jax.random.key(0), u_train=u_tr, active_train=a_tr,
-              y_train=y_tr, u_test=u_te, active_test=a_te)
+  args = dict(
+    name="hierarchical_gp",
+    key=jax.random.key(0),
+    u_train=u_tr,
+    active_train=a_tr,
+    y_train=y_tr,
+    u_test=u_te,
+    active_test=a_te,
+  )
   with pytest.raises(ValueError, match=match):
     cm.fit_predict(**{**args, **change})
 

@@ -1,4 +1,5 @@
 """The BANANAS ensemble (spec bananas.md 5): shapes, vmap == loop, padding, determinism, fits."""
+
 import functools
 import os
 
@@ -89,10 +90,15 @@ def test_surrogate_predictive_matches_members_and_ddof():
   np.testing.assert_allclose(p1.std / p0.std, np.sqrt(5 / 4), rtol=1e-4)
 
 
-@pytest.mark.parametrize("kw, match", [
-    ({"n_members": 1}, "n_members"), ({"loss": "mse"}, "loss"), ({"ddof": 2}, "ddof"),
+@pytest.mark.parametrize(
+  "kw, match",
+  [
+    ({"n_members": 1}, "n_members"),
+    ({"loss": "mse"}, "loss"),
+    ({"ddof": 2}, "ddof"),
     ({"lr": 0.0}, "lr"),
-])
+  ],
+)
 def test_bad_options_are_named(kw, match):
   with pytest.raises(ValueError, match=match):
     ens.ensemble_surrogate(**kw)
@@ -136,8 +142,14 @@ def test_predictor_experiment_beats_the_constant_predictor():
   space = cells.nb201_space()
   cs = [space.from_json({"kind": "nb201", "arch_str": s}) for s in t.arch_strs]
   out = predictor_experiment.predictor_mae(
-      jax.random.PRNGKey(0), cs, 100.0 - t.valid, encoding_names=("adj_onehot", "path_iso"),
-      train_sizes=(200,), n_test=500, n_fits=1)
+    jax.random.PRNGKey(0),
+    cs,
+    100.0 - t.valid,
+    encoding_names=("adj_onehot", "path_iso"),
+    train_sizes=(200,),
+    n_test=500,
+    n_fits=1,
+  )
   # spec 11.4: predicting the median val error gives MAE 5.2597 on CIFAR-10; the invariant
   # path encoding does far better than that and than the adjacency encoding (measured: 1.45
   # against 4.06, mean of 3 fits)

@@ -1,5 +1,6 @@
 """GP algebra: scikit-learn reference at fixed hyper-parameters, padding invariance, rank-one
 updates, escalating jitter, PSD projection and the Cholesky derivative."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,15 +43,18 @@ def _padded(x, y, capacity, seed=1):
 
 
 @pytest.mark.parametrize(
-    "ours, theirs",
-    [
-        (kernels.ExpSquared.create(1.7, LENGTH),
-         sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.RBF(LENGTH, "fixed")),
-        (kernels.Matern52.create(1.7, LENGTH),
-         sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.Matern(LENGTH, "fixed", nu=2.5)),
-        (kernels.Matern12.create(1.7, LENGTH),
-         sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.Matern(LENGTH, "fixed", nu=0.5)),
-    ],
+  "ours, theirs",
+  [
+    (kernels.ExpSquared.create(1.7, LENGTH), sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.RBF(LENGTH, "fixed")),
+    (
+      kernels.Matern52.create(1.7, LENGTH),
+      sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.Matern(LENGTH, "fixed", nu=2.5),
+    ),
+    (
+      kernels.Matern12.create(1.7, LENGTH),
+      sk_kernels.ConstantKernel(1.7, "fixed") * sk_kernels.Matern(LENGTH, "fixed", nu=0.5),
+    ),
+  ],
 )
 def test_posterior_and_likelihood_equal_sklearn(ours, theirs):
   x, y, xs = _data()
@@ -113,8 +117,7 @@ def test_rank_one_update_equals_full_refit():
   np.testing.assert_array_equal(updated.mask, mask_full)
   np.testing.assert_allclose(updated.chol, full.chol, atol=1e-12)
   np.testing.assert_allclose(updated.alpha, full.alpha, rtol=1e-9, atol=1e-12)
-  for a, b in zip(predict(updated, pairwise.vector_pair(xs, xp)),
-                  predict(full, pairwise.vector_pair(xs, xp))):
+  for a, b in zip(predict(updated, pairwise.vector_pair(xs, xp)), predict(full, pairwise.vector_pair(xs, xp))):
     np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
@@ -171,8 +174,7 @@ def test_project_psd_fixes_a_non_psd_gram_matrix():
   hypers = gp.Hypers(k, jnp.log(0.005))
   assert not bool(condition(hypers, pair, y, mask).ok)
   post = condition(hypers, pair, y, mask, project=True)
-  assert bool(post.ok) and np.isfinite(float(log_marginal_likelihood(
-      hypers, pair, y, mask, project=True)))
+  assert bool(post.ok) and np.isfinite(float(log_marginal_likelihood(hypers, pair, y, mask, project=True)))
 
 
 def test_project_psd_keeps_a_psd_matrix_and_its_gradient():

@@ -1,5 +1,6 @@
 """Hyper-parameter fitting: recovery of known hyper-parameters, failed starts lose, the slice
 sampler's moments on a known density, and box validation."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -32,25 +33,19 @@ def test_fit_map_recovers_known_hyper_parameters(gp_data):
   assert bool(result.ok)
   assert abs(length / TRUE_LENGTH - 1) < 0.15, length
   assert abs(noise / TRUE_NOISE - 1) < 0.25, noise
-  truth = gp.Hypers(
-      kernels.ExpSquared.create(1.0 / var_y, TRUE_LENGTH), jnp.log(TRUE_NOISE / var_y)
-  )
+  truth = gp.Hypers(kernels.ExpSquared.create(1.0 / var_y, TRUE_LENGTH), jnp.log(TRUE_NOISE / var_y))
   assert float(jnp.max(result.lml)) >= float(gp.log_marginal_likelihood(truth, pair, y, mask))
 
 
 def test_sample_hypers_concentrate_near_the_truth_inside_the_box(gp_data):
   pair, y, mask, box = gp_data
-  hypers, lml = gp_fit.sample_hypers(
-      jax.random.key(1), box, pair, y, mask, n_samples=8, n_chains=4, burn_in=60
-  )
+  hypers, lml = gp_fit.sample_hypers(jax.random.key(1), box, pair, y, mask, n_samples=8, n_chains=4, burn_in=60)
   for lo, hi, leaf in zip(*(jax.tree.leaves(t) for t in (box.lower, box.upper, hypers))):
     assert np.all((leaf >= lo) & (leaf <= hi))
   lengths = np.exp(np.asarray(hypers.kernel.log_length_scale))
   assert abs(np.exp(np.log(lengths).mean()) / TRUE_LENGTH - 1) < 0.2, lengths
   assert len(np.unique(lengths)) > 4  # the chains move
-  np.testing.assert_allclose(
-      lml, jax.vmap(lambda h: gp.log_marginal_likelihood(h, pair, y, mask))(hypers), rtol=1e-10
-  )
+  np.testing.assert_allclose(lml, jax.vmap(lambda h: gp.log_marginal_likelihood(h, pair, y, mask))(hypers), rtol=1e-10)
 
 
 def _non_psd_problem(alpha, beta, n_nu=1):
@@ -59,8 +54,7 @@ def _non_psd_problem(alpha, beta, n_nu=1):
   d[:, 1, 2] = d[:, 2, 1] = 50.0
   pair = pairwise.otmann_pair(d, np.zeros_like(d))
   lower, upper = kernels.NasbotKernel.bounds(n_nu, alpha=alpha, beta=beta, beta_bar=(1, 1))
-  box = gp_fit.Box.create(lower.replace(log_alpha_bar=jnp.log(1e-6)),
-                          upper.replace(log_alpha_bar=jnp.log(1e-6)))
+  box = gp_fit.Box.create(lower.replace(log_alpha_bar=jnp.log(1e-6)), upper.replace(log_alpha_bar=jnp.log(1e-6)))
   return pair, jnp.array([0.0, 1.0, 2.0]), jnp.ones(3, bool), box
 
 
@@ -99,8 +93,7 @@ def test_slice_sampler_matches_a_known_density():
     return -0.5 * ((x[0] - 0.3) / 0.1) ** 2
 
   def chain(key):
-    return gp_fit.slice_sample(key, log_density, jnp.array([0.9, 1.9, 5.0]), lower, upper,
-                               n_steps=1500)[0][200:]
+    return gp_fit.slice_sample(key, log_density, jnp.array([0.9, 1.9, 5.0]), lower, upper, n_steps=1500)[0][200:]
 
   samples = jax.jit(jax.vmap(chain))(jax.random.split(jax.random.key(5), 4)).reshape(-1, 3)
   np.testing.assert_allclose(samples[:, 0].mean(), 0.3, atol=0.01)
@@ -115,20 +108,24 @@ def test_slice_sampler_leaves_a_zero_density_start():
     return jnp.where(x[0] < 0.5, jnp.nan, 0.0)
 
   samples, log_p = gp_fit.slice_sample(
-      jax.random.key(6), log_density, jnp.array([0.1]), jnp.array([0.0]), jnp.array([1.0]),
-      n_steps=3,
+    jax.random.key(6),
+    log_density,
+    jnp.array([0.1]),
+    jnp.array([0.0]),
+    jnp.array([1.0]),
+    n_steps=3,
   )
   assert np.all(samples >= 0.5) and np.all(log_p == 0.0)
 
 
 @pytest.mark.parametrize(
-    "upper_kernel, noise, message",
-    [
-        (kernels.Matern52.create(1.0, 1.0), (0.01, 0.1), "upper_kernel: tree"),
-        (kernels.ExpSquared(jnp.log(1e-3), jnp.log(10.0)), (0.01, 0.1), "leaf 0: lower"),
-        (kernels.ExpSquared.create(1.0, [1.0, 2.0]), (0.01, 0.1), "leaf 1: lower"),
-        (kernels.ExpSquared.create(1.0, 1.0), (0.0, 0.1), "noise: "),
-    ],
+  "upper_kernel, noise, message",
+  [
+    (kernels.Matern52.create(1.0, 1.0), (0.01, 0.1), "upper_kernel: tree"),
+    (kernels.ExpSquared(jnp.log(1e-3), jnp.log(10.0)), (0.01, 0.1), "leaf 0: lower"),
+    (kernels.ExpSquared.create(1.0, [1.0, 2.0]), (0.01, 0.1), "leaf 1: lower"),
+    (kernels.ExpSquared.create(1.0, 1.0), (0.0, 0.1), "noise: "),
+  ],
 )
 def test_box_validation_names_the_problem(upper_kernel, noise, message):
   with pytest.raises(ValueError, match=message):

@@ -1,5 +1,6 @@
 """The kernel-quality measure of autokeras.md 8.5: known normal scores, invariance to monotone
 maps, and a kernel blind to performance doing worse than one that follows it."""
+
 import numpy as np
 import pytest
 from scipy import special

@@ -1,5 +1,6 @@
 """Kernels: known values (arc_kernel.md 7, eq. (7)), the arc properties of arc_kernel.md 8,
 references on vectors, PSD Gram matrices, and pytree round trips under jit."""
+
 import math
 
 import hypothesis
@@ -19,11 +20,11 @@ def _one_param(x, a, x2, a2):
 
 # arc_kernel.md 7: (x, active, x', active') -> d with omega = rho = 1 on [0, 1].
 ARC_CASES = [
-    ((0.3, False, 0.9, False), 0.0),
-    ((0.3, True, 0.9, False), 1.0),
-    ((0.0, True, 1.0, True), 2.0),
-    ((0.0, True, 0.5, True), math.sqrt(2.0)),
-    ((0.25, True, 0.75, True), math.sqrt(2.0)),
+  ((0.3, False, 0.9, False), 0.0),
+  ((0.3, True, 0.9, False), 1.0),
+  ((0.0, True, 1.0, True), 2.0),
+  ((0.0, True, 0.5, True), math.sqrt(2.0)),
+  ((0.25, True, 0.75, True), math.sqrt(2.0)),
 ]
 
 
@@ -102,8 +103,7 @@ def _embedding(k, values, lower, upper):
 
 
 @pytest.mark.parametrize(
-    "profile, base", [(kernels.exp_squared_profile, kernels.ExpSquared),
-                      (kernels.matern52_profile, kernels.Matern52)]
+  "profile, base", [(kernels.exp_squared_profile, kernels.ExpSquared), (kernels.matern52_profile, kernels.Matern52)]
 )
 def test_arc_all_active_is_the_base_kernel_on_the_embedding(profile, base):
   rng = np.random.default_rng(3)
@@ -140,14 +140,14 @@ def test_arc_distance_is_a_pseudometric(seed):
 
 
 @pytest.mark.parametrize(
-    "make",
-    [
-        lambda v, a: _arc_kernel()(pairwise.arc_pair(v, a, lower=LOWER, upper=UPPER)),
-        lambda v, a: kernels.ExpSquared.create(2.0, [0.5, 1.0, 2.0])(pairwise.vector_pair(v)),
-        lambda v, a: kernels.Matern52.create(2.0, 0.7)(pairwise.sq_euclidean(v)),
-        lambda v, a: kernels.Matern12.create(1.0, 1.0)(pairwise.sq_euclidean(v)),
-        lambda v, a: kernels.Hamming.create(1.5, [0.5, 1.0, 3.0])(pairwise.vector_pair(a * 1.0)),
-    ],
+  "make",
+  [
+    lambda v, a: _arc_kernel()(pairwise.arc_pair(v, a, lower=LOWER, upper=UPPER)),
+    lambda v, a: kernels.ExpSquared.create(2.0, [0.5, 1.0, 2.0])(pairwise.vector_pair(v)),
+    lambda v, a: kernels.Matern52.create(2.0, 0.7)(pairwise.sq_euclidean(v)),
+    lambda v, a: kernels.Matern12.create(1.0, 1.0)(pairwise.sq_euclidean(v)),
+    lambda v, a: kernels.Hamming.create(1.5, [0.5, 1.0, 3.0])(pairwise.vector_pair(a * 1.0)),
+  ],
 )
 def test_gram_matrices_are_psd(make):
   rng = np.random.default_rng(4)
@@ -213,13 +213,13 @@ def test_wrong_pair_type_raises_type_error():
 
 
 @pytest.mark.parametrize(
-    "call, message",
-    [
-        (lambda: kernels.ExpSquared.create(-1.0), "variance: -1.0 is not positive"),
-        (lambda: kernels.ArcKernel.create(1.0, [1.0], [1.5]), "rho: .* above 1"),
-        (lambda: kernels.NasbotKernel.create(1, 1, [1, 1], [1]), "beta, beta_bar: shapes"),
-        (lambda: kernels.ExpSquared.bounds(variance=(2.0, 1.0)), "variance: .* not a range"),
-    ],
+  "call, message",
+  [
+    (lambda: kernels.ExpSquared.create(-1.0), "variance: -1.0 is not positive"),
+    (lambda: kernels.ArcKernel.create(1.0, [1.0], [1.5]), "rho: .* above 1"),
+    (lambda: kernels.NasbotKernel.create(1, 1, [1, 1], [1]), "beta, beta_bar: shapes"),
+    (lambda: kernels.ExpSquared.bounds(variance=(2.0, 1.0)), "variance: .* not a range"),
+  ],
 )
 def test_invalid_values_raise(call, message):
   with pytest.raises(ValueError, match=message):
@@ -236,13 +236,13 @@ def _all_kernels():
   otm = pairwise.otmann_pair(rng.uniform(size=(2, 3, 3)), rng.uniform(size=(2, 3, 3)))
   arc_pair = pairwise.arc_pair(x, x > 0.3, lower=[0, 0], upper=[1, 1])
   return [
-      (se, vec),
-      (kernels.Matern52.create(1.0, 0.3), vec),
-      (kernels.Matern12.create(1.0, 0.3), vec),
-      (kernels.Hamming.create(1.0, 2.0), pairwise.vector_pair((x > 0.5) * 1.0)),
-      (nas, otm),
-      (arc, arc_pair),
-      (kernels.Sum(se, kernels.Product(se, se)), vec),
+    (se, vec),
+    (kernels.Matern52.create(1.0, 0.3), vec),
+    (kernels.Matern12.create(1.0, 0.3), vec),
+    (kernels.Hamming.create(1.0, 2.0), pairwise.vector_pair((x > 0.5) * 1.0)),
+    (nas, otm),
+    (arc, arc_pair),
+    (kernels.Sum(se, kernels.Product(se, se)), vec),
   ]
 
 
@@ -259,11 +259,15 @@ def test_kernels_round_trip_as_pytrees_under_jit(kernel, pair):
 def test_kernels_with_the_same_leaves_have_different_tree_structures():
   """jax compares dataclass tree structures without their class; a jit cache then mixed up
   ExpSquared, Matern52 and Matern12 traces, so each kernel carries its class as static data."""
-  same_leaves = [cls.create(1.3, np.array([0.7, 1.2])) for cls in (kernels.ExpSquared, kernels.Matern52, kernels.Matern12)]
+  same_leaves = [
+    cls.create(1.3, np.array([0.7, 1.2])) for cls in (kernels.ExpSquared, kernels.Matern52, kernels.Matern12)
+  ]
   trees = [jax.tree_util.tree_structure(k) for k in same_leaves]
   assert all((a == b) == (i == j) for i, a in enumerate(trees) for j, b in enumerate(trees))
   x = np.zeros((3, 3))  # Pairwise types with alike leaves differ too
-  assert jax.tree_util.tree_structure(pairwise.VectorPair(x, x)) != jax.tree_util.tree_structure(pairwise.OtmannPair(x, x))
+  assert jax.tree_util.tree_structure(pairwise.VectorPair(x, x)) != jax.tree_util.tree_structure(
+    pairwise.OtmannPair(x, x)
+  )
   pair = pairwise.vector_pair(np.array([[0.0, 0.0], [1.0, 2.0]]))
   gram = jax.jit(lambda k, p: k(p))
   for _ in range(20):  # every call must run its own kernel, whatever the cache holds

@@ -1,5 +1,6 @@
 """The GP surrogate: joint samples with the posterior covariance, kriging-believer hallucination,
 hyper-parameter samples, and clear failures."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,8 +48,7 @@ def test_joint_samples_have_the_posterior_mean_and_covariance(data, map_model):
 @pytest.mark.parametrize("n_hyper_samples", [0, 4])
 def test_hallucination_keeps_the_mean_and_shrinks_std_at_pending_points(data, n_hyper_samples):
   x, y, mask, cands = data
-  surrogate = gp_surrogate(BOX, n_starts=4, steps=30, n_hyper_samples=n_hyper_samples,
-                           n_chains=2, burn_in=10)
+  surrogate = gp_surrogate(BOX, n_starts=4, steps=30, n_hyper_samples=n_hyper_samples, n_chains=2, burn_in=10)
   pair = pairwise.vector_pair(x)
   state = surrogate.fit(jax.random.key(1), pair, y, mask)
   pending = (np.arange(C) >= 12) & (np.arange(C) < 14)
@@ -65,9 +65,7 @@ def test_hyper_samples_give_joint_draws_per_sample(data):
   x, y, mask, cands = data
   surrogate = gp_surrogate(BOX, n_hyper_samples=4, n_chains=2, burn_in=10, n_samples=3)
   state = surrogate.fit(jax.random.key(2), pairwise.vector_pair(x), y, mask)
-  pred = surrogate.predict(
-      state, JointInputs(pairwise.vector_pair(cands, x), pairwise.vector_pair(cands))
-  )
+  pred = surrogate.predict(state, JointInputs(pairwise.vector_pair(cands, x), pairwise.vector_pair(cands)))
   assert pred.samples.shape == (12, 5) and pred.std.shape == (4, 5)
   lengths = np.exp(np.asarray(state.posterior.hypers.kernel.log_length_scale))
   assert len(np.unique(lengths[:, 0])) == 4  # four distinct posterior samples
@@ -95,18 +93,19 @@ def test_hallucinate_refits_a_surrogate_without_condition(data, map_model):
   state_p = hallucinate(refit_only, state, pair, y, mask, pending, key=jax.random.key(3))
   assert bool(state_p.posterior.mask[0, 12])
   y_believed = np.where(pending, surrogate.predict(state, pair).mean, y)
-  np.testing.assert_allclose(state_p.posterior.z[0, 12] * state_p.posterior.y_scale[0]
-                             + state_p.posterior.y_shift[0], y_believed[12], rtol=1e-10)
+  np.testing.assert_allclose(
+    state_p.posterior.z[0, 12] * state_p.posterior.y_scale[0] + state_p.posterior.y_shift[0], y_believed[12], rtol=1e-10
+  )
 
 
 @pytest.mark.parametrize(
-    "kwargs, error, message",
-    [
-        (dict(n_starts=0), ValueError, "gp_surrogate: n_starts=0"),
-        (dict(n_hyper_samples=6, n_chains=4), ValueError, "not a multiple of n_chains=4"),
-        (dict(lr=-1.0), ValueError, "lr=-1.0"),
-        (dict(batch_size=0), ValueError, "batch_size=0"),
-    ],
+  "kwargs, error, message",
+  [
+    (dict(n_starts=0), ValueError, "gp_surrogate: n_starts=0"),
+    (dict(n_hyper_samples=6, n_chains=4), ValueError, "not a multiple of n_chains=4"),
+    (dict(lr=-1.0), ValueError, "lr=-1.0"),
+    (dict(batch_size=0), ValueError, "batch_size=0"),
+  ],
 )
 def test_gp_surrogate_checks_its_options(kwargs, error, message):
   with pytest.raises(error, match=message):

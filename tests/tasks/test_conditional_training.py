@@ -1,6 +1,7 @@
 """The batched trainer of conditional points: finite errors, a point trains the same inside a batch
 as alone (and whatever its inactive values), masked units stay zero (padded == unpadded), the
 micro-step counts of each batch size, regression, the Task, and argument checks."""
+
 import pickle
 
 import jax
@@ -20,8 +21,9 @@ KEY = jax.random.key(7)
 def point(depth, **over):
   params = {"depth": depth, "log10_lr": -2.5, "log2_batch": 5}
   for i in range(1, depth + 1):
-    params.update({f"layer{i}.log2_units": 5, f"layer{i}.activation": 0, f"layer{i}.dropout": 0.1,
-                   f"layer{i}.log10_l2": -5.0})
+    params.update(
+      {f"layer{i}.log2_units": 5, f"layer{i}.activation": 0, f"layer{i}.dropout": 0.1, f"layer{i}.log10_l2": -5.0}
+    )
   return SPACE.from_json({"kind": "conditional", "params": {**params, **over}})
 
 
@@ -38,8 +40,12 @@ def digits():
 @pytest.fixture(scope="module")
 def batch(digits):
   """Depth 1 and 3 (same first layer), a depth-1 copy with other inactive values, a random point."""
-  points = [point(1), point(3, **{"layer2.activation": 1, "layer3.activation": 3}), junk_inactive(point(1)),
-            SPACE.sample(jax.random.key(0), 1)[0]]
+  points = [
+    point(1),
+    point(3, **{"layer2.activation": 1, "layer3.activation": 3}),
+    junk_inactive(point(1)),
+    SPACE.sample(jax.random.key(0), 1)[0],
+  ]
   return points, T.train_points(C.stack_points(points), SPEC, digits, epochs=2, key=KEY)
 
 
@@ -82,8 +88,7 @@ def test_masked_weights_stay_zero_so_the_padded_net_is_the_small_one(digits):
   x = digits.x_val[:50].astype(np.float64)
   h = sigmoid(np.maximum(x @ kernels[0][:, :8] + biases[0][:8], 0) @ kernels[1][:8, :16] + biases[1][:16])
   small = h @ kernels[3][:16] + biases[3]
-  padded = T._forward(jax.tree.map(lambda a: a[0], state[0]), jax.tree.map(lambda a: a[0], s), digits.x_val[:50],
-                      None)
+  padded = T._forward(jax.tree.map(lambda a: a[0], state[0]), jax.tree.map(lambda a: a[0], s), digits.x_val[:50], None)
   np.testing.assert_allclose(padded, small, rtol=1e-4, atol=1e-4)
 
 
@@ -92,7 +97,7 @@ def test_each_batch_size_takes_n_over_b_steps_of_b_over_16_micro_batches():
   s = T._settings(points, SPEC, 1078, 64)
   np.testing.assert_array_equal(s.accum, [1, 2, 4, 8])
   np.testing.assert_array_equal(s.micro_steps, [67 * 1, 33 * 2, 16 * 4, 8 * 8])  # 1078 // 16 = 67 in the scan
-  np.testing.assert_allclose(s.lr, 10 ** -2.5, rtol=1e-6)
+  np.testing.assert_allclose(s.lr, 10**-2.5, rtol=1e-6)
   np.testing.assert_array_equal(s.fan_in[0], [64, 32, 8, 32])  # layers 2-3 inactive: the output reads layer 1
 
 

@@ -1,5 +1,6 @@
 """Datasets: the 0.6/0.2/0.2 seeded split, standardisation with training statistics, shapes for
 CNNs and MLPs, CSV/NPZ tables, and errors that name the problem."""
+
 import numpy as np
 import pytest
 
@@ -80,13 +81,16 @@ def test_npz_blocks_and_columns_and_classification_labels(tmp_path):
   assert data.y_train.dtype == np.int32
 
 
-@pytest.mark.parametrize("content, match", [
+@pytest.mark.parametrize(
+  "content, match",
+  [
     ("a,b\n1,2\n3,x\n", r"line 3, column 'b': 'x' is not a number"),
     ("a,b\n1,2\n3\n", r"line 3 has 1 fields; the header has 2"),
     ("a,a\n1,2\n", "duplicate column names"),
     ("a,b\n", "no data rows"),
     ("a,b\n1,nan\n2,3\n3,4\n4,5\n5,6\n", "NaN or inf"),
-])
+  ],
+)
 def test_bad_csv_files_are_named_and_explained(tmp_path, content, match):
   path = tmp_path / "bad.csv"
   path.write_text(content)

@@ -1,5 +1,6 @@
 """ArchNet: output shapes for every pool network, the ceil shape arithmetic of strides and pools,
 concatenation, op averaging (known values), the res block's identity path, patches == lax.conv."""
+
 import functools
 
 import jax
@@ -18,11 +19,18 @@ DIGIT_VECTORS = jax.ShapeDtypeStruct((3, 64), jnp.float32)
 # (1 + 16 + 8 = 25 channels); two softmax decision layers: slot 5 after fc, slot 6 straight on the
 # 4x4x8 image of slot 3.
 DAG = {
-    "kind": "cnn",
-    "layers": [{"label": "ip"}, {"label": "conv3", "units": 16, "stride": 1},
-               {"label": "conv5", "units": 8, "stride": 1}, {"label": "conv3", "units": 8, "stride": 2},
-               {"label": "fc", "units": 16}, {"label": "softmax"}, {"label": "softmax"}, {"label": "op"}],
-    "edges": [[0, 1], [0, 2], [1, 2], [2, 3], [1, 3], [0, 3], [3, 4], [4, 5], [3, 6], [5, 7], [6, 7]],
+  "kind": "cnn",
+  "layers": [
+    {"label": "ip"},
+    {"label": "conv3", "units": 16, "stride": 1},
+    {"label": "conv5", "units": 8, "stride": 1},
+    {"label": "conv3", "units": 8, "stride": 2},
+    {"label": "fc", "units": 16},
+    {"label": "softmax"},
+    {"label": "softmax"},
+    {"label": "op"},
+  ],
+  "edges": [[0, 1], [0, 2], [1, 2], [2, 3], [1, 3], [0, 3], [3, 4], [4, 5], [3, 6], [5, 7], [6, 7]],
 }
 
 
@@ -67,8 +75,20 @@ def test_pools_halve_with_ceil_and_average_only_real_pixels(label, side, expecte
   np.testing.assert_allclose(out, 1.0, rtol=1e-6)  # with padding counted, avg-pool corners would be 4/9
 
 
-@pytest.mark.parametrize("h, w, k, s", [(1, 1, 3, 1), (1, 1, 3, 2), (2, 2, 3, 1), (2, 2, 3, 2), (2, 3, 5, 2),
-                                        (3, 5, 3, 2), (4, 4, 5, 1), (5, 2, 5, 1), (6, 6, 1, 2)])
+@pytest.mark.parametrize(
+  "h, w, k, s",
+  [
+    (1, 1, 3, 1),
+    (1, 1, 3, 2),
+    (2, 2, 3, 1),
+    (2, 2, 3, 2),
+    (2, 3, 5, 2),
+    (3, 5, 3, 2),
+    (4, 4, 5, 1),
+    (5, 2, 5, 1),
+    (6, 6, 1, 2),
+  ],
+)
 def test_conv_by_patches_equals_lax_same_conv(h, w, k, s):
   rng = np.random.default_rng(h * 100 + w * 10 + k)
   x, kernel = rng.normal(size=(2, h, w, 3)).astype(np.float32), rng.normal(size=(k, k, 3, 4)).astype(np.float32)
@@ -86,8 +106,11 @@ def test_dag_concatenates_parents_and_averages_two_decision_probabilities():
   assert params["3_conv3"]["conv"]["kernel"].shape == (3, 3, 25, 8)  # 1 + 16 + 8 channels
   assert params["6_softmax"]["kernel"].shape == (4 * 4 * 8, 10)  # the 4x4x8 image, flattened
   b5, b6 = np.random.default_rng(2).normal(size=(2, 10)).astype(np.float32)
-  forced = {**params, "5_softmax": {"kernel": jnp.zeros((16, 10)), "bias": b5},
-            "6_softmax": {"kernel": jnp.zeros((128, 10)), "bias": b6}}
+  forced = {
+    **params,
+    "5_softmax": {"kernel": jnp.zeros((16, 10)), "bias": b5},
+    "6_softmax": {"kernel": jnp.zeros((128, 10)), "bias": b6},
+  }
   out = jax.jit(functools.partial(model.apply, train=False))({**variables, "params": forced}, x)
   expected = np.log(0.5 * jax.nn.softmax(b5) + 0.5 * jax.nn.softmax(b6))
   assert out.shape == (4, 10)
@@ -95,19 +118,30 @@ def test_dag_concatenates_parents_and_averages_two_decision_probabilities():
 
 
 def test_mlp_op_averages_linear_outputs_and_crelu_doubles_the_width():
-  arch = Architecture.from_json({
+  arch = Architecture.from_json(
+    {
       "kind": "mlp",
-      "layers": [{"label": "ip"}, {"label": "crelu", "units": 16}, {"label": "tanh", "units": 8}, {"label": "linear"},
-                 {"label": "linear"}, {"label": "op"}],
+      "layers": [
+        {"label": "ip"},
+        {"label": "crelu", "units": 16},
+        {"label": "tanh", "units": 8},
+        {"label": "linear"},
+        {"label": "linear"},
+        {"label": "op"},
+      ],
       "edges": [[0, 1], [1, 2], [2, 3], [1, 4], [3, 5], [4, 5]],
-  })
+    }
+  )
   model = models.build_model(arch)
   x = jnp.ones((5, 64), jnp.float32)
   variables = models.init_variables(model, jax.random.key(0), x)
   params = variables["params"]
   assert params["2_tanh"]["kernel"].shape == (32, 8) and params["4_linear"]["kernel"].shape == (32, 1)
-  forced = {**params, "3_linear": {"kernel": jnp.zeros((8, 1)), "bias": jnp.array([1.0])},
-            "4_linear": {"kernel": jnp.zeros((32, 1)), "bias": jnp.array([3.0])}}
+  forced = {
+    **params,
+    "3_linear": {"kernel": jnp.zeros((8, 1)), "bias": jnp.array([1.0])},
+    "4_linear": {"kernel": jnp.zeros((32, 1)), "bias": jnp.array([3.0])},
+  }
   out = jax.jit(functools.partial(model.apply, train=False))({"params": forced}, x)
   np.testing.assert_allclose(out, np.full(5, 2.0))
 
@@ -125,7 +159,8 @@ def _silenced(block, x):
   """The block's variables with conv_b's batch-norm scale zeroed, so the residual branch adds 0."""
   variables = models.init_variables(block, jax.random.key(0), x)
   params = jax.tree_util.tree_map_with_path(
-      lambda p, v: jnp.zeros_like(v) if "conv_b" in str(p) and p[-1].key == "scale" else v, variables["params"])
+    lambda p, v: jnp.zeros_like(v) if "conv_b" in str(p) and p[-1].key == "scale" else v, variables["params"]
+  )
   return {**variables, "params": params}
 
 

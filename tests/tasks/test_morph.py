@@ -1,5 +1,6 @@
 """Morphs on Flax variables (autokeras.md 2.3, 10.9-10.10): function preservation over random
 morph chains, the noise bound, the bookkeeping of known morphs, and the input checks."""
+
 import hypothesis
 import hypothesis.strategies as st
 import jax
@@ -22,8 +23,9 @@ def _fc_head():
   """G0 with two hidden fc blocks, so that deep and wide on fc blocks get drawn."""
   names = ["ip"] + ["conv3", "max-pool"] * 3 + ["gap", "fc", "fc", "softmax", "op"]
   layers = [{"label": n, **({"units": 8} if n in ("conv3", "fc") else {})} for n in names]
-  return Architecture.from_json({"kind": "autokeras", "layers": layers,
-                                 "edges": [[i, i + 1] for i in range(len(names) - 1)]})
+  return Architecture.from_json(
+    {"kind": "autokeras", "layers": layers, "edges": [[i, i + 1] for i in range(len(names) - 1)]}
+  )
 
 
 STARTS = {"G0": G0, "G1": G1, "fc": _fc_head()}
@@ -32,6 +34,7 @@ STARTS = {"G0": G0, "G1": G1, "fc": _fc_head()}
 def random_variables(arch, rng):
   """Non-trivial parameters and BN statistics: kernels N(0, 1/fan_in), BN scale and var
   U(0.5, 1.5), every bias and BN mean N(0, 0.1)."""
+
   def fill(path, shape):
     leaf = path[-1].key
     if leaf == "kernel":
@@ -82,8 +85,9 @@ def check_chain_preserves_function(start, seed, steps):
       parent_out, child_out = log_probs(arch, variables, x), log_probs(child, child_vars, x)
       assert float(jnp.ptp(parent_out)) > 1e-3, "a constant output would make the test vacuous"
       np.testing.assert_allclose(child_out, parent_out, rtol=0, atol=1e-4, err_msg=f"step {step}: {op}")
-      np.testing.assert_allclose(jnp.exp(child_out), jnp.exp(parent_out), rtol=0, atol=1e-5,
-                                 err_msg=f"step {step}: {op}")
+      np.testing.assert_allclose(
+        jnp.exp(child_out), jnp.exp(parent_out), rtol=0, atol=1e-5, err_msg=f"step {step}: {op}"
+      )
       arch = child
 
 
@@ -115,9 +119,19 @@ def test_replayed_morphs_preserve_the_function_of_the_trained_ancestor():
     np.testing.assert_allclose(log_probs(child, child_vars, x), log_probs(G1, variables, x), rtol=0, atol=1e-4)
 
 
-@pytest.mark.parametrize("op", [Op("deep", 3, kernel=5), Op("wide", 1), Op("wide", 3), Op("add", 5, 1),
-                                Op("concat", 3, 1), Op("deep", 9), Op("wide", 8)],
-                         ids=lambda op: f"{op.type}{op.target}")
+@pytest.mark.parametrize(
+  "op",
+  [
+    Op("deep", 3, kernel=5),
+    Op("wide", 1),
+    Op("wide", 3),
+    Op("add", 5, 1),
+    Op("concat", 3, 1),
+    Op("deep", 9),
+    Op("wide", 8),
+  ],
+  ids=lambda op: f"{op.type}{op.target}",
+)
 def test_noise_is_small_and_only_on_new_weights(op):
   """Spec 2.3 "Noise": with the same key, noisy and exact children differ by at most s/2 per
   entry (s = 1e-4 x the old leaf's range, at least 1e-4); BN is never perturbed. The outputs
@@ -143,16 +157,22 @@ def test_deep_add_and_concat_add_exactly_one_module():
   rng = np.random.default_rng(3)
   variables = random_variables(G0, rng)
   old = leaves(variables)
-  cases = {Op("deep", 3, kernel=5): {("params", "10_conv5", "conv", "kernel"): (5, 5, 8, 8)},
-           Op("add", 3, 1): {("params", "10_conv1", "kernel"): (8, 8), ("params", "10_conv1", "bias"): (8,)},
-           Op("concat", 3, 1): {("params", "10_concat", "conv", "kernel"): (1, 1, 16, 8)}}
+  cases = {
+    Op("deep", 3, kernel=5): {("params", "10_conv5", "conv", "kernel"): (5, 5, 8, 8)},
+    Op("add", 3, 1): {("params", "10_conv1", "kernel"): (8, 8), ("params", "10_conv1", "bias"): (8,)},
+    Op("concat", 3, 1): {("params", "10_concat", "conv", "kernel"): (1, 1, 16, 8)},
+  }
   for op, new in cases.items():
     _, child_vars = morph_lib.morph(G0, variables, op, jax.random.PRNGKey(0))
     got = leaves(child_vars)
     if op.type != "add":
       name = next(iter(new))[1]
-      new.update({(c, name, "bn", leaf): (8,) for c, leaf in [("params", "scale"), ("params", "bias"),
-                                                             ("batch_stats", "mean"), ("batch_stats", "var")]})
+      new.update(
+        {
+          (c, name, "bn", leaf): (8,)
+          for c, leaf in [("params", "scale"), ("params", "bias"), ("batch_stats", "mean"), ("batch_stats", "var")]
+        }
+      )
     assert {p: v.shape for p, v in got.items() if p not in old} == new
     assert all(got[p].dtype == np.float32 and np.array_equal(got[p], old[p]) for p in old)
 
@@ -183,17 +203,24 @@ def test_wide_changes_exactly_the_layers_around_the_block():
   rng = np.random.default_rng(6)
   variables, x = random_variables(arch, rng), images(rng)
   old = leaves(variables)
-  bn = {(c, name, "bn", leaf) for c, leaf in [("params", "scale"), ("params", "bias"), ("batch_stats", "mean"),
-                                              ("batch_stats", "var")] for name in ("1_conv3", "3_conv3")}
+  bn = {
+    (c, name, "bn", leaf)
+    for c, leaf in [("params", "scale"), ("params", "bias"), ("batch_stats", "mean"), ("batch_stats", "var")]
+    for name in ("1_conv3", "3_conv3")
+  }
   cases = {
-      1: {("params", "1_conv3", "conv", "kernel"): ((3, 3, 1, 16), None),
-          ("params", "3_conv3", "conv", "kernel"): ((3, 3, 16, 8), (2, 8)),
-          ("params", "10_conv1", "kernel"): ((16, 8), (0, 8)),
-          ("params", "11_concat", "conv", "kernel"): ((1, 1, 24, 8), (2, 16))},
-      3: {("params", "3_conv3", "conv", "kernel"): ((3, 3, 8, 16), None),
-          ("params", "10_conv1", "kernel"): ((8, 16), None),
-          ("params", "10_conv1", "bias"): ((16,), None),
-          ("params", "11_concat", "conv", "kernel"): ((1, 1, 24, 8), (2, 8))},
+    1: {
+      ("params", "1_conv3", "conv", "kernel"): ((3, 3, 1, 16), None),
+      ("params", "3_conv3", "conv", "kernel"): ((3, 3, 16, 8), (2, 8)),
+      ("params", "10_conv1", "kernel"): ((16, 8), (0, 8)),
+      ("params", "11_concat", "conv", "kernel"): ((1, 1, 24, 8), (2, 16)),
+    },
+    3: {
+      ("params", "3_conv3", "conv", "kernel"): ((3, 3, 8, 16), None),
+      ("params", "10_conv1", "kernel"): ((8, 16), None),
+      ("params", "10_conv1", "bias"): ((16,), None),
+      ("params", "11_concat", "conv", "kernel"): ((1, 1, 24, 8), (2, 8)),
+    },
   }
   for target, changed in cases.items():
     child, child_vars = morph_lib.morph(arch, variables, Op("wide", target), jax.random.PRNGKey(0))
@@ -210,8 +237,8 @@ def test_wide_changes_exactly_the_layers_around_the_block():
       if rows is not None:  # 8 zero input rows at the offset, old rows around them
         axis, offset = rows
         new = np.moveaxis(got[path], axis, 0)
-        assert not new[offset:offset + 8].any()
-        np.testing.assert_array_equal(np.delete(new, np.s_[offset:offset + 8], 0), np.moveaxis(old[path], axis, 0))
+        assert not new[offset : offset + 8].any()
+        np.testing.assert_array_equal(np.delete(new, np.s_[offset : offset + 8], 0), np.moveaxis(old[path], axis, 0))
     name = f"{target}_conv3"
     kernel, before = got[("params", name, "conv", "kernel")], old[("params", name, "conv", "kernel")]
     idx = [next(i for i in range(8) if np.array_equal(kernel[..., t], before[..., i])) for t in range(8, 16)]
@@ -247,8 +274,11 @@ def test_variables_of_another_architecture_are_rejected():
 def test_a_wrong_shaped_leaf_is_named():
   variables = random_variables(G0, np.random.default_rng(0))
   variables["batch_stats"]["3_conv3"]["bn"]["var"] = np.ones(7, np.float32)
-  with pytest.raises(ValueError, match=r"\['batch_stats'\]\['3_conv3'\]\['bn'\]\['var'\]: has shape \(7,\);"
-                                       r" the architecture needs \(8,\)"):
+  with pytest.raises(
+    ValueError,
+    match=r"\['batch_stats'\]\['3_conv3'\]\['bn'\]\['var'\]: has shape \(7,\);"
+    r" the architecture needs \(8,\)",
+  ):
     morph_lib.morph(G0, variables, Op("wide", 1), jax.random.PRNGKey(0))
   variables = random_variables(G0, np.random.default_rng(0))
   variables["params"]["8_softmax"]["kernel"] = np.ones(8, np.float32)

@@ -1,4 +1,5 @@
 """NAS-Bench-201 lookup (spec bananas.md 11): README facts, the Task, regret, the format check."""
+
 import os
 import pickle
 
@@ -19,11 +20,14 @@ def data():
     pytest.skip(f"NAS-Bench-201 tables not found at {FOLDER}")
 
 
-@pytest.mark.parametrize("dataset, best_valid, test_of_best, best_test", [
+@pytest.mark.parametrize(
+  "dataset, best_valid, test_of_best, best_test",
+  [
     ("cifar10", 91.6067, 94.3733, 94.3733),
     ("cifar100", 73.4933, 73.5133, 73.5133),
     ("imagenet16", 46.7333, 46.2000, 47.3111),
-])
+  ],
+)
 def test_readme_optima(dataset, best_valid, test_of_best, best_test):
   t = tabular.load_nb201(FOLDER, dataset)
   assert len(t.arch_strs) == 15625

@@ -1,5 +1,6 @@
 """The training Task: goals and names per dataset, argument checks, and (slow) values equal to
 `training.evaluate`'s on the same seed: accuracy for classification, MSE for regression."""
+
 import pickle
 
 import jax
@@ -9,11 +10,23 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.search.task import TaskResult
 from nas_jax.tasks import datasets, train_task, training
 
-TINY_MLP = {"kind": "mlp", "layers": [{"label": "ip"}, {"label": "relu", "units": 8}, {"label": "linear"},
-                                      {"label": "op"}], "edges": [[0, 1], [1, 2], [2, 3]]}
-TINY_CNN = {"kind": "cnn", "layers": [{"label": "ip"}, {"label": "conv3", "units": 8, "stride": 1},
-                                      {"label": "max-pool"}, {"label": "fc", "units": 16}, {"label": "softmax"},
-                                      {"label": "op"}], "edges": [[i, i + 1] for i in range(5)]}
+TINY_MLP = {
+  "kind": "mlp",
+  "layers": [{"label": "ip"}, {"label": "relu", "units": 8}, {"label": "linear"}, {"label": "op"}],
+  "edges": [[0, 1], [1, 2], [2, 3]],
+}
+TINY_CNN = {
+  "kind": "cnn",
+  "layers": [
+    {"label": "ip"},
+    {"label": "conv3", "units": 8, "stride": 1},
+    {"label": "max-pool"},
+    {"label": "fc", "units": 16},
+    {"label": "softmax"},
+    {"label": "op"},
+  ],
+  "edges": [[i, i + 1] for i in range(5)],
+}
 ONE_EPOCH = training.TrainConfig(epochs=1, batch_size=32)
 
 
@@ -45,8 +58,9 @@ def test_an_architecture_of_the_other_kind_fails_before_training():
 def test_values_are_training_metrics_of_the_same_seed(dataset, kind, arch):
   task = train_task.train_task(dataset, kind, ONE_EPOCH)
   result = task.evaluate(arch, 11)
-  ref = training.evaluate(Architecture.from_json(arch), datasets.get_dataset(dataset, kind=kind), ONE_EPOCH,
-                          jax.random.key(11))
+  ref = training.evaluate(
+    Architecture.from_json(arch), datasets.get_dataset(dataset, kind=kind), ONE_EPOCH, jax.random.key(11)
+  )
   assert isinstance(result, TaskResult)
   if kind == "cnn":
     assert result.value == pytest.approx(1 - ref.val_error) and result.test_value == pytest.approx(1 - ref.test_error)

@@ -1,6 +1,7 @@
 """evaluate(): determinism for a key, learning above chance (digits) and below the constant
 predictor (diabetes), the score is the best epoch, divergence gives NaN, early stopping, warm
 starts from kept variables, and clear errors."""
+
 import functools
 import math
 
@@ -20,8 +21,9 @@ def _chain(kind, body, decision):
 
 TINY_MLP = _chain("mlp", [{"label": "relu", "units": 32}], "softmax")
 TINY_REGRESSOR = _chain("mlp", [{"label": "tanh", "units": 16}], "linear")
-TINY_CNN = _chain("cnn", [{"label": "conv3", "units": 16, "stride": 1}, {"label": "max-pool"},
-                          {"label": "fc", "units": 16}], "softmax")
+TINY_CNN = _chain(
+  "cnn", [{"label": "conv3", "units": 16, "stride": 1}, {"label": "max-pool"}, {"label": "fc", "units": 16}], "softmax"
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +61,9 @@ def test_tiny_regressor_beats_the_constant_predictor_on_diabetes():
   assert r.val_loss == pytest.approx(r.val_error) and math.isnan(r.val_accuracy)
 
 
-@pytest.mark.parametrize("arch, data", [(TINY_REGRESSOR, datasets.diabetes),
-                                        (TINY_MLP, functools.partial(datasets.digits, "mlp"))])
+@pytest.mark.parametrize(
+  "arch, data", [(TINY_REGRESSOR, datasets.diabetes), (TINY_MLP, functools.partial(datasets.digits, "mlp"))]
+)
 def test_diverged_training_reports_nan_instead_of_raising(arch, data):
   config = training.TrainConfig(epochs=2, learning_rate=1e30, optimizer="sgd", schedule="constant")
   r = training.evaluate(arch, data(), config, jax.random.key(0))
@@ -74,15 +77,21 @@ def test_an_architecture_that_does_not_fit_the_data_is_refused(digits_mlp):
   with pytest.raises(ValueError, match=r"\(images\); an mlp architecture needs flat features"):
     training.evaluate(TINY_MLP, datasets.digits("cnn"), training.TrainConfig(), jax.random.key(0))
   with pytest.raises(ValueError, match=r"decision layers \['softmax'\] do not fit dataset 'diabetes'"):
-    training.evaluate(_chain("mlp", [{"label": "relu", "units": 8}], "softmax"), datasets.diabetes(),
-                      training.TrainConfig(), jax.random.key(0))
+    training.evaluate(
+      _chain("mlp", [{"label": "relu", "units": 8}], "softmax"),
+      datasets.diabetes(),
+      training.TrainConfig(),
+      jax.random.key(0),
+    )
   with pytest.raises(ValueError, match="batch_size: 5000 exceeds the 1078 training examples"):
     training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig(batch_size=5000), jax.random.key(0))
   with pytest.raises(TypeError, match="dataset: got dict"):
     training.evaluate(TINY_MLP, {}, training.TrainConfig(), jax.random.key(0))
 
 
-@pytest.mark.parametrize("field, value, error, match", [
+@pytest.mark.parametrize(
+  "field, value, error, match",
+  [
     ("epochs", 0, ValueError, r"train_config.epochs: 0; expected an integer >= 1"),
     ("batch_size", 2.5, TypeError, r"train_config.batch_size: 2.5 is a float; expected an integer >= 1"),
     ("eval_batch_size", True, TypeError, r"train_config.eval_batch_size: True is a bool"),
@@ -93,7 +102,8 @@ def test_an_architecture_that_does_not_fit_the_data_is_refused(digits_mlp):
     ("schedule", "step", ValueError, r"'step' is unknown; choose one of: constant, cosine"),
     ("patience", -1, ValueError, r"train_config.patience: -1; expected an integer >= 0"),
     ("min_delta", math.inf, ValueError, r"train_config.min_delta: inf; expected a finite number >= 0"),
-])
+  ],
+)
 def test_bad_train_configs_name_the_field(digits_mlp, field, value, error, match):
   with pytest.raises(error, match=match):
     training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig()._replace(**{field: value}), jax.random.key(0))
@@ -106,13 +116,16 @@ def test_weight_decay_changes_training_and_momentum_trains(digits_mlp):
   assert plain.val_accuracy > 0.5 and plain.val_loss < decayed.val_loss
 
 
-@pytest.mark.parametrize("val_errors, best", [([0.5, 0.3, 0.4], 2), ([0.3, math.nan, 0.2, 0.2], 3),
-                                               ([math.nan, math.nan], 0), ([0.1], 1)])
+@pytest.mark.parametrize(
+  "val_errors, best", [([0.5, 0.3, 0.4], 2), ([0.3, math.nan, 0.2, 0.2], 3), ([math.nan, math.nan], 0), ([0.1], 1)]
+)
 def test_best_epoch_is_the_earliest_smallest_finite_error(val_errors, best):
   assert training._best_epoch(val_errors) == best
 
 
-@pytest.mark.parametrize("losses, patience, min_delta, stop", [
+@pytest.mark.parametrize(
+  "losses, patience, min_delta, stop",
+  [
     ([1.0, 0.9, 0.95, 0.96], 2, 1e-4, True),
     ([1.0, 0.9, 0.95], 2, 1e-4, False),
     ([4.0, 3.75, 3.5], 2, 0.5, False),  # 3.75 is stale, but 3.5 beats the best (4.0) by min_delta
@@ -123,7 +136,8 @@ def test_best_epoch_is_the_earliest_smallest_finite_error(val_errors, best):
     ([math.nan, 1.0], 1, 1e-4, False),
     ([1.0, 2.0, 3.0, 4.0], 0, 0.0, False),  # patience 0: never
     ([], 1, 1e-4, False),
-])
+  ],
+)
 def test_should_stop_after_patience_epochs_without_improvement(losses, patience, min_delta, stop):
   assert early_stopping.should_stop(losses, patience, min_delta) is stop
 
@@ -136,10 +150,13 @@ def test_patience_stops_training_and_epochs_counts_the_trained_ones(digits_mlp):
   assert r.seconds_per_epoch == r.train_seconds / 2
 
 
-@pytest.mark.parametrize("arch, kind, config", [
+@pytest.mark.parametrize(
+  "arch, kind, config",
+  [
     (TINY_MLP, "mlp", training.TrainConfig(epochs=3, learning_rate=0.03, schedule="constant")),
     (TINY_CNN, "cnn", training.TrainConfig(epochs=2, learning_rate=1e-2, schedule="constant")),
-])
+  ],
+)
 def test_warm_start_from_saved_best_variables_resumes_the_best_epoch(tmp_path, arch, kind, config):
   data = datasets.digits(kind)
   source = training.evaluate(arch, data, config, jax.random.key(0), keep_variables=True)
@@ -147,8 +164,9 @@ def test_warm_start_from_saved_best_variables_resumes_the_best_epoch(tmp_path, a
     assert source.best_epoch < source.epochs
   weights.save_variables(tmp_path / "best.msgpack", source.variables)
   still = training.TrainConfig(epochs=1, learning_rate=1e-9)
-  warm = training.evaluate(arch, data, still, jax.random.key(1),
-                           init_variables=weights.load_variables(tmp_path / "best.msgpack"))
+  warm = training.evaluate(
+    arch, data, still, jax.random.key(1), init_variables=weights.load_variables(tmp_path / "best.msgpack")
+  )
   # Not exact for the cnn: its epoch re-estimates the batch-norm running statistics.
   assert warm.val_errors[0] == pytest.approx(source.val_error, abs=0.01)
   assert warm.val_loss == pytest.approx(source.val_loss, rel=0.01)
@@ -167,14 +185,26 @@ def test_warm_start_from_the_random_init_reproduces_the_cold_run_and_spares_the_
   jax.tree.map(np.testing.assert_array_equal, jax.tree.map(np.asarray, given), before)
 
 
-@pytest.mark.parametrize("edit, error, match", [
-    (lambda v: v["params"]["1_relu"].update(kernel=np.zeros((64, 31))), ValueError,
-     r"init_variables: params/1_relu/kernel has shape \(64, 31\); the model expects \(64, 32\)"),
-    (lambda v: v["params"]["2_softmax"].pop("bias"), ValueError,
-     r"init_variables: params/2_softmax/bias is missing \(1 of the model's 4 leaves are\)"),
-    (lambda v: v.update(batch_stats={"1_relu": {"mean": np.zeros(32)}}), ValueError,
-     r"init_variables: batch_stats/1_relu/mean is not a variable of the model"),
-])
+@pytest.mark.parametrize(
+  "edit, error, match",
+  [
+    (
+      lambda v: v["params"]["1_relu"].update(kernel=np.zeros((64, 31))),
+      ValueError,
+      r"init_variables: params/1_relu/kernel has shape \(64, 31\); the model expects \(64, 32\)",
+    ),
+    (
+      lambda v: v["params"]["2_softmax"].pop("bias"),
+      ValueError,
+      r"init_variables: params/2_softmax/bias is missing \(1 of the model's 4 leaves are\)",
+    ),
+    (
+      lambda v: v.update(batch_stats={"1_relu": {"mean": np.zeros(32)}}),
+      ValueError,
+      r"init_variables: batch_stats/1_relu/mean is not a variable of the model",
+    ),
+  ],
+)
 def test_init_variables_that_do_not_fit_name_the_path(digits_mlp, edit, error, match):
   model = models.build_model(TINY_MLP, 10)
   variables = jax.tree.map(np.asarray, models.init_variables(model, jax.random.key(0), digits_mlp.x_train[:1]))
@@ -197,6 +227,7 @@ def test_table_rows_show_accuracy_or_mse():
 @pytest.mark.slow
 @pytest.mark.parametrize("i", range(10))
 def test_every_pool_cnn_learns_digits_in_two_epochs(i):
-  r = training.evaluate(pools.initial_pool("cnn")[i], datasets.digits("cnn"), training.TrainConfig(epochs=2),
-                        jax.random.key(0))
+  r = training.evaluate(
+    pools.initial_pool("cnn")[i], datasets.digits("cnn"), training.TrainConfig(epochs=2), jax.random.key(0)
+  )
   assert r.val_accuracy > 0.5 and np.isfinite(r.test_error)

@@ -1,5 +1,6 @@
 """save_variables / load_variables: exact round trips, atomic replacement, and clear errors on
 missing, truncated or foreign files."""
+
 import os
 
 import flax.serialization
@@ -14,9 +15,11 @@ from nas_jax.tasks import weights
 def _tree():
   rng = np.random.default_rng(0)
   return {
-      "params": {"1_conv3": {"conv": {"kernel": rng.standard_normal((3, 3, 1, 4)).astype(np.float32)}},
-                 "2_softmax": {"bias": np.arange(10, dtype=np.float64), "steps": np.int8(7)}},
-      "batch_stats": {"1_conv3": {"bn": {"mean": np.ones(4, np.float16), "var": np.zeros(4, np.float32)}}},
+    "params": {
+      "1_conv3": {"conv": {"kernel": rng.standard_normal((3, 3, 1, 4)).astype(np.float32)}},
+      "2_softmax": {"bias": np.arange(10, dtype=np.float64), "steps": np.int8(7)},
+    },
+    "batch_stats": {"1_conv3": {"bn": {"mean": np.ones(4, np.float16), "var": np.zeros(4, np.float32)}}},
   }
 
 

@@ -1,6 +1,7 @@
 """Baseline strategies: random search, and the paper's EA baseline (spec nasbot.md 10.4): the
 App. B evolutionary loop run on the objective itself, from the initial pool, N_mut = 10.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,13 +16,13 @@ from nas_jax.search.strategies import common
 from nas_jax.search.strategy import Strategy
 
 __all__ = [
-    "RandomState",
-    "random_search",
-    "random_factory",
-    "EAState",
-    "evolution",
-    "selection_probabilities",
-    "ea_factory",
+  "RandomState",
+  "random_search",
+  "random_factory",
+  "EAState",
+  "evolution",
+  "selection_probabilities",
+  "ea_factory",
 ]
 
 _ROUNDS = 8  # sampling rounds of 4n draws before a propose call gives up on a full batch
@@ -164,7 +165,7 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10) -> Strategy:
     taken = common.fresh(space, pool[:n], exclude)
     out += taken
     notes.update({space.canonical_key(p): {"origin": "initial_pool"} for p in taken})
-    pool, batch = pool[len(taken):], list(state.batch)
+    pool, batch = pool[len(taken) :], list(state.batch)
     for g in range(_ROUNDS):
       if len(out) >= n:
         break

@@ -16,6 +16,7 @@ Replay determinism: every draw comes from `step_key(key, history, pending)`, fol
 split into (fit, optimiser, auxiliary) keys, and the featurizer's cache is a function of the
 observed points alone, so `update(init(key), journal)` proposes what the uninterrupted run did.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -71,10 +72,23 @@ def _options(name: str, value: Any) -> dict:
   return dict(out)
 
 
-def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_config=None,
-       surrogate: str = "gp", surrogate_config=None, acquisition: str = "ei", acquisition_config=None,
-       optimizer: str = "ea", optimizer_config=None, initial: str = "pool", n_init: int = 10, min_ok: int = 1,
-       batch: int = 1) -> Strategy:
+def bo(
+  space: Any,
+  goal: str = "max",
+  *,
+  featurizer: str = "otmann",
+  featurizer_config=None,
+  surrogate: str = "gp",
+  surrogate_config=None,
+  acquisition: str = "ei",
+  acquisition_config=None,
+  optimizer: str = "ea",
+  optimizer_config=None,
+  initial: str = "pool",
+  n_init: int = 10,
+  min_ok: int = 1,
+  batch: int = 1,
+) -> Strategy:
   """BO over any Space from registered parts; every option is checked here, before any evaluation.
 
   Args:
@@ -110,10 +124,13 @@ def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_
   if acquisition == "random":
     model = None
   joint = acquisition == "ts" and model is not None and not model.vectors
-  if optimiser.needs_values and (model is None or model.vectors or model.featurizer.encode_values is None
-                                 or acquisition not in ("ei", "pi", "ucb")):
-    raise ValueError(f"bo: optimizer={optimizer!r} ascends the acquisition's gradient: it needs a GP surrogate on"
-                     " a featurizer of raw values (arc or poor_man) and acquisition ei, pi or ucb")
+  if optimiser.needs_values and (
+    model is None or model.vectors or model.featurizer.encode_values is None or acquisition not in ("ei", "pi", "ucb")
+  ):
+    raise ValueError(
+      f"bo: optimizer={optimizer!r} ascends the acquisition's gradient: it needs a GP surrogate on"
+      " a featurizer of raw values (arc or poor_man) and acquisition ei, pi or ucb"
+    )
 
   def score_fn(fitted, best, key):
     def score(cands: list) -> np.ndarray:
@@ -138,8 +155,9 @@ def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_
       fitted = point_model.fit(model, k_fit, cache, train, history.scores[ok], len(ok))
       best = float(history.scores[ok].max())
       if optimiser.needs_values:
-        va = ValueAcquisition(point_model.value_model(fitted), best,
-                              *(acq_options.get(k, d) for k, d in _ACQ_DEFAULTS), name=acquisition)
+        va = ValueAcquisition(
+          point_model.value_model(fitted), best, *(acq_options.get(k, d) for k, d in _ACQ_DEFAULTS), name=acquisition
+        )
         ctx = ctx._replace(value_fn=jax.tree_util.Partial(value_acquisition, va))
       score = score_fn(fitted, best, k_aux)
     t1 = time.perf_counter()
@@ -176,7 +194,7 @@ def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_
           notes[space.canonical_key(point)] = {"origin": acquisition, **parts, "acquisition": value, **extra}
         exclude.update(space.canonical_key(p) for p, _, _ in chosen)
         points = [p for p, _, _ in chosen]
-        queue += points[n - len(out):]
+        queue += points[n - len(out) :]
         out += points[: n - len(out)]
         continue
       # The initial design, or one slot the optimiser found nothing new for.
@@ -200,7 +218,7 @@ def bo(space: Any, goal: str = "max", *, featurizer: str = "otmann", featurizer_
     state = common.observe(state, space, goal, observations)
     if model is None:
       return state
-    new = state.history.points[len(state.history) - len(observations):]
+    new = state.history.points[len(state.history) - len(observations) :]
     return dataclasses.replace(state, cache=model.featurizer.extend(state.cache, new))
 
   return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))

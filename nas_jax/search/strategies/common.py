@@ -1,6 +1,7 @@
 """Host-side bookkeeping that strategies share: the History of observed points with their scores,
 de-duplication by canonical key, and keys derived from what has been seen.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,8 +15,19 @@ from nas_jax.surrogates.point_model import capacity  # re-exported: padded sizes
 
 from nas_jax.search.state import Observation, Status, to_score
 
-__all__ = ["History", "empty_history", "add_observations", "observe", "notes_reader", "strategy_options", "model_based_propose", "fresh",
-           "step_key", "host_rng", "capacity"]
+__all__ = [
+  "History",
+  "empty_history",
+  "add_observations",
+  "observe",
+  "notes_reader",
+  "strategy_options",
+  "model_based_propose",
+  "fresh",
+  "step_key",
+  "host_rng",
+  "capacity",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,10 +66,10 @@ def add_observations(history: History, space: Any, goal: str, observations: Sequ
   points = tuple(space.from_json(o.arch_json) for o in observations)
   values = [o.value if o.status == Status.OK else None for o in observations]
   return History(
-      points=history.points + points,
-      trial_ids=history.trial_ids + tuple(o.trial_id for o in observations),
-      scores=np.concatenate([history.scores, to_score(values, goal)]),
-      keys=history.keys | {space.canonical_key(p) for p in points},
+    points=history.points + points,
+    trial_ids=history.trial_ids + tuple(o.trial_id for o in observations),
+    scores=np.concatenate([history.scores, to_score(values, goal)]),
+    keys=history.keys | {space.canonical_key(p) for p in points},
   )
 
 

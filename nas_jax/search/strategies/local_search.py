@@ -1,6 +1,7 @@
 """First-improvement local search with random restarts (spec bananas.md 9): from the best of 10
 random points, query neighbours in random order and move to the first that improves.
 """
+
 from __future__ import annotations
 
 import dataclasses

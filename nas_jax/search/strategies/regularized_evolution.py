@@ -1,6 +1,7 @@
 """Regularized evolution (Real et al.; spec bananas.md 9): tournaments of 10 drawn with
 replacement from an age-ordered population of at most 30, whose oldest member dies.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,8 +31,12 @@ class EvolutionState:
 
 
 def regularized_evolution(
-    space: Any, goal: str = "max", *, population_size: int = 30, tournament_size: int = 10,
-    n_init: int = 10,
+  space: Any,
+  goal: str = "max",
+  *,
+  population_size: int = 30,
+  tournament_size: int = 10,
+  n_init: int = 10,
 ) -> Strategy:
   """RE over any Space (spec 9).
 
@@ -43,8 +48,7 @@ def regularized_evolution(
   """
   if goal not in GOALS:
     raise ValueError(f"regularized_evolution: goal={goal!r}; allowed: {', '.join(GOALS)}")
-  for name, v in (("population_size", population_size), ("tournament_size", tournament_size),
-                  ("n_init", n_init)):
+  for name, v in (("population_size", population_size), ("tournament_size", tournament_size), ("n_init", n_init)):
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
       raise ValueError(f"regularized_evolution: {name}={v!r}; expected an int >= 1")
 
