@@ -24,8 +24,9 @@ setuptools.setup(
     "tqdm>=4.66",
   ],
   extras_require={
-    # CI installs only this extra: it runs the notebooks (nbclient) and, where a system
-    # Chromium is found, the report in a headless browser (selenium).
+    # CI installs only this extra: it runs the notebooks (nbclient), where a system Chromium is
+    # found the report in a headless browser (selenium), and the format/lint check (ruff, pinned:
+    # formatting may change between releases).
     "test": [
       "pytest>=7.4",
       "hypothesis>=6.90",
@@ -34,6 +35,7 @@ setuptools.setup(
       "nbformat>=5.9",
       "ipykernel>=6.25",
       "selenium>=4.10",
+      "ruff==0.17.6",
     ],
     "ray": ["ray>=2.9"],
     "colab": ["nbclient>=0.10", "ipykernel>=6.25", "nbformat>=5.9"],
