@@ -1,4 +1,4 @@
-"""Acquisition optimisers: one type for every way nas_jax maximises an acquisition over a space.
+"""The acquisition optimisers of nas_jax by name (`OPTIMISERS`; the interface: `acq_optimiser`).
 
 An `AcqOptimiser` is a NamedTuple of a name and a pure-by-keys function
 
@@ -23,82 +23,19 @@ canonical keys never to return. Registered in `OPTIMISERS`:
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable
 
-import flax.struct
-import jax
 import numpy as np
 
-from nas_jax.acquisition import continuous, evolution, mutation, tree_search
-from nas_jax.acquisition import functions as acq
-from nas_jax.features.featurizers import conditional_spec_of
+from nas_jax.acquisition import evolution, mutation, tree_search
+from nas_jax.acquisition.acq_optimiser import AcqOptimiser, Context, best_of, observed, scored
+from nas_jax.acquisition.conditional_search import per_depth
 from nas_jax.spaces import conditional as cond
 from nas_jax.spaces import graph_edit, morphism
 from nas_jax.spaces.cells import nb201_cell
 from nas_jax.spaces.morph_space import MorphPoint, weights_id
-from nas_jax.surrogates import point_model
 
-__all__ = [
-  "Context",
-  "AcqOptimiser",
-  "OPTIMISERS",
-  "ENUMERABLE",
-  "ValueAcquisition",
-  "value_acquisition",
-  "make_optimiser",
-  "optimisers_for",
-]
-
-
-class Context(NamedTuple):
-  """What an optimiser may read.
-
-  Attributes:
-    space: the Space.
-    points: every observed point, in observation order; scores: [n] float64 (NaN: failed);
-      trial_ids: their trial ids.
-    exclude: canonical keys never to return (observed, pending, already chosen).
-    value_fn: for optimisers with `needs_values`: values [P] -> [] acquisition, traceable and
-      differentiable (a `jax.tree_util.Partial`); else None.
-  """
-
-  space: Any
-  points: tuple
-  scores: np.ndarray
-  trial_ids: tuple
-  exclude: frozenset
-  value_fn: Any = None
-
-  @property
-  def ok(self) -> np.ndarray:
-    return ~np.isnan(self.scores)
-
-
-class AcqOptimiser(NamedTuple):
-  """name: its OPTIMISERS entry; maximize: see the module docstring; needs_values: it reads
-  `context.value_fn`, so the surrogate must be a GP on a featurizer that encodes raw values."""
-
-  name: str
-  maximize: Callable[[tuple, Callable, Context, int], list]
-  needs_values: bool = False
-
-
-def _scored(score_fn: Callable, points: list) -> np.ndarray:
-  g = np.asarray(score_fn(points), np.float64)
-  if g.shape != (len(points),):
-    raise ValueError(f"score_fn: returned shape {g.shape} for {len(points)} points; expected [{len(points)}]")
-  return g
-
-
-def _best(points: Sequence, values: np.ndarray, n: int, notes: dict) -> list:
-  """The n best points with a finite value, best first (ties keep order)."""
-  order = [i for i in mutation.top_k(values, len(values)) if np.isfinite(values[i])][:n]
-  return [(points[i], float(values[i]), dict(notes)) for i in order]
-
-
-def _observed(ctx: Context) -> tuple[list, np.ndarray]:
-  idx = np.flatnonzero(ctx.ok)
-  return [ctx.points[i] for i in idx], ctx.scores[idx]
+__all__ = ["Context", "AcqOptimiser", "OPTIMISERS", "ENUMERABLE", "make_optimiser", "optimisers_for"]
 
 
 def ea(
@@ -116,9 +53,9 @@ def ea(
 
   def maximize(keys, score_fn, ctx, n):
     count = n_ea or evolution.n_ea_schedule(len(ctx.points), scale=scale, lo=lo, hi=hi)
-    known, _ = _observed(ctx)
-    observed = {ctx.space.canonical_key(p) for p in ctx.points}
-    start = known + ([q for q in ctx.space.initial() if ctx.space.canonical_key(q) not in observed] if pool else [])
+    known, _ = observed(ctx)
+    seen = {ctx.space.canonical_key(p) for p in ctx.points}
+    start = known + ([q for q in ctx.space.initial() if ctx.space.canonical_key(q) not in seen] if pool else [])
     if not start:
       return []
     chosen, values = evolution.ea_maximize(
@@ -152,7 +89,7 @@ def mutation_search(
       raise ValueError(f"optimizer_config.{name}={v!r}; expected an integer >= {least}")
 
   def maximize(keys, score_fn, ctx, n):
-    known, scores = _observed(ctx)
+    known, scores = observed(ctx)
     parents = mutation.select_parents(known, scores, n_parents)
     cands = mutation.mutation_candidates(
       ctx.space, keys[0], parents, ctx.exclude, n_target=n_candidates, attempts_per_parent=attempts_per_parent
@@ -161,7 +98,7 @@ def mutation_search(
       cands = [cands[i] for i in graph_edit.host_rng(keys[1]).permutation(len(cands))[:n_scored]]
     if not cands:
       return []
-    return _best(cands, _scored(score_fn, cands), n, {"n_candidates": len(cands)})
+    return best_of(cands, scored(score_fn, cands), n, {"n_candidates": len(cands)})
 
   return AcqOptimiser("mutation", maximize)
 
@@ -175,7 +112,7 @@ def random_search(*, n_candidates: int = 1000, max_draws: int = 0) -> AcqOptimis
     cands = mutation.random_candidates(
       ctx.space, keys[0], ctx.exclude, n=n_candidates, max_draws=max_draws or 5 * n_candidates
     )
-    return _best(cands, _scored(score_fn, cands), n, {"n_candidates": len(cands)}) if cands else []
+    return best_of(cands, scored(score_fn, cands), n, {"n_candidates": len(cands)}) if cands else []
 
   return AcqOptimiser("random", maximize)
 
@@ -206,8 +143,8 @@ def enumeration(*, chunk: int = 4096) -> AcqOptimiser:
         cands.append(p)
     if not cands:
       return []
-    values = np.concatenate([_scored(score_fn, cands[i : i + chunk]) for i in range(0, len(cands), chunk)])
-    return _best(cands, values, n, {"n_candidates": len(cands)})
+    values = np.concatenate([scored(score_fn, cands[i : i + chunk]) for i in range(0, len(cands), chunk)])
+    return best_of(cands, values, n, {"n_candidates": len(cands)})
 
   return AcqOptimiser("enumerate", maximize)
 
@@ -276,101 +213,6 @@ def tree(
   return AcqOptimiser("tree", maximize)
 
 
-_CHILDREN = 100  # EA children per depth next to the gradient stage
-
-
-def _to_point(values: np.ndarray, spec: cond.ConditionalSpec) -> cond.ConditionalPoint:
-  """The canonical point of values [P]: integers rounded, clipped to the bounds, inactive values
-  at their lower bounds (as the space keeps them)."""
-  values = np.clip(np.where(spec.integer, np.round(values), values), spec.lower, spec.upper)
-  active = cond.activity(values, spec)
-  return cond.ConditionalPoint(np.where(active, values, spec.lower).astype(np.float32), active)
-
-
-def _random_points(rng: np.random.Generator, spec: cond.ConditionalSpec, depth: int, n: int) -> list:
-  """n points of one depth, every parameter uniform in its bounds (integers uniform)."""
-  ints = rng.integers(spec.lower.astype(np.int64), spec.upper.astype(np.int64) + 1, (n, len(spec.names)))
-  values = np.where(spec.integer, ints, rng.uniform(spec.lower, spec.upper, (n, len(spec.names))))
-  values[:, 0] = depth  # index 0 is the depth (spaces/conditional.py)
-  return [_to_point(v, spec) for v in values]
-
-
-def per_depth(
-  *,
-  n_random: int = 200,
-  gradient: bool = True,
-  n_grad_starts: int = 16,
-  grad_steps: int = 50,
-  n_mutations: int | None = None,
-) -> AcqOptimiser:
-  """For every depth: n_random random points and the observed ones are scored, the EA mutates the
-  best (n_mutations new points), and with gradient the best n_grad_starts run grad_steps Adam steps
-  on their active continuous parameters. n_mutations None gives 100, plus without gradient the
-  evaluations the gradient stage would spend, so both variants spend equal acquisition evaluations."""
-  for name, v, least in (
-    ("n_random", n_random, 1),
-    ("n_grad_starts", n_grad_starts, 1),
-    ("grad_steps", grad_steps, 1),
-    ("n_mutations", 0 if n_mutations is None else n_mutations, 0),
-  ):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
-      raise ValueError(f"optimizer_config.{name}={v!r}; expected an integer >= {least}")
-  if n_mutations is None:
-    n_mutations = _CHILDREN + (0 if gradient else continuous.n_evaluations(n_grad_starts, grad_steps))
-
-  def maximize(keys, score_fn, ctx, n):
-    spec = conditional_spec_of(ctx.space)
-    spent = [0]
-
-    def counted(cands):
-      spent[0] += len(cands)
-      return _scored(score_fn, cands)
-
-    found, starts = [], []
-    for depth in range(1, spec.max_depth + 1):
-      k_rand, k_ea = jax.random.split(jax.random.fold_in(keys[0], depth))
-      randoms = _random_points(graph_edit.host_rng(k_rand), spec, depth, n_random)
-      population = randoms + [p for p, ok in zip(ctx.points, ctx.ok) if ok and p.values[0] == depth]
-      points, values = evolution.ea_maximize(
-        k_ea,
-        counted,
-        population,
-        ctx.space,
-        n_ea=n_mutations,
-        n_mut=evolution.n_mut_schedule(max(n_mutations, 1)),
-        n=n_grad_starts if gradient else 1,
-        exclude=ctx.exclude,
-        population_scores=counted(population),
-      )
-      random_keys = {ctx.space.canonical_key(p) for p in randoms}
-      found += [
-        (float(v), p, "random" if ctx.space.canonical_key(p) in random_keys else "mutation")
-        for p, v in zip(points, values)
-      ]
-      starts += points
-    if gradient and starts:
-      x0 = np.stack([np.asarray(p.values, np.float64) for p in starts])
-      free = np.stack([np.asarray(p.active) for p in starts]) & ~spec.integer
-      values, acq_values = continuous.maximize_continuous(
-        jax.random.fold_in(keys[0], 0), ctx.value_fn, x0, free, spec.lower, spec.upper, steps=grad_steps
-      )
-      spent[0] += continuous.n_evaluations(len(starts), grad_steps)
-      moved = [_to_point(v, spec) for v in np.asarray(values)]
-      found += [(float(a), p, "gradient") for a, p in zip(np.asarray(acq_values), moved)]
-    for value, point, origin in sorted(found, key=lambda f: -f[0]):
-      if ctx.space.canonical_key(point) not in ctx.exclude:
-        return [
-          (
-            point,
-            value,
-            {"origin": origin, "depth": int(point.values[0]), "gradient": gradient, "n_acq_evals": spent[0]},
-          )
-        ]
-    return []
-
-  return AcqOptimiser("per_depth", maximize, needs_values=gradient)
-
-
 OPTIMISERS: dict[str, Callable[..., AcqOptimiser]] = {
   "ea": ea,
   "mutation": mutation_search,
@@ -399,25 +241,3 @@ def make_optimiser(name: str, kind: str, **options) -> AcqOptimiser:
     return OPTIMISERS[name](**options)
   except TypeError as e:
     raise ValueError(f"optimizer_config for {name!r}: {e}") from None
-
-
-@flax.struct.dataclass
-class ValueAcquisition:
-  """An acquisition of raw values for `per_depth`'s gradient stage: one compile per capacity.
-
-  model: point_model.ValueModel; best: [] the best score; kappa, xi, sigma_scale: [] options of
-  `functions.acquire`; name: static, "ei", "pi" or "ucb".
-  """
-
-  model: point_model.ValueModel
-  best: Any
-  kappa: Any
-  xi: Any
-  sigma_scale: Any
-  name: str = flax.struct.field(pytree_node=False)
-
-
-def value_acquisition(va: ValueAcquisition, values: jax.Array) -> jax.Array:
-  """The acquisition of one point, values [P] -> [], differentiable in its active values."""
-  pred, pred_p = point_model.value_predictive(va.model, values[None])
-  return acq.acquire(va.name, pred, pred_p, va.best, kappa=va.kappa, xi=va.xi, sigma_scale=va.sigma_scale)[0]

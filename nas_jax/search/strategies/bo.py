@@ -29,7 +29,9 @@ import numpy as np
 
 from nas_jax.acquisition import functions as acq
 from nas_jax.acquisition import mutation
-from nas_jax.acquisition.optimizers import Context, ValueAcquisition, make_optimiser, value_acquisition
+from nas_jax.acquisition.acq_optimiser import Context
+from nas_jax.acquisition.conditional_search import ValueAcquisition, value_acquisition
+from nas_jax.acquisition.optimizers import make_optimiser
 from nas_jax.features.featurizer import FeatureCache
 from nas_jax.features.featurizers import make_featurizer
 from nas_jax.search.state import GOALS

@@ -1,0 +1,71 @@
+"""The acquisition-optimiser interface: every way nas_jax maximises an acquisition over a space.
+
+An `AcqOptimiser` is a NamedTuple of a name and a pure-by-keys function
+
+    maximize(keys, score_fn, context, n) -> [(point, value, notes)], best first
+
+where `keys = (key, aux_key)`, `score_fn(list[point]) -> [k]` float scores (higher is better;
+NaN or -inf rules a point out) and `context` (`Context`) holds the space, the observations and the
+canonical keys never to return. The optimisers are registered in `optimizers.OPTIMISERS`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from nas_jax.acquisition import mutation
+
+__all__ = ["Context", "AcqOptimiser", "scored", "best_of", "observed"]
+
+
+class Context(NamedTuple):
+  """What an optimiser may read.
+
+  Attributes:
+    space: the Space.
+    points: every observed point, in observation order; scores: [n] float64 (NaN: failed);
+      trial_ids: their trial ids.
+    exclude: canonical keys never to return (observed, pending, already chosen).
+    value_fn: for optimisers with `needs_values`: values [P] -> [] acquisition, traceable and
+      differentiable (a `jax.tree_util.Partial`); else None.
+  """
+
+  space: Any
+  points: tuple
+  scores: np.ndarray
+  trial_ids: tuple
+  exclude: frozenset
+  value_fn: Any = None
+
+  @property
+  def ok(self) -> np.ndarray:
+    return ~np.isnan(self.scores)
+
+
+class AcqOptimiser(NamedTuple):
+  """name: its OPTIMISERS entry; maximize: see the module docstring; needs_values: it reads
+  `context.value_fn`, so the surrogate must be a GP on a featurizer that encodes raw values."""
+
+  name: str
+  maximize: Callable[[tuple, Callable, Context, int], list]
+  needs_values: bool = False
+
+
+def scored(score_fn: Callable, points: list) -> np.ndarray:
+  g = np.asarray(score_fn(points), np.float64)
+  if g.shape != (len(points),):
+    raise ValueError(f"score_fn: returned shape {g.shape} for {len(points)} points; expected [{len(points)}]")
+  return g
+
+
+def best_of(points: Sequence, values: np.ndarray, n: int, notes: dict) -> list:
+  """The n best points with a finite value, best first (ties keep order)."""
+  order = [i for i in mutation.top_k(values, len(values)) if np.isfinite(values[i])][:n]
+  return [(points[i], float(values[i]), dict(notes)) for i in order]
+
+
+def observed(ctx: Context) -> tuple[list, np.ndarray]:
+  idx = np.flatnonzero(ctx.ok)
+  return [ctx.points[i] for i in idx], ctx.scores[idx]

@@ -1,0 +1,80 @@
+"""Featurizers: the cache gives what a direct computation gives, whatever the order of extends;
+cached rows are reused; train points must be cached; every featurizer declares its spaces."""
+
+import jax
+import numpy as np
+import pytest
+
+from nas_jax.features import encodings
+from nas_jax.features import featurizers as F
+from nas_jax.features.otmann import otmann_distances
+from nas_jax.spaces.cells import nb201_space
+from nas_jax.spaces.conditional import conditional_space, stack_points, to_unit
+from nas_jax.spaces.space import layer_graph_space
+
+MLP = layer_graph_space("mlp", max_layers=12)
+NB201 = nb201_space()
+
+
+def test_otmann_pairs_equal_direct_distances_in_any_extend_order():
+  pts = MLP.initial() + MLP.sample(jax.random.key(0), 4)
+  cands = pts[3:5] + MLP.sample(jax.random.key(1), 2)  # two cached, two new
+  f = F.make_featurizer("otmann", MLP, nu_str=(0.1, 0.8))
+  at_once = f.init(pts)
+  one_by_one = f.init([])
+  for p in pts[::-1]:
+    one_by_one = f.extend(one_by_one, [p])
+  train = pts[1:5]
+  ref_train = otmann_distances(train, train, nu_str=(0.1, 0.8))
+  ref_cross = otmann_distances(cands, train, nu_str=(0.1, 0.8))
+  for cache in (at_once, one_by_one):
+    t, x = f.pairs(cache, train, cands)
+    np.testing.assert_allclose(t.d, ref_train.d, atol=1e-9)
+    np.testing.assert_allclose(t.d_bar, ref_train.d_bar, atol=1e-9)
+    np.testing.assert_allclose(x.d, ref_cross.d, atol=1e-9)
+    np.testing.assert_allclose(x.d_bar, ref_cross.d_bar, atol=1e-9)
+
+
+def test_extend_computes_only_new_keys_and_repeats_are_one_row():
+  f = F.make_featurizer("path", NB201)
+  cells = NB201.sample(jax.random.key(2), 5)
+  cache = f.init(cells[:3] + cells[:1])  # a repeated point is one row
+  assert len(cache) == 3
+  assert f.extend(cache, cells[:3]) is cache  # nothing new: the same cache, nothing computed
+  cache = f.extend(cache, cells[2:])
+  assert len(cache) == 5 and cache.keys == tuple(NB201.canonical_key(c) for c in cells)
+  t, x = f.pairs(cache, cells[1:4], cells)
+  np.testing.assert_array_equal(np.asarray(x.x1), np.asarray(encodings.encode("path", cells)))
+  np.testing.assert_array_equal(np.asarray(t.x1), np.asarray(encodings.encode("path", cells[1:4])))
+
+
+def test_train_points_must_be_cached():
+  f = F.make_featurizer("trunc_path", NB201)
+  cells = NB201.sample(jax.random.key(3), 3)
+  with pytest.raises(ValueError, match="train point 1 is not in the cache"):
+    f.pairs(f.init(cells[:1]), cells[:2], [])
+
+
+def test_arc_features_are_to_unit_and_the_traceable_encoding_matches():
+  space = conditional_space(max_depth=3)
+  pts = space.initial() + space.sample(jax.random.key(4), 3)
+  f = F.make_featurizer("arc", space)
+  t, _ = f.pairs(f.init(pts), pts, [])
+  u, active = to_unit(stack_points(pts), F.conditional_spec_of(space))
+  np.testing.assert_allclose(np.asarray(t.u1), u)
+  values = np.stack([np.asarray(p.values, np.float64) for p in pts])
+  u2, a2 = f.encode_values(values)
+  np.testing.assert_allclose(np.asarray(u2), u, atol=1e-12)
+  np.testing.assert_array_equal(np.asarray(a2), active)
+
+
+def test_each_featurizer_names_the_spaces_it_takes():
+  assert F.featurizers_for("nb201") == ["otmann", "path", "trunc_path", "path_iso", "adj_onehot"]
+  assert "adj_code" in F.featurizers_for("nb101") and "edit" in F.featurizers_for("autokeras")
+  assert F.featurizers_for("conditional") == ["otmann", "arc", "poor_man"]
+  with pytest.raises(ValueError, match="featurizer: 'edit' does not accept 'nb201' spaces; for 'nb201' choose one of"):
+    F.make_featurizer("edit", NB201)
+  with pytest.raises(ValueError, match="solver: 'lp' is unknown"):
+    F.make_featurizer("otmann", MLP, solver="lp")
+  with pytest.raises(ValueError, match="featurizer_config for 'path'"):
+    F.make_featurizer("path", NB201, cutoff=3)

@@ -1,0 +1,81 @@
+"""Surrogates over points: the target offset maps predictions back to scores, pending points are
+hallucinated (same mean, smaller std), the fixed GP draws joint samples, the traceable value
+model equals the host prediction, and bad pairings are refused by name."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nas_jax.features.featurizers import make_featurizer
+from nas_jax.spaces.cells import nb201_space
+from nas_jax.spaces.conditional import conditional_space
+from nas_jax.surrogates import point_model as pm
+
+NB201 = nb201_space()
+CELLS = NB201.sample(jax.random.key(0), 14)
+SCORES = np.linspace(80.0, 92.0, 10)
+
+
+def _fit(model, n_ok=10, n_pending=0):
+  train = CELLS[: n_ok + n_pending]
+  return pm.fit(model, jax.random.key(1), model.featurizer.init(train), train, SCORES[:n_ok], n_ok)
+
+
+def test_an_offset_model_predicts_scores_as_a_score_model_does():
+  feats = make_featurizer("path", NB201)
+  on_scores = pm.point_model("gp_fixed", feats, kernel="hamming", variance=2.25, length_scale=9.0)
+  on_errors = pm.point_model("gp_fixed", feats, kernel="hamming", variance=2.25, length_scale=9.0, target_offset=100.0)
+  a, _ = pm.predict(_fit(on_scores), CELLS[10:])
+  b, _ = pm.predict(_fit(on_errors), CELLS[10:])
+  # A zero-mean GP on y and on 100 - y: means mirror around the prior (0 vs 100), stds agree.
+  np.testing.assert_allclose(np.asarray(b.std), np.asarray(a.std), rtol=1e-9)
+  c, _ = pm.predict(_fit(on_errors), CELLS[:10])
+  np.testing.assert_allclose(np.asarray(c.mean), SCORES, atol=1e-3)  # scores at the data, not errors
+
+
+@pytest.mark.parametrize(
+  "surrogate, options", [("gp", dict(n_starts=2, fit_steps=10)), ("gp_fixed", dict(variance=2.25, length_scale=9.0))]
+)
+def test_pending_points_keep_the_mean_and_shrink_the_std(surrogate, options):
+  model = pm.point_model(surrogate, make_featurizer("path", NB201), target_offset=100.0, **options)
+  pred, pred_p = pm.predict(_fit(model, n_pending=2), CELLS[10:12])
+  np.testing.assert_allclose(np.asarray(pred_p.mean), np.asarray(pred.mean), atol=1e-6)
+  assert np.all(np.asarray(pred_p.std) < 0.5 * np.asarray(pred.std))  # a fitted GP keeps its noise floor
+
+
+def test_the_fixed_gp_draws_joint_samples():
+  model = pm.point_model("gp_fixed", make_featurizer("path", NB201), variance=2.25, length_scale=9.0)
+  pred, _ = pm.predict(_fit(model), CELLS[10:], joint=True)
+  assert pred.samples.shape == (16, 4) and np.all(np.isfinite(np.asarray(pred.samples)))
+
+
+def test_the_value_model_equals_the_host_prediction():
+  space = conditional_space(max_depth=2)
+  pts = space.initial() + space.sample(jax.random.key(5), 5)
+  model = pm.point_model("gp", make_featurizer("arc", space), n_starts=2, fit_steps=10)
+  fitted = pm.fit(model, jax.random.key(2), model.featurizer.init(pts[:6]), pts[:6], np.arange(5.0), 5)
+  host, host_p = pm.predict(fitted, pts[5:])
+  values = jnp.asarray(np.stack([np.asarray(p.values, np.float64) for p in pts[5:]]))
+  traced, traced_p = pm.value_predictive(pm.value_model(fitted), values)
+  np.testing.assert_allclose(np.asarray(traced.mean)[0], np.asarray(host.mean), rtol=1e-6, atol=1e-9)
+  np.testing.assert_allclose(np.asarray(traced_p.std)[0], np.asarray(host_p.std), rtol=1e-4, atol=1e-6)
+  grad = jax.grad(lambda v: pm.value_predictive(pm.value_model(fitted), v[None])[0].mean.sum())(values[0])
+  assert np.all(np.isfinite(np.asarray(grad)))
+
+
+@pytest.mark.parametrize(
+  "name, featurizer, options, match",
+  [
+    ("ensemble", "otmann", {}, "'ensemble' reads vectors; featurizer 'otmann' gives OtmannPair"),
+    ("gp_fixed", "arc", {}, "use the fitted 'gp' for OTMANN and arc features"),
+    ("gp_fixed", "poor_man", {"kernel": "hamming"}, "'poor_man' is not binary"),
+    ("gp", "path", {"n_starts": 0}, "n_starts=0"),
+    ("gp", "path", {"bogus": 1}, "surrogate_config for 'gp'"),
+    ("forest", "path", {}, "surrogate: 'forest' is unknown"),
+  ],
+)
+def test_bad_pairings_are_refused_by_name(name, featurizer, options, match):
+  space = conditional_space() if featurizer in ("arc", "poor_man") else NB201
+  with pytest.raises(ValueError, match=match):
+    pm.point_model(name, make_featurizer(featurizer, space), **options)
