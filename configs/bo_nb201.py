@@ -2,7 +2,8 @@
 
 The default is NASBOT's model (the OTMANN GP on cells converted to layer graphs, EI) with
 BANANAS' mutation optimiser; `:enumerate` scores all 15,625 cells at every step instead, and
-`:path_ensemble` is BANANAS' ensemble on path encodings under the same EI and optimiser.
+`:path_ensemble` is BANANAS' ensemble on path encodings under the same EI and optimiser (10
+queries per fit, as BANANAS); tokens combine, e.g. `:path_ensemble+enumerate`.
 Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never downloaded):
   python launch/search.py --config=configs/bo_nb201.py[:smoke] --config.workdir=runs/bo_nb201 \\
     --config.task.path=../shared/data/nasbench201

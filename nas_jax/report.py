@@ -21,7 +21,8 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.labels import LAYER_GRAPH_KINDS
 from nas_jax.features import encodings
 from nas_jax.features.otmann import otmann_distances
-from nas_jax.features.pairwise import hamming
+from nas_jax.features.featurizers import make_featurizer
+from nas_jax.features.pairwise import VectorPair, hamming
 from nas_jax.search import curves, journal, loop
 from nas_jax.search.state import GOALS, Observation, to_score
 from nas_jax.spaces.cells import Cell, cell_to_architecture
@@ -43,7 +44,7 @@ __all__ = [
 
 REPORT = "report.html"
 # Strategies whose surrogate is a GP over distances between networks: the report shows those.
-GP_STRATEGIES = ("nasbot", "gp_bo")
+GP_STRATEGIES = ("nasbot", "gp_bo", "bo")
 _META = "search.json"  # {"task", "goal"}: written by the loop before the first evaluation
 _CONFIG = "config.json"
 _DEFAULT_SPACE = {"cnn": "layer_graph", "mlp": "layer_graph", "nb201": "nb201", "nb101": "nb101"}
@@ -133,7 +134,9 @@ def distances(run: Run, max_networks: int = 40) -> tuple[np.ndarray, list[int], 
   """The distance matrix a GP strategy's kernel reads, over its best evaluated networks.
 
   Layer graphs: OTMANN d (exact solver, nu_str 0.5, the run's `otmann_params`). Cells (gp_bo):
-  Hamming distances of the run's encoding (`strategy_config.encoding`, default "path").
+  Hamming distances of the run's encoding (`strategy_config.encoding`, default "path"). The bo
+  strategy: OTMANN d of its networks (cells through `cell_layer_graph`) with the otmann
+  featurizer, squared distances of the features with an encoding or poor_man; None otherwise.
 
   Args:
     run: a loaded run.
@@ -151,8 +154,10 @@ def distances(run: Run, max_networks: int = 40) -> tuple[np.ndarray, list[int], 
   if len(chosen) < 2:
     return None
   space = run_space(run)
-  archs = [to_architecture(space, o.arch_json) for o in chosen]
   options = config.get("strategy_config") or {}
+  if config.get("strategy") == "bo":
+    return _featurizer_distances(space, options, chosen)
+  archs = [to_architecture(space, o.arch_json) for o in chosen]
   if archs[0].kind in LAYER_GRAPH_KINDS:
     params = options.get("otmann_params", "paper")
     d = otmann_distances(archs, solver="exact", nu_str=0.5, params=params).d
@@ -163,6 +168,23 @@ def distances(run: Run, max_networks: int = 40) -> tuple[np.ndarray, list[int], 
     d = np.asarray(hamming(np.asarray(encodings.encode(name, cells))).sq_dist, np.float64)
     title = f"Hamming distance of {name} encodings"
   return d, [o.trial_id for o in chosen], title
+
+
+def _featurizer_distances(space, options: dict, chosen: list) -> tuple[np.ndarray, list[int], str] | None:
+  """The distances a bo run's featurizer gives between the chosen observations' points."""
+  name = options.get("featurizer", "otmann")
+  points = [space.from_json(o.arch_json) for o in chosen]
+  if name == "otmann":
+    params = (options.get("featurizer_config") or {}).get("params", "paper")
+    f = make_featurizer("otmann", space, nu_str=(0.5,), params=params)
+    d = np.asarray(f.pairs(f.init(points), points, [])[0].d[0], np.float64)
+    return d, [o.trial_id for o in chosen], f"OTMANN d (exact, nu_str 0.5, {params})"
+  f = make_featurizer(name, space)
+  pair, _ = f.pairs(f.init(points), points, [])
+  if not isinstance(pair, VectorPair):
+    return None
+  x = np.asarray(pair.x1, np.float64)
+  return ((x[:, None] - x[None]) ** 2).sum(-1), [o.trial_id for o in chosen], f"squared distance of {name} features"
 
 
 def _png(fig: Figure) -> str:

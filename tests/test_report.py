@@ -265,3 +265,26 @@ def test_gp_bo_on_cells_shows_hamming_distances_of_its_encoding(tmp_path):
   np.testing.assert_array_equal(d, d.T)
   page = _Page(report.report_html(run, top_k=2, max_networks=5))
   assert len(page.images) == 1 + 2 + 1 and "distances" in page.ids
+
+
+def test_a_bo_run_on_cells_shows_the_otmann_distances_of_its_featurizer(tmp_path):
+  c = compare.load_config(os.path.join(ROOT, "configs", "random_nb201.py") + ":smoke")
+  c.task.path = os.path.join(ROOT, c.task.path)
+  if not os.path.exists(c.task.path):
+    pytest.skip(f"NAS-Bench-201 table not found at {c.task.path}; it is never downloaded")
+  c.workdir, c.budget = str(tmp_path / "w"), 6
+  config_lib.search_from_config(c, progress=False)
+  config_path = tmp_path / "w" / "config.json"
+  config = json.loads(config_path.read_text())
+  for featurizer, title in (("otmann", "OTMANN d (exact, nu_str 0.5, paper)"), ("path", "squared distance of path")):
+    config.update(strategy="bo", strategy_config={"featurizer": featurizer})  # as a bo run's config.json reads
+    config_path.write_text(json.dumps(config))
+    run = report.load_run(tmp_path / "w")
+    d, ids, got = report.distances(run, max_networks=4)
+    assert got.startswith(title) and d.shape == (4, 4) and len(ids) == 4
+    np.testing.assert_allclose(d, d.T, atol=1e-9)
+    assert np.all(np.diag(d) == 0) and np.all(d >= 0)
+  cells = [report.run_space(run).from_json(o.arch_json) for o in run.observations if o.trial_id in ids]
+  np.testing.assert_allclose(
+    d, ((np.asarray(nas_jax.encode("path", cells))[:, None] - nas_jax.encode("path", cells)[None]) ** 2).sum(-1)
+  )
