@@ -14,7 +14,7 @@ import numpy as np
 
 from nas_jax.features.featurizers import POOR_MAN_FILL
 from nas_jax.features.pairwise import ArcPair, VectorPair
-from nas_jax.spaces import graph_edit
+from nas_jax.surrogates.point_model import capacity
 from nas_jax.surrogates.priors import arc_box, poor_man_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 
@@ -49,11 +49,6 @@ def poor_man_embedding(u: np.ndarray, active: np.ndarray) -> np.ndarray:
   return np.where(active, u, POOR_MAN_FILL)
 
 
-def _capacity(n: int) -> int:
-  """The next power of two >= n, so GPs of many sizes share O(log n) compiles."""
-  return max(_MIN_CAPACITY, graph_edit.next_power_of_two(max(n, 1)))
-
-
 def _linear(key, train, y_train, test, options) -> np.ndarray:
   """Least squares with an unpenalised intercept on the poor man's embedding: mean [m].
 
@@ -79,7 +74,7 @@ def _arc_pair(a: tuple, b: tuple) -> ArcPair:
 def _gp_mean(key, box, make_pair, train, y_train, test, options) -> np.ndarray:
   """Posterior mean [m] of a maximum-likelihood GP; train and test padded to powers of two."""
   n, m = len(y_train), len(test[0])
-  c, rows = _capacity(n), _capacity(m)
+  c, rows = capacity(n, _MIN_CAPACITY), capacity(m, _MIN_CAPACITY)
   surrogate = gp_surrogate(box, n_starts=options.n_starts, steps=options.steps)
   y = jnp.asarray(np.pad(y_train, (0, c - n)))
   state = surrogate.fit(key, make_pair(train, train).pad(c, c), y, jnp.asarray(np.arange(c) < n))

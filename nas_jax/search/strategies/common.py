@@ -11,7 +11,6 @@ import jax
 import numpy as np
 
 from nas_jax.spaces.graph_edit import host_rng  # re-exported: strategies draw host randomness here
-from nas_jax.surrogates.point_model import capacity  # re-exported: padded sizes of growing histories
 
 from nas_jax.search.state import Observation, Status, to_score
 
@@ -22,11 +21,9 @@ __all__ = [
   "observe",
   "notes_reader",
   "strategy_options",
-  "model_based_propose",
   "fresh",
   "step_key",
   "host_rng",
-  "capacity",
 ]
 
 
@@ -90,36 +87,6 @@ def strategy_options(config: Any) -> dict:
   """`config.strategy_config` as keyword arguments (empty when absent)."""
   sc = config.get("strategy_config", None) if hasattr(config, "get") else None
   return sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
-
-
-def model_based_propose(state: Any, n: int, pending: Sequence, space: Any, choose, *, min_ok: int = 1):
-  """The propose of a strategy that models its history (a dataclass state with key, history and
-  notes): the space's initial points first, random samples until `min_ok` evaluations have
-  succeeded, then one `choose(key, exclude, taken) -> (point | None, notes)` per slot, where
-  `exclude` holds the keys never to propose and `taken` the points pending or chosen so far.
-
-  Returns:
-    (state with the notes of the proposed points, the points).
-  """
-  exclude = set(state.history.keys) | {space.canonical_key(q) for q in pending}
-  key = step_key(state.key, state.history, pending)
-  out = fresh(space, space.initial(), exclude)[:n]
-  notes = dict(state.notes)
-  notes.update({space.canonical_key(q): {"origin": "initial"} for q in out})
-  for j in range(n - len(out)):
-    k = jax.random.fold_in(key, j)
-    if state.history.ok.sum() < min_ok:
-      sampled = fresh(space, space.sample(k, n - len(out)), exclude)
-      notes.update({space.canonical_key(q): {"origin": "sample"} for q in sampled})
-      out += sampled
-      break
-    point, note = choose(k, exclude, list(pending) + out)
-    if point is None:
-      break
-    exclude.add(space.canonical_key(point))
-    out.append(point)
-    notes[space.canonical_key(point)] = note
-  return dataclasses.replace(state, notes=notes), out
 
 
 def fresh(space: Any, candidates: Iterable, exclude: set) -> list:
