@@ -22,7 +22,7 @@ from nas_jax.arch.labels import LAYER_GRAPH_KINDS
 from nas_jax.features import encodings
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.features.featurizers import make_featurizer
-from nas_jax.features.pairwise import VectorPair, hamming
+from nas_jax.features.pairwise import VectorPair, hamming, sq_euclidean
 from nas_jax.search import curves, journal, loop
 from nas_jax.search.state import GOALS, Observation, to_score
 from nas_jax.spaces.cells import Cell, cell_to_architecture
@@ -183,8 +183,8 @@ def _featurizer_distances(space, options: dict, chosen: list) -> tuple[np.ndarra
   pair, _ = f.pairs(f.init(points), points, [])
   if not isinstance(pair, VectorPair):
     return None
-  x = np.asarray(pair.x1, np.float64)
-  return ((x[:, None] - x[None]) ** 2).sum(-1), [o.trial_id for o in chosen], f"squared distance of {name} features"
+  d = np.asarray(sq_euclidean(np.asarray(pair.x1, np.float64)).sq_dist)
+  return d, [o.trial_id for o in chosen], f"squared distance of {name} features"
 
 
 def _png(fig: Figure) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 
 from nas_jax.acquisition import mutation
 
-__all__ = ["Context", "AcqOptimiser", "scored", "best_of", "observed"]
+__all__ = ["Context", "AcqOptimiser", "check_counts", "scored", "best_of", "observed"]
 
 
 class Context(NamedTuple):
@@ -69,3 +69,11 @@ def best_of(points: Sequence, values: np.ndarray, n: int, notes: dict) -> list:
 def observed(ctx: Context) -> tuple[list, np.ndarray]:
   idx = np.flatnonzero(ctx.ok)
   return [ctx.points[i] for i in idx], ctx.scores[idx]
+
+
+def check_counts(prefix: str, counts: dict) -> None:
+  """Checks counts {name: (value, least)} before anything runs: ValueError
+  `{prefix}{name}={value!r}; expected an integer >= {least}` for the first one that is not."""
+  for name, (value, least) in counts.items():
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+      raise ValueError(f"{prefix}{name}={value!r}; expected an integer >= {least}")

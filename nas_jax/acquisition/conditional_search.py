@@ -13,7 +13,7 @@ import numpy as np
 
 from nas_jax.acquisition import continuous, evolution
 from nas_jax.acquisition import functions as acq
-from nas_jax.acquisition.acq_optimiser import AcqOptimiser, scored
+from nas_jax.acquisition.acq_optimiser import AcqOptimiser, check_counts, scored
 from nas_jax.features.featurizers import conditional_spec_of
 from nas_jax.spaces import conditional as cond
 from nas_jax.spaces import graph_edit
@@ -52,14 +52,15 @@ def per_depth(
   best (n_mutations new points), and with gradient the best n_grad_starts run grad_steps Adam steps
   on their active continuous parameters. n_mutations None gives 100, plus without gradient the
   evaluations the gradient stage would spend, so both variants spend equal acquisition evaluations."""
-  for name, v, least in (
-    ("n_random", n_random, 1),
-    ("n_grad_starts", n_grad_starts, 1),
-    ("grad_steps", grad_steps, 1),
-    ("n_mutations", 0 if n_mutations is None else n_mutations, 0),
-  ):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
-      raise ValueError(f"optimizer_config.{name}={v!r}; expected an integer >= {least}")
+  check_counts(
+    "optimizer_config.",
+    {
+      "n_random": (n_random, 1),
+      "n_grad_starts": (n_grad_starts, 1),
+      "grad_steps": (grad_steps, 1),
+      "n_mutations": (0 if n_mutations is None else n_mutations, 0),
+    },
+  )
   if n_mutations is None:
     n_mutations = _CHILDREN + (0 if gradient else continuous.n_evaluations(n_grad_starts, grad_steps))
 

@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from nas_jax.acquisition import evolution, mutation, tree_search
-from nas_jax.acquisition.acq_optimiser import AcqOptimiser, Context, best_of, observed, scored
+from nas_jax.acquisition.acq_optimiser import AcqOptimiser, Context, best_of, check_counts, observed, scored
 from nas_jax.acquisition.conditional_search import per_depth
 from nas_jax.spaces import conditional as cond
 from nas_jax.spaces import graph_edit, morphism
@@ -45,9 +45,7 @@ def ea(
   pool: also start from the space's initial points not observed yet (NASBOT's App. B.3)."""
   if selection not in evolution.SELECTIONS:
     raise ValueError(f"optimizer_config.selection={selection!r}; allowed: {', '.join(evolution.SELECTIONS)}")
-  for name, v, least in (("n_ea", n_ea, 0), ("lo", lo, 1), ("hi", hi, lo)):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
-      raise ValueError(f"optimizer_config.{name}={v!r}; expected an integer >= {least}")
+  check_counts("optimizer_config.", {"n_ea": (n_ea, 0), "lo": (lo, 1), "hi": (hi, lo)})
   if not scale > 0:
     raise ValueError(f"optimizer_config.scale={scale!r}; expected a positive number")
 
@@ -79,14 +77,15 @@ def mutation_search(
 ) -> AcqOptimiser:
   """BANANAS' candidates: mutants of the n_parents best observed points until n_candidates; with
   n_scored > 0 a random n_scored of them are scored (BANANAS' GP-BO baseline scores 200)."""
-  for name, v, least in (
-    ("n_parents", n_parents, 1),
-    ("n_candidates", n_candidates, 1),
-    ("attempts_per_parent", attempts_per_parent, 1),
-    ("n_scored", n_scored, 0),
-  ):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
-      raise ValueError(f"optimizer_config.{name}={v!r}; expected an integer >= {least}")
+  check_counts(
+    "optimizer_config.",
+    {
+      "n_parents": (n_parents, 1),
+      "n_candidates": (n_candidates, 1),
+      "attempts_per_parent": (attempts_per_parent, 1),
+      "n_scored": (n_scored, 0),
+    },
+  )
 
   def maximize(keys, score_fn, ctx, n):
     known, scores = observed(ctx)
@@ -105,8 +104,7 @@ def mutation_search(
 
 def random_search(*, n_candidates: int = 1000, max_draws: int = 0) -> AcqOptimiser:
   """n_candidates distinct random points from at most max_draws draws (0: 5 n_candidates)."""
-  if isinstance(n_candidates, bool) or not isinstance(n_candidates, (int, np.integer)) or n_candidates < 1:
-    raise ValueError(f"optimizer_config.n_candidates={n_candidates!r}; expected an integer >= 1")
+  check_counts("optimizer_config.", {"n_candidates": (n_candidates, 1)})
 
   def maximize(keys, score_fn, ctx, n):
     cands = mutation.random_candidates(
@@ -127,8 +125,7 @@ ENUMERABLE: dict[str, Callable[[], list]] = {"nb201": _nb201_all}
 
 def enumeration(*, chunk: int = 4096) -> AcqOptimiser:
   """Scores every point of a finite space (`ENUMERABLE`) not excluded, `chunk` per call."""
-  if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-    raise ValueError(f"optimizer_config.chunk={chunk!r}; expected an integer >= 1")
+  check_counts("optimizer_config.", {"chunk": (chunk, 1)})
   cached: dict[str, list] = {}
 
   def maximize(keys, score_fn, ctx, n):
@@ -177,9 +174,7 @@ def tree(
   family the choice is a MorphPoint that records its evaluated ancestor, whose weights it starts
   from, and the ops from it; max_ops > 0 caps a node's ops (0: the paper, unbounded)."""
   tree_search.check_options(t0, r, t_low, variant)
-  for name, v, least in (("n_children", n_children, 1), ("max_ops", max_ops, 0)):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
-      raise ValueError(f"optimizer_config.{name}={v!r}; expected an integer >= {least}")
+  check_counts("optimizer_config.", {"n_children": (n_children, 1), "max_ops": (max_ops, 0)})
 
   def maximize(keys, score_fn, ctx, n):
     idx = np.flatnonzero(ctx.ok)

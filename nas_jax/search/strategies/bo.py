@@ -29,7 +29,7 @@ import numpy as np
 
 from nas_jax.acquisition import functions as acq
 from nas_jax.acquisition import mutation
-from nas_jax.acquisition.acq_optimiser import Context
+from nas_jax.acquisition.acq_optimiser import Context, check_counts
 from nas_jax.acquisition.conditional_search import ValueAcquisition, value_acquisition
 from nas_jax.acquisition.optimizers import make_optimiser
 from nas_jax.features.featurizer import FeatureCache
@@ -57,12 +57,6 @@ class BOState:
   cache: FeatureCache | None = None
   queue: tuple = ()
   notes: dict = dataclasses.field(default_factory=dict)
-
-
-def _count(name: str, value: Any, least: int) -> int:
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-    raise ValueError(f"bo: {name}={value!r}; expected an integer >= {least}")
-  return int(value)
 
 
 def _options(name: str, value: Any) -> dict:
@@ -108,7 +102,7 @@ def bo(
     raise ValueError(f"bo: goal={goal!r}; allowed: {', '.join(GOALS)}")
   if initial not in INITIAL:
     raise ValueError(f"bo: initial={initial!r}; allowed: {', '.join(INITIAL)}")
-  n_init, min_ok, batch = _count("n_init", n_init, 0), _count("min_ok", min_ok, 1), _count("batch", batch, 1)
+  check_counts("bo: ", {"n_init": (n_init, 0), "min_ok": (min_ok, 1), "batch": (batch, 1)})
   acq_options = _options("acquisition_config", acquisition_config)
   unknown = sorted(set(acq_options) - set(_ACQ_OPTIONS))
   if unknown:
