@@ -35,7 +35,8 @@ from nas_jax.arch import main_chain  # noqa: E402
 from nas_jax.features.edit_distance import descriptor, edit_distances  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
 from nas_jax.search.strategies import presets  # noqa: E402
-from nas_jax.spaces import morph_space, morphism  # noqa: E402
+from nas_jax.arch import morphism  # noqa: E402
+from nas_jax.spaces import morph_space  # noqa: E402
 from nas_jax.tasks import datasets, morph, training  # noqa: E402
 
 FLAGS = flags.FLAGS

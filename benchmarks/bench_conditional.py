@@ -27,6 +27,7 @@ import jax  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from nas_jax.arch import conditional_point as cond_point
 from nas_jax.features.pairwise import ArcPair  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
 from nas_jax.search.strategies.presets import conditional_bo  # noqa: E402
@@ -77,7 +78,7 @@ def median_seconds(fn, repeats: int):
 
 
 def bench_gram(space, spec, n: int, repeats: int) -> None:
-  u, active = cond.to_unit(cond.stack_points(space.sample(jax.random.key(0), n)), spec)
+  u, active = cond_point.to_unit(cond_point.stack_points(space.sample(jax.random.key(0), n)), spec)
   rng = np.random.default_rng(0)
   p = len(spec.names)
   variance, omega, rho = 1.3, rng.uniform(0.5, 3.0, p), rng.uniform(0.1, 1.0, p)
@@ -188,7 +189,7 @@ def main(argv):
     f" OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}"
   )
   space = cond.conditional_space(max_depth=3)
-  spec = cond.conditional_spec(3)
+  spec = cond_point.conditional_spec(3)
   if "a" in FLAGS.parts:
     bench_gram(space, spec, FLAGS.n, FLAGS.repeats)
   if "b" in FLAGS.parts:

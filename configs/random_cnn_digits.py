@@ -33,7 +33,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "weight_decay": 0.0,
       "data_seed": 0,  # the train/validation/test split; fixed across trials and seeds
       "target": "",
-      "task_type": "regression",
+      "task_type": "classification",
     }
   )
   c.budget = 2 if smoke else 60

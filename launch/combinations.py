@@ -12,23 +12,22 @@ already in results.json, ok or failed; bad flags print one line on stderr and ex
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 import functools
 import json
 import os
-import sys
 import time
-from typing import NoReturn
 
-from absl import app, flags
+from absl import flags
 import jax
 
+from nas_jax.arch import conditional_point as cond_point
 from nas_jax.features.featurizers import conditional_spec_of
-from nas_jax.search import combinations as combos
+from nas_jax.experiments import combinations as combos
 from nas_jax.search import loop
 from nas_jax.search.executors import InlineExecutor
 from nas_jax.search.strategies.bo import bo
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.spaces import conditional as cond
 from nas_jax.tasks import synthetic, tabular
 
 FLAGS = flags.FLAGS
@@ -53,8 +52,8 @@ def _autokeras_f1(point_json: dict, seed: int) -> TaskResult:
 
 def _conditional_f2(max_depth: int, point_json: dict, seed: int) -> TaskResult:
   """f2 of a conditional point's chain MLP."""
-  spec = cond.conditional_spec(max_depth)
-  arch = cond.to_architecture(cond.point_from_json(point_json, spec), spec)
+  spec = cond_point.conditional_spec(max_depth)
+  arch = cond_point.to_architecture(cond_point.point_from_json(point_json, spec), spec)
   return synthetic.synthetic_task("f2").evaluate(arch.to_json(), seed)
 
 
@@ -139,26 +138,11 @@ def _check_flags() -> dict:
   return {"-".join(r[k] for k in _FIELDS): r for r in old["rows"]}
 
 
-def _fail(message) -> NoReturn:
-  print(f"combinations.py: {message}", file=sys.stderr)
-  sys.exit(2)
-
-
-def _parse(argv: list) -> list:
-  try:
-    return FLAGS(argv)
-  except flags.Error as e:
-    _fail(e)
-
-
 def main(argv):
   if len(argv) > 1:
-    _fail(f"unexpected arguments: {argv[1:]}")
+    _cli.fail(f"unexpected arguments: {argv[1:]}")
   jax.config.update("jax_enable_x64", True)
-  try:
-    rows = _check_flags()
-  except ValueError as e:
-    _fail(e)
+  rows = _check_flags()
   os.makedirs(FLAGS.out, exist_ok=True)
   start, counts = time.time(), {}
   for kind in FLAGS.spaces:
@@ -187,4 +171,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=_parse)
+  _cli.run(main)

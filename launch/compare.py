@@ -10,10 +10,12 @@ OUT/results.json. Each run has its own workdir, OUT/<config>/seed<s>, so rerunni
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 from absl import app, flags, logging
 import jax
 
-from nas_jax.search import compare
+from nas_jax.wiring import config_files
+from nas_jax.experiments import compare
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("configs", None, "Config files, path.py[:arg], comma separated.")
@@ -36,7 +38,7 @@ def main(argv):
   except ValueError:
     raise app.UsageError(f"--seed_list={','.join(FLAGS.seed_list)}: expected integers") from None
   try:
-    overrides = compare.parse_overrides(FLAGS.set)
+    overrides = config_files.parse_overrides(FLAGS.set)
   except ValueError as e:
     raise app.UsageError(f"--set: {e}") from None
   compare.compare(FLAGS.configs, seeds, FLAGS.budget, FLAGS.out, progress=FLAGS.progress, overrides=overrides)
@@ -47,4 +49,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["configs", "budget", "out"])
-  app.run(main)
+  _cli.run(main)

@@ -9,15 +9,15 @@ DIR/arch<i>.png, a drawing of each of the first --draw_count architectures of --
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 import json
 import os
-import sys
 
 from absl import app, flags
 import jax
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from nas_jax import plots
+from nas_jax.viz import plots
 from nas_jax.arch.architecture import Architecture
 from nas_jax.features import otmann, otmann_costs
 
@@ -58,6 +58,8 @@ def _load(path: str) -> list:
 def _run(nus: list) -> str:
   a = _load(FLAGS.archs)
   b = _load(FLAGS.archs_b) if FLAGS.archs_b else None
+  if b is None and len(a) < 2:
+    raise ValueError(f"--archs: {FLAGS.archs} holds one architecture; a distance needs two (or --archs_b)")
   if FLAGS.embed and (b is not None or len(a) < 3):
     raise ValueError("--embed needs one symmetric set (no --archs_b) of at least 3 architectures")
   out = otmann.otmann_distances(a, b, solver=FLAGS.solver, nu_str=nus[0] if len(nus) == 1 else nus, params=FLAGS.params)
@@ -86,7 +88,9 @@ def _run(nus: list) -> str:
     for i, arch in enumerate(a[: FLAGS.draw_count]):
       ax = plots.draw(arch, title=f"{os.path.basename(FLAGS.archs)}[{i}]")
       FigureCanvasAgg(ax.figure).print_png(os.path.join(FLAGS.draw, f"arch{i}.png"))
-  return f"wrote {FLAGS.out}: {first.shape[0]}x{first.shape[1]} distances"
+  shape = "x".join(str(n) for n in out.d.shape)
+  per_nu = f" ({len(nus)} values of nu_str)" if len(nus) > 1 else ""
+  return f"wrote {FLAGS.out}: {shape} distances{per_nu}"
 
 
 def main(argv):
@@ -97,12 +101,9 @@ def main(argv):
     nus = [float(v) for v in FLAGS.nu_str]
   except ValueError:
     raise app.UsageError(f"--nu_str={','.join(FLAGS.nu_str)}: expected numbers") from None
-  try:
-    print(_run(nus))
-  except ValueError as e:
-    sys.exit(f"distance.py: {e}")
+  print(_run(nus))
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["archs", "out"])
-  app.run(main)
+  _cli.run(main)

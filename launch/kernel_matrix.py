@@ -10,8 +10,8 @@ script also prints the MSE with the values shuffled, what a kernel blind to perf
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 import os
-import sys
 
 from absl import app, flags
 import jax
@@ -23,8 +23,9 @@ import numpy as np  # noqa: E402
 
 from nas_jax.features import bourgain, edit_distance as ed  # noqa: E402
 from nas_jax.search import journal, loop  # noqa: E402
-from nas_jax.spaces.morph_space import descriptor_key, morph_space  # noqa: E402
-from nas_jax.surrogates import kernel_quality as kq  # noqa: E402
+from nas_jax.spaces.morph_space import morph_space  # noqa: E402
+from nas_jax.arch.morph_point import descriptor_key
+from nas_jax.experiments import kernel_quality as kq  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("workdirs", None, "Search workdirs of the autokeras space (their journals are pooled).")
@@ -55,10 +56,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   jax.config.update("jax_enable_x64", True)
-  try:
-    archs, values = _networks(FLAGS.workdirs)
-  except ValueError as e:
-    sys.exit(f"kernel_matrix.py: {e}")
+  archs, values = _networks(FLAGS.workdirs)
   order = np.argsort(-values)  # best first, so the heatmap shows blocks of alike performance
   archs, values = [archs[i] for i in order], values[order]
   d = ed.edit_distances([ed.arch_descriptor(a, FLAGS.num_classes) for a in archs], lam=FLAGS.lam)
@@ -87,4 +85,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["workdirs"])
-  app.run(main)
+  _cli.run(main)

@@ -12,8 +12,8 @@ WORKDIR/table.md (NMSE mean ± standard error) and WORKDIR/nmse.png.
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 import os
-import sys
 
 from absl import app, flags
 import jax
@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from nas_jax import conditional_experiment as ce  # noqa: E402
+from nas_jax.experiments import conditional_experiment as ce  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("workdir", None, "Output folder; holds the trained-points table (resumable).")
@@ -85,17 +85,14 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   jax.config.update("jax_enable_x64", True)
-  try:
-    trained = ce.train_cached(
-      FLAGS.workdir,
-      n_points=FLAGS.n_points,
-      epochs=FLAGS.epochs,
-      seed=FLAGS.seed,
-      names=FLAGS.datasets,
-      max_depth=FLAGS.max_depth,
-    )
-  except ValueError as e:
-    sys.exit(f"kernel_quality.py: {e}")
+  trained = ce.train_cached(
+    FLAGS.workdir,
+    n_points=FLAGS.n_points,
+    epochs=FLAGS.epochs,
+    seed=FLAGS.seed,
+    names=FLAGS.datasets,
+    max_depth=FLAGS.max_depth,
+  )
   table = ce.nmse_rows(
     trained,
     n_splits=FLAGS.n_splits,
@@ -114,4 +111,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["workdir"])
-  app.run(main)
+  _cli.run(main)

@@ -10,13 +10,13 @@ and finished runs are replayed; OUT/table.md holds the table, OUT/regrets.json t
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 import json
 import os
-import sys
 
-from absl import app, flags
+from absl import flags
 
-from nas_jax.search import compare
+from nas_jax.experiments import compare
 from nas_jax.tasks import tabular
 
 FLAGS = flags.FLAGS
@@ -48,22 +48,17 @@ flags.DEFINE_string("data", "../shared/data/nasbench201", "Folder of nb201_200ep
 flags.DEFINE_string("out", None, "Output folder.")
 
 
-def _fail(message: str) -> None:
-  print(f"nb201_table: {message}", file=sys.stderr)
-  sys.exit(2)
-
-
 def main(argv):
   if len(argv) > 1:
-    _fail(f"unexpected arguments {argv[1:]}; every option is a --flag")
+    _cli.fail(f"unexpected arguments {argv[1:]}; every option is a --flag")
   bad = [d for d in FLAGS.datasets if d not in tabular.DATASETS]
   if bad:
-    _fail(f"--datasets: {bad} unknown; allowed: {', '.join(tabular.DATASETS)}")
+    _cli.fail(f"--datasets: {bad} unknown; allowed: {', '.join(tabular.DATASETS)}")
   unknown_slow = [s for s in FLAGS.slow if s not in FLAGS.configs]
   if unknown_slow:
-    _fail(f"--slow: {unknown_slow} are not in --configs")
+    _cli.fail(f"--slow: {unknown_slow} are not in --configs")
   if not os.path.isfile(os.path.join(FLAGS.data, tabular.NB201_FILE)):
-    _fail(f"--data: {FLAGS.data!r} has no {tabular.NB201_FILE}; point it at the NB201 table folder")
+    _cli.fail(f"--data: {FLAGS.data!r} has no {tabular.NB201_FILE}; point it at the NB201 table folder")
   regrets = {}
   for ds in FLAGS.datasets:
     table = tabular.load_nb201(os.path.join(FLAGS.data, tabular.NB201_FILE), ds)
@@ -104,4 +99,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["out"])
-  app.run(main)
+  _cli.run(main)

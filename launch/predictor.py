@@ -9,13 +9,14 @@ cells (val error, percentage points), and writes them as JSON to --out.
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 import json
 
 from absl import app, flags
 import jax
 
 from nas_jax.spaces import cells as cells_lib
-from nas_jax.surrogates import predictor_experiment
+from nas_jax.experiments import predictor_experiment
 from nas_jax.tasks import tabular
 
 FLAGS = flags.FLAGS
@@ -63,4 +64,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["data", "out"])
-  app.run(main)
+  _cli.run(main)

@@ -7,6 +7,7 @@ workdir/journal.jsonl, never run again. Results: workdir/summary.json and workdi
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 import json
 import os
 
@@ -14,7 +15,7 @@ from absl import app, flags
 import jax
 from ml_collections import config_flags
 
-from nas_jax.search import config as search_config
+from nas_jax.wiring import config as search_config
 from nas_jax.search import loop
 
 FLAGS = flags.FLAGS
@@ -39,4 +40,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["config"])
-  app.run(main)
+  _cli.run(main)

@@ -7,6 +7,7 @@ network in its own process.
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
+import _cli
 import json
 import os
 import resource
@@ -17,11 +18,18 @@ from ml_collections import config_flags
 
 from nas_jax.spaces import pools
 from nas_jax.tasks import datasets, training
+from nas_jax.wiring import config as search_config
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file(
   "config", None, "configs/train_pool.py; append :smoke for a tiny run.", lock_config=True
 )
+
+
+def _device() -> str:
+  """ "cpu" or e.g. "gpu (NVIDIA H100)": the backend, and the device model where it says more."""
+  backend, kind = jax.default_backend(), jax.devices()[0].device_kind
+  return backend if kind.lower() == backend else f"{backend} ({kind})"
 
 
 def main(argv):
@@ -33,17 +41,10 @@ def main(argv):
   bad = [i for i in c.indices if not 0 <= i < len(pool)]
   if bad or not c.indices:
     raise ValueError(f"config.indices: {tuple(c.indices)}; choose a non-empty subset of 0..{len(pool) - 1}")
-  train_config = training.TrainConfig(
-    epochs=c.epochs,
-    batch_size=c.batch_size,
-    learning_rate=float(c.learning_rate),
-    optimizer=c.optimizer,
-    schedule=c.schedule,
-    weight_decay=float(c.weight_decay),
-  )
+  train_config = search_config.train_config_of(c)
   print(
     f"{c.kind} pool on {data.name} ({data.x_train.shape[0]} train / {data.x_val.shape[0]} val), "
-    f"{c.epochs} epochs, {jax.default_backend()} {jax.devices()[0].device_kind}, jax {jax.__version__}"
+    f"{c.epochs} epochs, {_device()}, jax {jax.__version__}"
   )
   print(training.format_header(data.task), flush=True)
   rows = []
@@ -63,4 +64,4 @@ def main(argv):
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["config"])
-  app.run(main)
+  _cli.run(main)

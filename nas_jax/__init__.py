@@ -1,9 +1,11 @@
 """nas_jax: neural architecture search by Bayesian optimisation, in JAX.
 
-This module only re-exports the public API, in pipeline order; see the README for a tour.
+This module only re-exports the public API, in layer order; see the README for a tour.
 """
 
 from nas_jax.arch.architecture import Architecture, pad, stack, unstack
+from nas_jax.arch.cell import Cell, cell_to_architecture
+from nas_jax.arch.cell_graphs import cell_layer_graph
 from nas_jax.arch.graph import (
   MASS_PARAMS,
   MassParams,
@@ -12,10 +14,10 @@ from nas_jax.arch.graph import (
   topological_order,
   total_mass,
 )
+from nas_jax.arch.host_graph import canonical_key
 from nas_jax.arch.json_io import Limits
 from nas_jax.arch.labels import vocabulary
-from nas_jax.spaces.cells import Cell, cell_to_architecture, nb101_space, nb201_space
-from nas_jax.spaces.cell_graphs import cell_layer_graph
+from nas_jax.spaces.cells import nb101_space, nb201_space
 from nas_jax.spaces.modifiers import (
   MODIFIERS,
   STRUCTURE_MODIFIERS,
@@ -24,7 +26,8 @@ from nas_jax.spaces.modifiers import (
 )
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_architecture, random_json
-from nas_jax.spaces.space import SPACES, Space, canonical_key, layer_graph_space
+from nas_jax.spaces.space import Space, layer_graph_space
+from nas_jax.spaces.registry import SPACES
 from nas_jax.features.bourgain import (
   BourgainAnchors,
   anchors_from_sets,
@@ -59,13 +62,15 @@ from nas_jax.surrogates.surrogate import Predictive, Surrogate, gp_surrogate, ha
 from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule
 from nas_jax.acquisition.tree_search import TreeResult, tree_maximize
 from nas_jax.acquisition.functions import ei, hei, independent_thompson, lcb, pi, thompson, ucb
-from nas_jax.search.config import check_search_config, search_from_config
-from nas_jax.search.executors import InlineExecutor, ProcessExecutor, RayExecutor
+from nas_jax.search.executors import InlineExecutor, ProcessExecutor
 from nas_jax.search.journal import replay as replay_journal
 from nas_jax.search.loop import run as run_search
+from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.state import Observation, Status, to_score
-from nas_jax.search.strategy import STRATEGIES, Strategy, make_strategy
+from nas_jax.search.strategy import Strategy
+from nas_jax.search.strategies.registry import STRATEGIES, make_strategy
 from nas_jax.search.task import Task, TaskResult
+from nas_jax.wiring.config import check_search_config, search_from_config
 
 __all__ = [
   "Architecture",

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from nas_jax import conditional_experiment as ce
+from nas_jax.experiments import conditional_experiment as ce
 from nas_jax.tasks import conditional_training, datasets
 
 

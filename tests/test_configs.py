@@ -8,26 +8,28 @@ import os
 
 import pytest
 
-from nas_jax.search import compare, config as config_lib, loop
+from nas_jax.search import loop
+from nas_jax.wiring import config as config_lib
+from nas_jax.wiring import config_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINE = ("random_synthetic.py", "ea_synthetic.py", "random_cnn_digits.py", "ea_cnn_digits.py", "random_mlp_diabetes.py")
 # Search configs are those whose config has a strategy (others feed launch/train.py and the like).
 SEARCH_CONFIGS = sorted(
-  p for p in glob.glob(os.path.join(ROOT, "configs", "*.py")) if "strategy" in compare.load_config(p)
+  p for p in glob.glob(os.path.join(ROOT, "configs", "*.py")) if "strategy" in config_files.load_config(p)
 )
 # Runs over ~10 s: training networks, or fitting a surrogate at every step.
 _SLOW_STRATEGIES = ("nasbot", "rand", "bananas", "gp_bo", "bo")
 
 
 def smoke(path, workdir):
-  c = compare.load_config(f"{path}:smoke")
+  c = config_files.load_config(f"{path}:smoke")
   c.workdir = str(workdir)
   return c
 
 
 def _run_param(path):
-  c = compare.load_config(f"{path}:smoke")
+  c = config_files.load_config(f"{path}:smoke")
   slow = c.task.name in ("train", "morph_train", "conditional") or c.strategy in _SLOW_STRATEGIES
   return pytest.param(path, id=os.path.basename(path), marks=[pytest.mark.slow] if slow else [])
 
@@ -54,7 +56,7 @@ def test_smoke_config_checks_and_documents_its_command(path, tmp_path):
   module_doc = open(path).read().split('"""')[1]
   assert f"python launch/search.py --config=configs/{os.path.basename(path)}" in module_doc
   with pytest.raises(ValueError, match="arg must be"):
-    compare.load_config(f"{path}:large")
+    config_files.load_config(f"{path}:large")
 
 
 @pytest.mark.parametrize("path", [_run_param(p) for p in SEARCH_CONFIGS])
@@ -103,8 +105,16 @@ def test_bad_fields_are_named(tmp_path, changes, match):
     config_lib.check_search_config(_bad(tmp_path, **changes))
 
 
+def test_a_user_registered_task_runs_through_the_config(tmp_path, monkeypatch):
+  synthetic = config_lib.TASKS["synthetic"]
+  monkeypatch.setitem(config_lib.TASKS, "mine", lambda section, kind: synthetic(section, kind)._replace(name="mine"))
+  c = _bad(tmp_path, task__name="mine")
+  done = config_lib.search_from_config(c, progress=False)
+  assert len(done) == c.budget and json.loads((tmp_path / loop.SUMMARY).read_text())["task"] == "mine"
+
+
 def test_missing_workdir_and_train_mismatch_are_named(tmp_path):
-  c = compare.load_config(os.path.join(ROOT, "configs", "ea_synthetic.py") + ":smoke")
+  c = config_files.load_config(os.path.join(ROOT, "configs", "ea_synthetic.py") + ":smoke")
   with pytest.raises(ValueError, match=r"config\.workdir: None.*--config\.workdir=DIR"):
     config_lib.check_search_config(c)
   c = smoke(os.path.join(ROOT, "configs", "random_mlp_diabetes.py"), tmp_path)
@@ -126,11 +136,11 @@ def test_missing_workdir_and_train_mismatch_are_named(tmp_path):
   ],
 )
 def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, function, kernel, modifiers, powers):
-  c = compare.load_config(os.path.join(ROOT, "configs", "nasbot_synthetic.py") + f":{arg}")
+  c = config_files.load_config(os.path.join(ROOT, "configs", "nasbot_synthetic.py") + f":{arg}")
   assert (c.strategy, c.space.kind, c.task.function) == (strategy, kind, function)
   assert (c.strategy_config.kernel, c.space.modifiers) == (kernel, modifiers)
   assert (c.strategy_config.p, c.strategy_config.p_bar) == powers
-  rand = compare.load_config(os.path.join(ROOT, "configs", "rand_synthetic.py") + f":{arg}")
+  rand = config_files.load_config(os.path.join(ROOT, "configs", "rand_synthetic.py") + f":{arg}")
   assert (rand.strategy, rand.task.function, rand.space.modifiers) == ("rand", function, modifiers)
 
 
@@ -145,4 +155,4 @@ def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, f
 )
 def test_synthetic_config_args_refuse_conflicts_and_unknown_tokens(name, arg):
   with pytest.raises(ValueError, match="get_config: arg"):
-    compare.load_config(os.path.join(ROOT, "configs", name) + f":{arg}")
+    config_files.load_config(os.path.join(ROOT, "configs", name) + f":{arg}")

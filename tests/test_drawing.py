@@ -9,10 +9,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 
 import nas_jax
-from nas_jax import drawing, plots
-from nas_jax.arch import main_chain
-from nas_jax.spaces import morphism
+from nas_jax.arch import main_chain, morphism
 from nas_jax.spaces.random_arch import random_architecture
+from nas_jax.viz import drawing, plots
 
 # 1 -> 3 skips conv5: the one edge that spans two layers.
 SKIP_NET = {

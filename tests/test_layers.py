@@ -1,6 +1,7 @@
-"""Imports flow one way down the pipeline: arch -> spaces -> features -> surrogates ->
-acquisition -> search -> tasks. A module never imports from a package listed after its own, and
-no pipeline module imports the modules on top of it (plots, drawing, report)."""
+"""Imports flow one way down the layers: arch -> spaces -> features -> surrogates -> acquisition ->
+search -> tasks -> viz -> wiring -> experiments (then launch/, outside the package). A module never
+imports from a package listed after its own; features and tasks see only `arch` of the earlier
+layers (plus the Task and Observation types for tasks); nothing imports nas_jax by string."""
 
 import ast
 import os
@@ -8,47 +9,99 @@ import os
 import pytest
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "nas_jax")
-ORDER = ["arch", "spaces", "features", "surrogates", "acquisition", "search", "tasks"]
-# tasks/ evaluates architectures; besides arch it may only see the Task/Observation types.
-TASKS_MAY_IMPORT = {"arch", "spaces", "search.task", "search.state"}
-TOP = (
-  "plots",
-  "drawing",
-  "report",
-  "conditional_experiment",
-)  # nas_jax/<name>.py: they read the pipeline, never the reverse
+ORDER = [
+  "arch",
+  "spaces",
+  "features",
+  "surrogates",
+  "acquisition",
+  "search",
+  "tasks",
+  "viz",
+  "wiring",
+  "experiments",
+]
+# Besides their own package, features/ compare points and tasks/ evaluate them, so they read the
+# point types in arch/ and nothing of the spaces that make those points.
+MAY_IMPORT = {
+  "features": ("arch",),
+  "tasks": ("arch", "search.task", "search.state"),
+}
+# Calls that import a module named by a string: they would hide an import from this test.
+DYNAMIC_IMPORTS = {"import_module", "__import__"}
 
 
 def _modules():
   for dirpath, _, files in os.walk(ROOT):
     for f in files:
-      rel = os.path.relpath(os.path.join(dirpath, f), ROOT)
-      # nas_jax/__init__.py and plots.py sit on top of the pipeline and may import anything.
-      if f.endswith(".py") and rel.split(os.sep)[0] in ORDER:
+      if f.endswith(".py"):
+        rel = os.path.relpath(os.path.join(dirpath, f), ROOT)
         yield rel, os.path.join(dirpath, f)
 
 
-def _imports(path):
-  tree = ast.parse(open(path).read())
+def _tree(path):
+  with open(path) as f:
+    return ast.parse(f.read())
+
+
+def _imports(tree):
   for node in ast.walk(tree):
     if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("nas_jax"):
-      names = [node.module + "." + a.name for a in node.names]
-      yield from names
+      yield from (node.module + "." + a.name for a in node.names)
     elif isinstance(node, ast.Import):
       yield from (a.name for a in node.names if a.name.startswith("nas_jax"))
 
 
-@pytest.mark.parametrize("rel, path", sorted(_modules()))
-def test_imports_flow_down_the_pipeline(rel, path):
+def _dynamic_imports(tree):
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Call):
+      f = node.func
+      name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+      if name in DYNAMIC_IMPORTS:
+        yield node.lineno, name
+      elif any(isinstance(c, ast.Constant) and "nas_jax" in str(c.value) for a in node.args for c in ast.walk(a)):
+        if name and "spec" in name:  # importlib.util.spec_from_file_location("nas_jax...", ...)
+          yield node.lineno, name
+
+
+MODULES = sorted(_modules())
+
+
+def test_every_module_sits_in_a_layer():
+  stray = [rel for rel, _ in MODULES if rel != "__init__.py" and rel.split(os.sep)[0] not in ORDER]
+  assert not stray, f"{stray} sit outside the layers {ORDER}: move each into the package it belongs to"
+
+
+@pytest.mark.parametrize("rel, path", MODULES)
+def test_imports_flow_down_the_layers(rel, path):
   package = rel.split(os.sep)[0]
+  if package == "__init__.py":  # nas_jax/__init__.py is the public API on top of every layer
+    return
   level = ORDER.index(package)
-  for name in _imports(path):
+  for name in _imports(_tree(path)):
     parts = name.split(".")
-    assert len(parts) < 2 or parts[1] not in TOP, f"{rel} imports {name}, which sits on top of the pipeline"
-    if len(parts) < 2 or parts[1] not in ORDER:
-      continue
+    assert len(parts) > 1 and parts[1] in ORDER, f"{rel} imports {name}, which is in no layer"
     target = parts[1]
     assert ORDER.index(target) <= level, f"{rel} imports {name}: {target} comes after {package}"
-    if package == "tasks" and target != "tasks":
-      allowed = any(".".join(parts[1:]).startswith(a) for a in TASKS_MAY_IMPORT)
-      assert allowed, f"{rel} imports {name}; tasks/ may import only {sorted(TASKS_MAY_IMPORT)}"
+    if package in MAY_IMPORT and target != package:
+      allowed = any(".".join(parts[1:]).startswith(a) for a in MAY_IMPORT[package])
+      assert allowed, f"{rel} imports {name}; {package}/ may import only {list(MAY_IMPORT[package])} besides itself"
+
+
+@pytest.mark.parametrize("rel, path", MODULES)
+def test_no_module_imports_by_string(rel, path):
+  found = list(_dynamic_imports(_tree(path)))
+  assert not found, f"{rel} imports by string at lines {found}: import the module directly"
+
+
+def test_the_checks_catch_what_they_forbid(tmp_path):
+  bad = tmp_path / "bad.py"
+  bad.write_text(
+    "import importlib\n"
+    "m = importlib.import_module('nas_jax.tasks.training')\n"
+    "spec = importlib.util.spec_from_file_location('nas_jax.x', 'x.py')\n"
+    "from nas_jax.experiments import compare\n"
+  )
+  tree = _tree(bad)
+  assert [n for _, n in _dynamic_imports(tree)] == ["import_module", "spec_from_file_location"]
+  assert list(_imports(tree)) == ["nas_jax.experiments.compare"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from nas_jax import plots
+from nas_jax.viz import plots
 
 
 def _two_clusters(n=12, seed=0):

@@ -7,13 +7,13 @@ import re
 
 import pytest
 
-from nas_jax.search import config as config_lib
-from nas_jax.search import strategy as strategy_lib
-from nas_jax.spaces import space as space_lib
+from nas_jax.search.strategies.registry import STRATEGIES
+from nas_jax.spaces.registry import SPACES
+from nas_jax.wiring import config as config_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
-REGISTRIES = (space_lib.SPACES, strategy_lib.STRATEGIES, config_lib.TASKS, config_lib.EXECUTORS)
+REGISTRIES = (SPACES, STRATEGIES, config_lib.TASKS, config_lib.EXECUTORS)
 
 
 def _blocks(path):

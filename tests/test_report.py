@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 
 import nas_jax
-from nas_jax import report
 from nas_jax.features.otmann import otmann_distances
-from nas_jax.search import compare, config as config_lib, journal, loop
+from nas_jax.search import journal, loop
+from nas_jax.viz import report
+from nas_jax.wiring import config as config_lib
+from nas_jax.wiring import config_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INJECTED = "injected: the worker ran out of memory"
@@ -82,7 +84,7 @@ def _failing_synthetic(original):
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
   """A finished random search of 8 evaluations on f1 with one failed evaluation."""
-  c = compare.load_config(os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke")
+  c = config_files.load_config(os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke")
   c.workdir, c.budget = str(tmp_path_factory.mktemp("run") / "w"), BUDGET
   with pytest.MonkeyPatch.context() as m:
     m.setitem(config_lib.TASKS, "synthetic", _failing_synthetic(config_lib.TASKS["synthetic"]))
@@ -243,7 +245,7 @@ def test_report_renders_in_headless_chromium(workdir, tmp_path):
 
 
 def test_gp_bo_on_cells_shows_hamming_distances_of_its_encoding(tmp_path):
-  c = compare.load_config(os.path.join(ROOT, "configs", "gp_nb201.py") + ":smoke")
+  c = config_files.load_config(os.path.join(ROOT, "configs", "gp_nb201.py") + ":smoke")
   c.task.path = os.path.join(ROOT, c.task.path)
   if not os.path.exists(c.task.path):
     pytest.skip(f"NAS-Bench-201 table not found at {c.task.path}; it is never downloaded")
@@ -268,7 +270,7 @@ def test_gp_bo_on_cells_shows_hamming_distances_of_its_encoding(tmp_path):
 
 
 def test_a_bo_run_on_cells_shows_the_otmann_distances_of_its_featurizer(tmp_path):
-  c = compare.load_config(os.path.join(ROOT, "configs", "random_nb201.py") + ":smoke")
+  c = config_files.load_config(os.path.join(ROOT, "configs", "random_nb201.py") + ":smoke")
   c.task.path = os.path.join(ROOT, c.task.path)
   if not os.path.exists(c.task.path):
     pytest.skip(f"NAS-Bench-201 table not found at {c.task.path}; it is never downloaded")

@@ -14,8 +14,8 @@ import numpy as np
 from nas_jax.acquisition import continuous, evolution
 from nas_jax.acquisition import functions as acq
 from nas_jax.acquisition.acq_optimiser import AcqOptimiser, check_counts, scored
+from nas_jax.arch import conditional_point as cond_point
 from nas_jax.features.featurizers import conditional_spec_of
-from nas_jax.spaces import conditional as cond
 from nas_jax.spaces import graph_edit
 from nas_jax.surrogates import point_model
 
@@ -24,15 +24,15 @@ __all__ = ["per_depth", "ValueAcquisition", "value_acquisition"]
 _CHILDREN = 100  # EA children per depth next to the gradient stage
 
 
-def _to_point(values: np.ndarray, spec: cond.ConditionalSpec) -> cond.ConditionalPoint:
+def _to_point(values: np.ndarray, spec: cond_point.ConditionalSpec) -> cond_point.ConditionalPoint:
   """The canonical point of values [P]: integers rounded, clipped to the bounds, inactive values
   at their lower bounds (as the space keeps them)."""
   values = np.clip(np.where(spec.integer, np.round(values), values), spec.lower, spec.upper)
-  active = cond.activity(values, spec)
-  return cond.ConditionalPoint(np.where(active, values, spec.lower).astype(np.float32), active)
+  active = cond_point.activity(values, spec)
+  return cond_point.ConditionalPoint(np.where(active, values, spec.lower).astype(np.float32), active)
 
 
-def _random_points(rng: np.random.Generator, spec: cond.ConditionalSpec, depth: int, n: int) -> list:
+def _random_points(rng: np.random.Generator, spec: cond_point.ConditionalSpec, depth: int, n: int) -> list:
   """n points of one depth, every parameter uniform in its bounds (integers uniform)."""
   ints = rng.integers(spec.lower.astype(np.int64), spec.upper.astype(np.int64) + 1, (n, len(spec.names)))
   values = np.where(spec.integer, ints, rng.uniform(spec.lower, spec.upper, (n, len(spec.names))))

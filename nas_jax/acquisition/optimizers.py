@@ -30,10 +30,11 @@ import numpy as np
 from nas_jax.acquisition import evolution, mutation, tree_search
 from nas_jax.acquisition.acq_optimiser import AcqOptimiser, Context, best_of, check_counts, observed, scored
 from nas_jax.acquisition.conditional_search import per_depth
-from nas_jax.spaces import conditional as cond
-from nas_jax.spaces import graph_edit, morphism
-from nas_jax.spaces.cells import nb201_cell
-from nas_jax.spaces.morph_space import MorphPoint, weights_id
+from nas_jax.arch import conditional_point as cond_point
+from nas_jax.arch import morphism
+from nas_jax.arch.cell import nb201_cell
+from nas_jax.arch.morph_point import MorphPoint, weights_id
+from nas_jax.spaces import graph_edit
 
 __all__ = ["Context", "AcqOptimiser", "OPTIMISERS", "ENUMERABLE", "make_optimiser", "optimisers_for"]
 
@@ -220,7 +221,7 @@ OPTIMISERS: dict[str, Callable[..., AcqOptimiser]] = {
 
 def optimisers_for(kind: str) -> list[str]:
   """The optimiser names that work on spaces of `kind`."""
-  special = {"enumerate": kind in ENUMERABLE, "per_depth": kind == cond.KIND}
+  special = {"enumerate": kind in ENUMERABLE, "per_depth": kind == cond_point.KIND}
   return [name for name in OPTIMISERS if special.get(name, True)]
 
 

@@ -13,9 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from nas_jax.arch import graph
+from nas_jax.arch import graph, main_chain
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture, pad
 
 __all__ = ["Limits", "FLAT", "from_json", "to_json", "host_masses", "image_sizes"]
@@ -253,7 +252,7 @@ def from_json(
   if kind not in labels_lib.JSON_KINDS:
     raise ValueError(
       f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.JSON_KINDS)}"
-      " (cell kinds are built by nas_jax.spaces.cells)"
+      " (cell kinds are built by nas_jax.arch.cell)"
     )
   layers = obj["layers"]
   if not isinstance(layers, list) or not layers:

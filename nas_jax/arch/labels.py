@@ -85,7 +85,7 @@ _NB101 = (
   ("maxpool3x3", Role.CELL_OP, 3),
 )
 
-# Layer graphs of cells as networks (`nas_jax.spaces.cell_graphs`): the benchmarks' op names, ops
+# Layer graphs of cells as networks (`nas_jax.arch.cell_graphs`): the benchmarks' op names, ops
 # with weights as convs (units = output channels), pools as pools; identities are edges, not layers.
 _NB201_LAYERS = (
   ("input", Role.IP, 0),
@@ -161,12 +161,12 @@ _VOCAB = {
 }
 KINDS = tuple(_VOCAB)
 # Kinds whose architectures use the layer-graph interchange JSON and NASBOT's validity rules;
-# cell kinds are built by `nas_jax.spaces.cells` (ops as nodes, input and output as ip/op).
+# cell kinds are built by `nas_jax.arch.cell` (ops as nodes, input and output as ip/op).
 LAYER_GRAPH_KINDS = ("cnn", "mlp")
 # Kinds written as interchange JSON: the layer graphs and the Auto-Keras family, whose
 # main-chain rules live in `nas_jax.arch.main_chain`.
 JSON_KINDS = LAYER_GRAPH_KINDS + ("autokeras",)
-# Kinds of cell networks (`nas_jax.spaces.cell_graphs.cell_layer_graph`). Their layers *sum* their
+# Kinds of cell networks (`nas_jax.arch.cell_graphs.cell_layer_graph`). Their layers *sum* their
 # inputs, so a layer's input has as many channels as its smallest summand (not the sum), and
 # their ip stores the cell input's channel count as its units (not NASBOT's 1 unit).
 CELL_LAYER_KINDS = ("nb201_layers", "nb101_layers")

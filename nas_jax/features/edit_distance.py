@@ -1,6 +1,6 @@
 """Auto-Keras edit distance between network descriptors (autokeras.md 1.5, 3): the Descriptor
-pytree, the layer term D_l by a masked dynamic programme (jit, vmapped over pairs) and the skip
-term D_s by an exact rectangular assignment on the host.
+pytree, and the distance matrices of sets of descriptors, whose pairs' terms (`edit_terms`) run
+in jitted chunks vmapped over pairs, the skip assignments on the host.
 """
 
 from __future__ import annotations
@@ -9,15 +9,14 @@ import functools
 import numbers
 from typing import NamedTuple, Sequence, Union
 
-import chex
 import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
+from nas_jax.features import edit_terms
 
 __all__ = [
   "LAYER_MATCHES",
@@ -28,11 +27,8 @@ __all__ = [
   "descriptor",
   "edit_distance_terms",
   "edit_distances",
-  "layer_edit_distance",
   "pad_descriptor",
-  "skip_distance",
   "stack_descriptors",
-  "width_distance",
 ]
 
 SKIP_TYPES = ("add", "concat")  # stored as their index: 0 = add, 1 = concat
@@ -211,64 +207,6 @@ def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
   return jax.tree.map(lambda *xs: np.stack(xs), *padded)
 
 
-def width_distance(w_a: jax.Array, w_b: jax.Array) -> jax.Array:
-  """d_l = |w_a - w_b| / max(w_a, w_b) in [0, 1) (eq. 5): widths >= 1, broadcast -> float."""
-  w_a, w_b = jnp.asarray(w_a, float), jnp.asarray(w_b, float)
-  return jnp.abs(w_a - w_b) / jnp.maximum(w_a, w_b)
-
-
-def skip_distance(s_a: jax.Array, s_b: jax.Array) -> jax.Array:
-  """d_s of eq. (8) in [0, 1]: triples (u, v, type) [..., 3] int, broadcast -> [...] float.
-
-  With delta = v - u, (|u_a - u_b| + |delta_a - delta_b|) / (max u + max delta); 1 when the
-  types differ (autokeras.md 3.3). The denominator is >= 2 since u, delta >= 1.
-  """
-  s_a, s_b = jnp.asarray(s_a), jnp.asarray(s_b)
-  u_a, u_b = s_a[..., 0].astype(float), s_b[..., 0].astype(float)
-  delta_a = (s_a[..., 1] - s_a[..., 0]).astype(float)
-  delta_b = (s_b[..., 1] - s_b[..., 0]).astype(float)
-  num = jnp.abs(u_a - u_b) + jnp.abs(delta_a - delta_b)
-  same = num / (jnp.maximum(u_a, u_b) + jnp.maximum(delta_a, delta_b))
-  return jnp.where(s_a[..., 2] == s_b[..., 2], same, 1.0)
-
-
-def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
-  """A[n_a][n_b] of the DP of autokeras.md 3.2: unit insertions and deletions, substitution
-  costs sub: [La, Lb] float; n_a, n_b: [] int real lengths. One lax.scan step per row.
-
-  Column j of a row depends only on columns <= j of it and of the row before, so entries past
-  n_b (and rows past n_a) never reach the answer: padding needs no mask here.
-  """
-  cols = jnp.arange(sub.shape[1] + 1, dtype=sub.dtype)
-
-  def row(carry, inputs):
-    prev, ans = carry
-    i, sub_i = inputs
-    # Best ways into (i, j) that do not come from (i, j-1): delete a_i, or substitute.
-    best = jnp.concatenate([i[None], jnp.minimum(prev[1:] + 1.0, prev[:-1] + sub_i)])
-    # An insertion costs 1 per column, so A[i][j] = min_{k <= j} best[k] + (j - k).
-    cur = jax.lax.cummin(best - cols) + cols
-    return (cur, jnp.where(i == n_a, cur[n_b], ans)), None
-
-  rows = jnp.arange(1, sub.shape[0] + 1, dtype=sub.dtype)
-  (_, ans), _ = jax.lax.scan(row, (cols, cols[n_b]), (rows, sub))
-  return ans
-
-
-def layer_edit_distance(a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: jax.Array) -> jax.Array:
-  """D_l of two padded width lists (autokeras.md 3.2, eq. 6 corrected); jit- and vmap-safe.
-
-  Args:
-    a: [La] int widths, real ones first; a_mask: [La] bool. b: [Lb] int; b_mask: [Lb] bool.
-
-  Returns:
-    [] float: the weighted Levenshtein distance with substitution cost d_l (eq. 5).
-  """
-  chex.assert_rank([a, a_mask, b, b_mask], 1)
-  sub = width_distance(a[:, None], b[None, :])
-  return _levenshtein(sub, a_mask.sum(), b_mask.sum())
-
-
 def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax.Array):
   """Conv then dense widths as one list [Lc + Ld] with its mask, real entries first."""
   n_conv = mask.sum()
@@ -280,11 +218,11 @@ def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax
 
 def _layer_term(a: Descriptor, b: Descriptor, layer_match: str) -> jax.Array:
   if layer_match == "joint":
-    return layer_edit_distance(
+    return edit_terms.layer_edit_distance(
       *_joint(a.conv, a.conv_mask, a.dense, a.dense_mask),
       *_joint(b.conv, b.conv_mask, b.dense, b.dense_mask),
     )
-  return layer_edit_distance(a.conv, a.conv_mask, b.conv, b.conv_mask) + layer_edit_distance(
+  return edit_terms.layer_edit_distance(a.conv, a.conv_mask, b.conv, b.conv_mask) + edit_terms.layer_edit_distance(
     a.dense, a.dense_mask, b.dense, b.dense_mask
   )
 
@@ -294,23 +232,9 @@ def _pair_terms(pa: Descriptor, pb: Descriptor, layer_match: str):
   """D_l [W] and the d_s cost matrices [W, Sa, Sb] of W pairs (pa[p], pb[p])."""
 
   def one(a, b):
-    return _layer_term(a, b, layer_match), skip_distance(a.skips[:, None], b.skips[None, :])
+    return _layer_term(a, b, layer_match), edit_terms.skip_distance(a.skips[:, None], b.skips[None, :])
 
   return jax.vmap(one)(pa, pb)
-
-
-def _assignments(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
-  """D_s (eq. 7) of each pair: [W] float64 from cost [W, Sa, Sb] and real counts n_a, n_b [W].
-
-  The optimal matching pairs min(n_a, n_b) skips (d_s <= 1 < 2, autokeras.md 3.3); each
-  unmatched skip of the larger set costs 1.
-  """
-  out = np.abs(n_a - n_b).astype(np.float64)
-  for p in np.flatnonzero((n_a > 0) & (n_b > 0)):
-    c = cost[p, : n_a[p], : n_b[p]]
-    rows, cols = linear_sum_assignment(c)
-    out[p] += c[rows, cols].sum()
-  return out
 
 
 class EditDistances(NamedTuple):
@@ -386,7 +310,9 @@ def edit_distance_terms(
     pick = lambda h, sel: jax.tree.map(lambda x: x[sel[idx]], h)
     d_l, cost = _pair_terms(pick(ha, sel_a), pick(hb, sel_b), layer_match)
     layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel_a)]
-    skips[sel_a, sel_b] = _assignments(np.asarray(cost, np.float64)[: len(sel_a)], skips_a[sel_a], skips_b[sel_b])
+    skips[sel_a, sel_b] = edit_terms.skip_edit_distances(
+      np.asarray(cost, np.float64)[: len(sel_a)], skips_a[sel_a], skips_b[sel_b]
+    )
   if descs_b is None:
     layers[ib, ia], skips[ib, ia] = layers[ia, ib], skips[ia, ib]
   return EditDistances(layers, skips)

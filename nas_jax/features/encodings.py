@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.spaces.cells import Cell
+from nas_jax.arch.cell import Cell
 
 __all__ = [
   "path_encoding",

@@ -19,9 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.features import bourgain
+from nas_jax.arch import cell_graphs
+from nas_jax.arch import conditional_point as cond_point
+from nas_jax.arch.host_graph import canonical_key as arch_key
+from nas_jax.features import bourgain, encodings
 from nas_jax.features import edit_distance as ed
-from nas_jax.features import encodings
 from nas_jax.features.featurizer import (
   Featurizer,
   arc_to_pair,
@@ -32,9 +34,6 @@ from nas_jax.features.featurizer import (
 )
 from nas_jax.features.otmann import KERNEL_NU_STR, check_options, otmann_distances
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
-from nas_jax.spaces import cell_graphs
-from nas_jax.spaces import conditional as cond
-from nas_jax.spaces.space import canonical_key as arch_key
 
 __all__ = [
   "BINARY_FEATURIZERS",
@@ -46,15 +45,15 @@ __all__ = [
   "featurizers_for",
 ]
 
-OTMANN_SPACES = ("cnn", "mlp", "autokeras", cond.KIND, "nb201", "nb101")
+OTMANN_SPACES = ("cnn", "mlp", "autokeras", cond_point.KIND, "nb201", "nb101")
 _CELL_KINDS = ("nb201", "nb101")
 _ANCHOR_SEED = 123  # Auto-Keras' code reseeds with 123 on every embedding: anchors depend on n only
 
 
-def conditional_spec_of(space: Any) -> cond.ConditionalSpec:
+def conditional_spec_of(space: Any) -> cond_point.ConditionalSpec:
   """The spec of a conditional space, from its points' size P = len(SHARED) + 4 max_depth."""
   n_params = len(space.initial(1)[0].values)
-  return cond.conditional_spec((n_params - len(cond.SHARED)) // len(cond.LAYER_FIELDS))
+  return cond_point.conditional_spec((n_params - len(cond_point.SHARED)) // len(cond_point.LAYER_FIELDS))
 
 
 def _to_architecture(space: Any) -> Callable:
@@ -63,9 +62,9 @@ def _to_architecture(space: Any) -> Callable:
     return lambda p: p
   if space.kind == "autokeras":
     return lambda p: p.arch
-  if space.kind == cond.KIND:
+  if space.kind == cond_point.KIND:
     spec = conditional_spec_of(space)
-    return lambda p: cond.to_architecture(p, spec)
+    return lambda p: cond_point.to_architecture(p, spec)
   return cell_graphs.cell_layer_graph
 
 
@@ -156,7 +155,7 @@ def encoding_featurizer(name: str) -> Callable[..., Featurizer]:
   return make
 
 
-def _unit_values(spec: cond.ConditionalSpec) -> Callable:
+def _unit_values(spec: cond_point.ConditionalSpec) -> Callable:
   """`values [m, P] -> (u, active)`, `conditional.to_unit` as a traceable function of raw values."""
   lower, span, layer = jnp.asarray(spec.lower), jnp.asarray(spec.upper - spec.lower), jnp.asarray(spec.layer)
 
@@ -170,10 +169,10 @@ def _unit_values(spec: cond.ConditionalSpec) -> Callable:
 def arc_featurizer(space: Any) -> Featurizer:
   """(u, active) [n, P] of conditional points -> ArcPair (arc_kernel.md 2)."""
   spec = conditional_spec_of(space)
-  encode = lambda pts: cond.to_unit(cond.stack_points(list(pts)), spec)
+  encode = lambda pts: cond_point.to_unit(cond_point.stack_points(list(pts)), spec)
   return vector_featurizer(
     "arc",
-    (cond.KIND,),
+    (cond_point.KIND,),
     space.canonical_key,
     encode,
     arc_to_pair,
@@ -189,7 +188,7 @@ def poor_man_featurizer(space: Any) -> Featurizer:
   unit = _unit_values(spec)
 
   def encode(pts) -> tuple:
-    u, active = cond.to_unit(cond.stack_points(list(pts)), spec)
+    u, active = cond_point.to_unit(cond_point.stack_points(list(pts)), spec)
     return (np.where(active, u, POOR_MAN_FILL),)
 
   def encode_values(values) -> tuple:
@@ -198,7 +197,7 @@ def poor_man_featurizer(space: Any) -> Featurizer:
 
   return vector_featurizer(
     "poor_man",
-    (cond.KIND,),
+    (cond_point.KIND,),
     space.canonical_key,
     encode,
     vector_to_pair,
@@ -216,8 +215,8 @@ FEATURIZERS: dict[str, tuple[tuple, Callable[..., Featurizer]]] = {
   "otmann": (OTMANN_SPACES, otmann_featurizer),
   "edit": (("autokeras",), edit_featurizer),
   **{name: (_CELL_KINDS, encoding_featurizer(name)) for name in encodings.ENCODINGS},
-  "arc": ((cond.KIND,), arc_featurizer),
-  "poor_man": ((cond.KIND,), poor_man_featurizer),
+  "arc": ((cond_point.KIND,), arc_featurizer),
+  "poor_man": ((cond_point.KIND,), poor_man_featurizer),
 }
 
 

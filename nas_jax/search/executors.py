@@ -1,6 +1,7 @@
 """Executors run evaluations: `submit(fn, *args) -> ticket`, then `wait(timeout)` for finished
-(ticket, Outcome) pairs. Inline (in the caller), a spawn-context process pool with per-evaluation
-timeouts and crash detection, and Ray. Errors come back as text in the Outcome, never raised.
+(ticket, Outcome) pairs. Inline (in the caller), and a spawn-context process pool with
+per-evaluation timeouts and crash detection; the Ray one is `ray_executor.RayExecutor`. Errors
+come back as text in the Outcome, never raised.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 import traceback
 from typing import Any, Callable, NamedTuple, Protocol
 
-__all__ = ["Outcome", "Executor", "InlineExecutor", "ProcessExecutor", "RayExecutor"]
+__all__ = ["Outcome", "Executor", "InlineExecutor", "ProcessExecutor"]
 
 
 class Outcome(NamedTuple):
@@ -53,7 +54,8 @@ class Executor(Protocol):
     """Stops every worker; calls still running are abandoned."""
 
 
-def _check_workers(name: str, num_workers: Any, timeout_s: Any) -> None:
+# check_workers, call, x64_enabled and worker_setup are shared with `ray_executor`.
+def check_workers(name: str, num_workers: Any, timeout_s: Any) -> None:
   if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
     raise ValueError(f"{name}: num_workers={num_workers!r}; expected an integer >= 1")
   if timeout_s is not None and (
@@ -62,7 +64,7 @@ def _check_workers(name: str, num_workers: Any, timeout_s: Any) -> None:
     raise ValueError(f"{name}: timeout_s={timeout_s!r}; expected None (no limit) or a number > 0")
 
 
-def _call(fn: Callable, args: tuple) -> tuple[bool, Any, float]:
+def call(fn: Callable, args: tuple) -> tuple[bool, Any, float]:
   """(ok, result or traceback text, seconds). Exceptions are data here; BaseExceptions
   (KeyboardInterrupt, SystemExit) still stop the caller."""
   t0 = time.perf_counter()
@@ -72,13 +74,13 @@ def _call(fn: Callable, args: tuple) -> tuple[bool, Any, float]:
     return False, traceback.format_exc(), time.perf_counter() - t0
 
 
-def _x64_enabled() -> bool:
+def x64_enabled() -> bool:
   """Whether the caller runs JAX in float64; workers copy it so results match inline runs."""
   jax = sys.modules.get("jax")
   return bool(jax is not None and jax.config.jax_enable_x64)
 
 
-def _worker_setup(x64: bool) -> None:
+def worker_setup(x64: bool) -> None:
   """Copies the caller's x64 setting into a worker (through the environment when JAX is not
   imported yet, so a worker whose calls never use JAX does not pay for importing it)."""
   # Many JAX processes share one accelerator: allocate on demand instead of 75% each.
@@ -96,14 +98,14 @@ class InlineExecutor:
   waits, which simulates synchronous batches of that size with pending points."""
 
   def __init__(self, num_workers: int = 1):
-    _check_workers("InlineExecutor", num_workers, None)
+    check_workers("InlineExecutor", num_workers, None)
     self.num_workers = num_workers
     self._tickets = itertools.count()
     self._done: list[tuple[int, Outcome]] = []
 
   def submit(self, fn: Callable, *args: Any) -> int:
     ticket = next(self._tickets)
-    ok, payload, seconds = _call(fn, args)
+    ok, payload, seconds = call(fn, args)
     outcome = (
       Outcome(result=payload, seconds=seconds, worker="inline")
       if ok
@@ -134,7 +136,7 @@ def _process_main(conn: mpc.Connection, x64: bool) -> None:
   """A worker process: say `_READY`, then receive a pickled (fn, args) and reply with a pickled
   (ok, payload, seconds), until an empty message or a closed pipe (the parent died)."""
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-  _worker_setup(x64)
+  worker_setup(x64)
   try:
     conn.send_bytes(_READY)
   except (BrokenPipeError, OSError):
@@ -148,7 +150,7 @@ def _process_main(conn: mpc.Connection, x64: bool) -> None:
       return
     try:
       fn, args = pickle.loads(msg)
-      ok, payload, seconds = _call(fn, args)
+      ok, payload, seconds = call(fn, args)
     except Exception:  # unpickling failed: e.g. the task's module does not import here
       ok, payload, seconds = False, traceback.format_exc(), 0.0
     try:
@@ -191,11 +193,11 @@ class ProcessExecutor:
   """
 
   def __init__(self, num_workers: int, timeout_s: float | None = None):
-    _check_workers("ProcessExecutor", num_workers, timeout_s)
+    check_workers("ProcessExecutor", num_workers, timeout_s)
     self.num_workers = num_workers
     self.timeout_s = timeout_s
     self._ctx = mp.get_context("spawn")
-    self._x64 = _x64_enabled()
+    self._x64 = x64_enabled()
     self._slots = [_Slot(self._ctx, i, self._x64) for i in range(num_workers)]
     self._queue: collections.deque[tuple[int, bytes]] = collections.deque()
     self._tickets = itertools.count()
@@ -303,120 +305,6 @@ class ProcessExecutor:
         slot.process.join(timeout=2.0)
       slot.stop()
     self._slots, self._queue = [], collections.deque()
-
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc):
-    self.shutdown()
-
-
-def _ray_call(fn: Callable, args: tuple, x64: bool) -> tuple[bool, Any, float, str]:
-  """Runs in a Ray worker: (ok, result or traceback text, seconds, worker id)."""
-  import ray  # pylint: disable=g-import-not-at-top
-
-  _worker_setup(x64)
-  node = ray.get_runtime_context().get_node_id()[:8]
-  return (*_call(fn, args), f"ray:{node}/pid{os.getpid()}")
-
-
-class RayExecutor:
-  """Runs calls as Ray tasks, at most `num_workers` at a time.
-
-  Connects to the cluster at `address` ("auto", "ray://host:10001", ...) or, when `address` is
-  "", uses the running Ray instance or starts a local one (which `shutdown` stops). Tasks are
-  never retried. A call past `timeout_s` is force-cancelled, which kills its Ray worker process;
-  a worker that dies mid-call ends its call with Ray's error text.
-  """
-
-  def __init__(self, num_workers: int, address: str = "", timeout_s: float | None = None):
-    _check_workers("RayExecutor", num_workers, timeout_s)
-    if not isinstance(address, str):
-      raise TypeError(f"RayExecutor: address={address!r}; expected a string ('' for local)")
-    import ray  # pylint: disable=g-import-not-at-top  (optional dependency: pip install ray)
-
-    self._ray = ray
-    self._owns = not ray.is_initialized()
-    if self._owns:
-      ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
-    self.num_workers = num_workers
-    self.timeout_s = timeout_s
-    self._x64 = _x64_enabled()
-    self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call)
-    self._queue: collections.deque[tuple[int, Callable, tuple]] = collections.deque()
-    self._running: dict[Any, tuple[int, float]] = {}  # ObjectRef -> (ticket, start time)
-    self._tickets = itertools.count()
-
-  def submit(self, fn: Callable, *args: Any) -> int:
-    ticket = next(self._tickets)
-    self._queue.append((ticket, fn, args))
-    self._dispatch()
-    return ticket
-
-  def _dispatch(self) -> None:
-    while self._queue and len(self._running) < self.num_workers:
-      ticket, fn, args = self._queue.popleft()
-      self._running[self._remote.remote(fn, args, self._x64)] = (ticket, time.monotonic())
-
-  def _collect(self, block: float) -> list[tuple[int, Outcome]]:
-    ray, refs, out = self._ray, list(self._running), []
-    ready, _ = ray.wait(refs, num_returns=1, timeout=block)
-    if ready:
-      ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-    now = time.monotonic()
-    for ref in ready:
-      ticket, start = self._running.pop(ref)
-      try:
-        ok, payload, seconds, worker = ray.get(ref)
-        out.append(
-          (
-            ticket,
-            Outcome(result=payload, seconds=seconds, worker=worker)
-            if ok
-            else Outcome(error=payload, seconds=seconds, worker=worker),
-          )
-        )
-      except ray.exceptions.RayError as e:  # the worker died or the task could not run
-        out.append((ticket, Outcome(error=f"{type(e).__name__}: {e}", seconds=now - start, worker="ray")))
-    if self.timeout_s is not None:
-      for ref, (ticket, start) in list(self._running.items()):
-        if now - start > self.timeout_s:
-          ray.cancel(ref, force=True)
-          del self._running[ref]
-          out.append(
-            (
-              ticket,
-              Outcome(
-                error=f"timed out after {self.timeout_s:g} s; its Ray worker was killed",
-                seconds=now - start,
-                worker="ray",
-                timed_out=True,
-              ),
-            )
-          )
-    self._dispatch()
-    return out
-
-  def wait(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:
-    end = None if timeout is None else time.monotonic() + timeout
-    while True:
-      now = time.monotonic()
-      if not self._running:
-        return []
-      limits = [t for t in [end] if t is not None]
-      if self.timeout_s is not None:
-        limits += [start + self.timeout_s for _, start in self._running.values()]
-      block = max(0.0, min(limits) - now) if limits else None
-      out = self._collect(block)
-      if out or (end is not None and time.monotonic() >= end):
-        return out
-
-  def shutdown(self) -> None:
-    for ref in self._running:
-      self._ray.cancel(ref, force=True)
-    self._running, self._queue = {}, collections.deque()
-    if self._owns and self._ray.is_initialized():
-      self._ray.shutdown()
 
   def __enter__(self):
     return self

@@ -71,14 +71,15 @@ def replay(path: str | os.PathLike) -> list[Observation]:
 
   Raises:
     ValueError naming `path:line` for a line that is not a schema-1 observation but has lines
-    after it (corruption, not a kill).
+    after it (corruption, not a kill), or for a trial id recorded twice (a copied line: which of
+    the two values is right cannot be told, and each would spend a budget slot).
   """
   if not os.path.exists(path):
     return []
   with open(path, "rb") as f:
     fcntl.flock(f.fileno(), fcntl.LOCK_SH)
     lines = f.read().split(b"\n")
-  out = []
+  out, first_line = [], {}
   for number, raw in enumerate(lines[:-1], start=1):  # lines[-1] is b"" or a torn tail
     try:
       obj = json.loads(raw)
@@ -91,4 +92,11 @@ def replay(path: str | os.PathLike) -> list[Observation]:
         f"{os.fspath(path)}:{number}: corrupt journal line ({e}); only a torn last line is"
         " skipped, so fix or remove this line by hand"
       ) from None
+    trial = out[-1].trial_id
+    if trial in first_line:
+      raise ValueError(
+        f"{os.fspath(path)}:{number}: trial {trial} is recorded again (first on line"
+        f" {first_line[trial]}); a journal holds each trial once, so remove the copy by hand"
+      )
+    first_line[trial] = number
   return out

@@ -1,5 +1,6 @@
 """The asynchronous ask/tell loop (STYLE sketch 4): replay the journal, keep every worker busy,
-record each finished evaluation durably before the next proposal, and write a summary and a plot.
+record each finished evaluation durably before the next proposal, and write a summary (the caller
+plots it: `nas_jax.viz.plots.plot_progress`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import fcntl
 import json
 import logging
 import math
+import numbers
 import os
 import time
 from typing import Any, Sequence
@@ -16,16 +18,16 @@ from typing import Any, Sequence
 import numpy as np
 import tqdm
 
-from nas_jax.search import curves, journal
+from nas_jax.search import journal
 from nas_jax.search.executors import Executor, Outcome
 from nas_jax.search.state import Observation, Status, to_score
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task, TaskResult, check_task
 
-__all__ = ["JOURNAL", "SUMMARY", "PROGRESS", "run", "trial_seed", "summarize"]
+__all__ = ["JOURNAL", "SUMMARY", "CONFIG", "WorkdirInUse", "run", "trial_seed", "summarize"]
 
-JOURNAL, SUMMARY, PROGRESS = "journal.jsonl", "summary.json", "progress.png"
-_META, _LOCK = "search.json", ".lock"
+JOURNAL, SUMMARY, CONFIG = "journal.jsonl", "summary.json", "config.json"
+_META = "search.json"
 _POLL_S = 1.0  # how often the loop wakes while workers run (progress bar, Ctrl-C)
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,28 @@ def _finite(x: Any) -> float | None:
   return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
+def _is_number(x: Any) -> bool:
+  """A real scalar: a Python or numpy number, or a 0-d numpy or jax array of one (not a bool)."""
+  if isinstance(x, (bool, np.bool_)):
+    return False
+  if isinstance(x, numbers.Real):
+    return True
+  return getattr(x, "shape", None) == () and np.dtype(getattr(x, "dtype", object)).kind in "fiu"
+
+
+def _result_problem(result: Any) -> str:
+  """Why `result` is not a usable TaskResult, or "" when it is."""
+  if not isinstance(result, TaskResult):
+    return f"task.evaluate returned a {type(result).__name__}; expected a TaskResult"
+  if not _is_number(result.value):
+    return f"task.evaluate returned TaskResult(value={result.value!r:.80}); expected a number"
+  if result.test_value is not None and not _is_number(result.test_value):
+    return f"task.evaluate returned TaskResult(test_value={result.test_value!r:.80}); expected a number or None"
+  if not isinstance(result.info, dict):
+    return f"task.evaluate returned TaskResult(info={type(result.info).__name__}); expected a dict"
+  return ""
+
+
 def _observe(trial_id: int, arch_json: dict, outcome: Outcome, info: dict) -> Observation:
   """The Observation of a finished call: TIMEOUT, FAILED, NAN (a non-finite value) or OK."""
   common = dict(
@@ -70,8 +94,9 @@ def _observe(trial_id: int, arch_json: dict, outcome: Outcome, info: dict) -> Ob
     status = Status.TIMEOUT if outcome.timed_out else Status.FAILED
     return Observation(value=None, status=status, error=outcome.error, info=_jsonable(info), **common)
   result = outcome.result
-  if not isinstance(result, TaskResult):  # a bug in the task, not a failed evaluation
-    raise TypeError(f"task.evaluate returned a {type(result).__name__}; expected a TaskResult")
+  problem = _result_problem(result)
+  if problem:  # a bug in the task: journalled like a crash, so the search goes on and says why
+    return Observation(value=None, status=Status.FAILED, error=problem, info=_jsonable(info), **common)
   info = _jsonable({**info, "task": dict(result.info)})
   value = float(result.value)
   if not math.isfinite(value):
@@ -102,16 +127,21 @@ def summarize(observations: Sequence[Observation], task: Task) -> dict:
   return summary
 
 
+class WorkdirInUse(RuntimeError):
+  """Another live search holds the workdir's lock."""
+
+
 @contextlib.contextmanager
 def _exclusive(workdir: str):
-  """Holds an advisory lock on the workdir: two searches never write one journal. The kernel
-  drops it when the process dies, so a killed search leaves no stale lock."""
-  fd = os.open(os.path.join(workdir, _LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+  """Holds an advisory lock on the workdir: two searches never write one journal. The lock is on
+  the folder itself, so no lock file can be deleted by mistake, and the kernel drops it when the
+  process dies, so a killed search leaves no stale lock."""
+  fd = os.open(workdir, os.O_RDONLY)
   try:
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-      raise RuntimeError(f"workdir {workdir!r}: another search is running in it") from None
+      raise WorkdirInUse(f"workdir {workdir!r}: another search is running in it") from None
     yield
   finally:
     os.close(fd)
@@ -127,6 +157,10 @@ def _check_meta(workdir: str, task: Task) -> None:
     old = json.load(f)
   if old != meta:
     raise ValueError(f"workdir {workdir!r} holds a search of {old}, not {meta}; use another workdir")
+
+
+def _best(score: float, goal: str) -> float | None:
+  return None if score == -np.inf else float(to_score(score, goal))
 
 
 def _write_json(path: str, obj: Any) -> None:
@@ -157,6 +191,7 @@ def run(
   seed: int = 0,
   progress: bool = True,
   prefetch: int = 0,
+  config: dict | None = None,
 ) -> list[Observation]:
   """Runs (or resumes) a search until `budget` evaluations are recorded in `workdir`.
 
@@ -169,7 +204,7 @@ def run(
     strategy: the Strategy.
     task: the Task; `task.evaluate(arch_json, seed)` runs on the executor.
     executor: keeps `executor.num_workers` evaluations in flight; the caller shuts it down.
-    workdir: holds journal.jsonl, summary.json and progress.png; created if missing.
+    workdir: holds journal.jsonl, summary.json and config.json; created if missing.
     space: the Space of the strategy's points (`space.to_json` writes them to the journal).
     budget: total evaluations, failed ones included, counting those replayed.
     key: the strategy's JAX key (`strategy.init(key)`).
@@ -177,6 +212,8 @@ def run(
     progress: show a tqdm bar with evaluations, failures and the best value.
     prefetch: proposals submitted beyond the workers, waiting in the executor's queue; with one
       worker and prefetch 1, the next proposal is made while a network trains (autokeras.md 7.3).
+    config: the run's settings as JSON, written to `workdir/config.json` once the workdir is
+      checked (no other live search, the same task), so a refused run changes nothing.
 
   Returns:
     Every observation in the journal, in the order recorded.
@@ -188,7 +225,20 @@ def run(
   path = os.path.join(workdir, JOURNAL)
   with _exclusive(workdir):
     _check_meta(workdir, task)
+    if config is not None:
+      _write_json(os.path.join(workdir, CONFIG), config)
     done = journal.replay(path)
+    if len(done) >= budget:
+      log.warning(
+        "workdir %r: the search is finished (%d evaluations, budget %d); nothing is left to run. To"
+        " extend it, give a larger budget (e.g. --config.budget=%d)",
+        workdir,
+        len(done),
+        budget,
+        len(done) + budget,
+      )
+      _write_json(os.path.join(workdir, SUMMARY), summarize(done, task))
+      return done
     state = strategy.init(key)
     if done:
       state = strategy.update(state, done)
@@ -210,6 +260,9 @@ def run(
         if not pending:
           log.warning("search stopped after %d evaluations: the strategy has no unseen point left", len(done))
           break
+        # Redrawn every poll, so the clock and the evaluations in flight show from the first second
+        # (the first networks of a search spend minutes compiling).
+        bar.set_postfix(running=len(pending), failed=sum(not o.ok for o in done), best=_best(best, task.goal))
         for ticket, outcome in executor.wait(timeout=_POLL_S):
           trial_id, _, arch_json, info = pending.pop(ticket)
           obs = _observe(trial_id, arch_json, outcome, info)
@@ -219,10 +272,7 @@ def run(
           if obs.ok:
             best = max(best, float(to_score(obs.value, task.goal)))
           bar.update(1)
-          n_failed = sum(not o.ok for o in done)
-          bar.set_postfix(failed=n_failed, best=None if best == -np.inf else float(to_score(best, task.goal)))
     finally:
       bar.close()
     _write_json(os.path.join(workdir, SUMMARY), summarize(done, task))
-    curves.plot_progress([o.value for o in done], task.goal, os.path.join(workdir, PROGRESS), title=task.name)
   return done

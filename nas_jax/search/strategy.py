@@ -1,15 +1,14 @@
-"""The Strategy interface (init, propose, update), pure functions of a state, and the STRATEGIES
-registry that maps config names to factories `factory(config, space, task) -> Strategy`.
+"""The Strategy interface (init, propose, update): pure functions of a state. Config names map to
+factories `factory(config, space, task) -> Strategy` in `strategies.registry.STRATEGIES`.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable, NamedTuple
 
 from nas_jax.search.state import Observation
 
-__all__ = ["Strategy", "no_notes", "STRATEGIES", "make_strategy"]
+__all__ = ["Strategy", "no_notes"]
 
 
 def no_notes(state: Any, point: Any) -> dict:
@@ -36,37 +35,3 @@ class Strategy(NamedTuple):
   propose: Callable[[Any, int, list], tuple[Any, list]]
   update: Callable[[Any, list[Observation]], Any]
   notes: Callable[[Any, Any], dict] = no_notes
-
-
-def _lazy(module: str, factory: str) -> Callable:
-  """A factory that imports `nas_jax.search.strategies.<module>` when called, so that choosing
-  random search never imports (and compiles) the GP machinery of another strategy."""
-
-  def make(config, space, task) -> Strategy:
-    return getattr(importlib.import_module(f"nas_jax.search.strategies.{module}"), factory)(config, space, task)
-
-  make.__name__ = make.__qualname__ = factory
-  return make
-
-
-# Adding a model-based method: a preset of `bo` in strategies/presets.py, one line here.
-STRATEGIES: dict[str, Callable[..., Strategy]] = {
-  "random": _lazy("baselines", "random_factory"),
-  "ea": _lazy("baselines", "ea_factory"),
-  "bo": _lazy("bo", "bo_factory"),
-  "nasbot": _lazy("presets", "nasbot_factory"),
-  "rand": _lazy("presets", "rand_factory"),
-  "bananas": _lazy("presets", "bananas_factory"),
-  "gp_bo": _lazy("presets", "gp_factory"),
-  "local_search": _lazy("local_search", "ls_factory"),
-  "regularized_evolution": _lazy("regularized_evolution", "re_factory"),
-  "autokeras": _lazy("presets", "autokeras_factory"),
-  "conditional_bo": _lazy("presets", "conditional_bo_factory"),
-}
-
-
-def make_strategy(name: str, config: Any, space: Any, task: Any) -> Strategy:
-  """Builds the strategy registered as `name`; ValueError listing the known names otherwise."""
-  if name not in STRATEGIES:
-    raise ValueError(f"strategy: {name!r} is unknown; choose one of: {', '.join(sorted(STRATEGIES))}")
-  return STRATEGIES[name](config, space, task)

@@ -1,68 +1,37 @@
-"""Cell search spaces of NAS-Bench-201 and NAS-Bench-101 (spec bananas.md 2-3) as `Space`s.
-
-A `Cell` is a frozen pytree of small int arrays; validity, pruning, canonical keys, sampling,
-mutation and neighbours run on the host in numpy, seeded from a JAX key.
+"""Search spaces over NAS-Bench-201 and NAS-Bench-101 cells (spec bananas.md 2-3) as `Space`s:
+sampling, mutation and neighbours on the host in numpy, seeded from a JAX key. The point type
+(`Cell`), its keys and its JSON are `nas_jax.arch.cell`.
 """
 
 from __future__ import annotations
 
-import itertools
-from typing import Any, Sequence
+from typing import Any
 
-import flax.struct
 import jax
 import numpy as np
 
-from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.cell import (
+  NB101_NODES,
+  Cell,
+  cell_from_json,
+  cell_to_json,
+  live_nodes,
+  nb101_cell,
+  nb101_is_valid,
+  nb101_iso_key,
+  nb101_path_key,
+  nb201_arch_str,
+  nb201_cell,
+  nb201_iso_key,
+)
 from nas_jax.spaces.space import Space
 
-__all__ = [
-  "Cell",
-  "NB201_OPS",
-  "NB101_OPS",
-  "NB201_EDGES",
-  "nb201_cell",
-  "nb201_arch_str",
-  "nb201_iso_key",
-  "nb101_cell",
-  "nb101_prune",
-  "nb101_is_valid",
-  "nb101_iso_key",
-  "cell_to_architecture",
-  "sample_distinct",
-  "nb201_space",
-  "nb101_space",
-]
+__all__ = ["sample_distinct", "nb201_space", "nb101_space"]
 
-# CSV op codes of the NB201 table (spec 3.1), code = index.
-NB201_OPS = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
-# Edge order e0..e5 = (source, target), the order of arch_str and of the CSV columns.
-NB201_EDGES = ((0, 1), (0, 2), (1, 2), (0, 3), (1, 3), (2, 3))
-# NB101 interior op digits (spec 2.1): digit = index.
-NB101_OPS = ("conv3x3-bn-relu", "conv1x1-bn-relu", "maxpool3x3")
-_NB101_V = 7
-_NB101_MAX_EDGES = 9
-_TRIU = np.triu_indices(_NB101_V, 1)  # 21 entries, row-major (spec 4.5 order)
+_TRIU = np.triu_indices(NB101_NODES, 1)  # 21 entries, row-major (spec 4.5 order)
 # Draws of `mutate(..., require_change=True)` before it reports no change. A draw changes the key
 # with probability 0.54-0.82 on average (spec 2.5, 3.4), so 64 misses in a row are not expected.
 _MUTATE_TRIES = 64
-
-
-@flax.struct.dataclass
-class Cell:
-  """One cell (a batch adds a leading axis B to both leaves).
-
-  Attributes:
-    ops: nb201: [6] int32 CSV op codes of edges e0..e5; nb101: [5] int32 digits of nodes 1..5.
-    adjacency: nb201: [4, 4] bool, edge i -> j whose op is not `none`; nb101: [7, 7] bool, the
-      raw (unpruned) strictly upper-triangular matrix.
-    kind: static, "nb201" or "nb101".
-  """
-
-  ops: jax.Array
-  adjacency: jax.Array
-  kind: str = flax.struct.field(pytree_node=False)
 
 
 def _rng(key: jax.Array) -> np.random.Generator:
@@ -73,60 +42,6 @@ def _rng(key: jax.Array) -> np.random.Generator:
 
 
 # ------------------------------------------------------------------------------- NB201
-
-
-def nb201_cell(ops: Sequence[int]) -> Cell:
-  """An NB201 cell from 6 CSV op codes (0..4) in edge order e0..e5."""
-  ops = np.asarray(ops, dtype=np.int32)
-  if ops.shape != (6,) or ops.min() < 0 or ops.max() > 4:
-    raise ValueError(f"nb201_cell: ops={ops.tolist()}; expected 6 op codes in 0..4")
-  adj = np.zeros((4, 4), bool)
-  for (i, j), o in zip(NB201_EDGES, ops):
-    adj[i, j] = o != 0
-  return Cell(ops=ops, adjacency=adj, kind="nb201")
-
-
-def nb201_arch_str(cell: Cell) -> str:
-  """The benchmark string `|o(e0)~0|+|o(e1)~0|o(e2)~1|+|...|` (spec 3.1)."""
-  n = [NB201_OPS[int(o)] for o in np.asarray(cell.ops)]
-  return f"|{n[0]}~0|+|{n[1]}~0|{n[2]}~1|+|{n[3]}~0|{n[4]}~1|{n[5]}~2|"
-
-
-def _parse_arch_str(s: Any) -> Cell:
-  if not isinstance(s, str):
-    raise TypeError(f"arch_str: got a {type(s).__name__}; expected a str")
-  groups = s.split("+")
-  ops = []
-  for node, group in enumerate(groups, start=1):
-    entries = group.strip("|").split("|") if group.startswith("|") and group.endswith("|") else []
-    if len(entries) != node:
-      raise ValueError(f"arch_str: {s!r}; group {node} must be |op~0|...|op~{node - 1}|")
-    for src, entry in enumerate(entries):
-      name, _, k = entry.partition("~")
-      if name not in NB201_OPS or k != str(src):
-        raise ValueError(f"arch_str: entry {entry!r} of {s!r}; expected op~{src} with op in {NB201_OPS}")
-      ops.append(NB201_OPS.index(name))
-  if len(groups) != 3:
-    raise ValueError(f"arch_str: {s!r} has {len(groups)} '+'-groups; expected 3")
-  return nb201_cell(ops)
-
-
-def nb201_iso_key(cell: Cell) -> str:
-  """NB201's own canonical string (spec 3.3; reproduces the `iso_class` column exactly)."""
-  ops = np.asarray(cell.ops)
-  s = ["0"]
-  for j in (1, 2, 3):
-    terms = []
-    for i in range(j):
-      op = NB201_OPS[int(ops[NB201_EDGES.index((i, j))])]
-      if op == "none" or s[i] == "#":
-        terms.append("#")
-      elif op == "skip_connect":
-        terms.append(s[i])
-      else:
-        terms.append(f"({s[i]})@{op}")
-    s.append("+".join(sorted(terms)))
-  return s[3]
 
 
 def _nb201_mutate(cell: Cell, rng: np.random.Generator, rate: float = 1.0) -> Cell:
@@ -151,83 +66,10 @@ def _nb201_neighbours(cell: Cell) -> list[Cell]:
 # ------------------------------------------------------------------------------- NB101
 
 
-def nb101_cell(adjacency: Any, ops: Sequence[int]) -> Cell:
-  """An NB101 genotype: raw [7, 7] 0/1 strictly upper-triangular matrix, 5 interior digits 0..2.
-
-  The genotype may be invalid (check with `nb101_is_valid`); the space only produces valid ones.
-  """
-  a = np.asarray(adjacency)
-  ops = np.asarray(ops, dtype=np.int32)
-  if a.shape != (_NB101_V, _NB101_V) or not np.isin(a, (0, 1)).all():
-    raise ValueError(f"nb101_cell: adjacency shape {a.shape}; expected a 7x7 0/1 matrix")
-  if np.tril(a).any():
-    raise ValueError("nb101_cell: adjacency has entries on or below the diagonal; allowed: i < j")
-  if ops.shape != (5,) or ops.min() < 0 or ops.max() > 2:
-    raise ValueError(f"nb101_cell: ops={ops.tolist()}; expected 5 digits in 0..2")
-  return Cell(ops=ops, adjacency=a.astype(bool), kind="nb101")
-
-
-def _live(a: np.ndarray) -> np.ndarray:
-  """[V] bool: vertices reachable from 0 and reaching V-1 (a DAG, upper-triangular)."""
-  v = a.shape[0]
-  fwd = np.zeros(v, bool)
-  fwd[0] = True
-  for j in range(1, v):
-    fwd[j] = (fwd[:j] & a[:j, j]).any()
-  bwd = np.zeros(v, bool)
-  bwd[-1] = True
-  for i in range(v - 2, -1, -1):
-    bwd[i] = (bwd[i + 1 :] & a[i, i + 1 :]).any()
-  return fwd & bwd
-
-
-def nb101_prune(cell: Cell) -> tuple[np.ndarray, np.ndarray]:
-  """Pruned (matrix [k+2, k+2] bool, interior digits [k]) of spec 2.2; input and output kept."""
-  a = np.asarray(cell.adjacency)
-  keep = _live(a)
-  keep[0] = keep[-1] = True
-  idx = np.flatnonzero(keep)
-  return a[np.ix_(idx, idx)] & keep[idx][:, None] & keep[idx][None], np.asarray(cell.ops)[idx[1:-1] - 1]
-
-
-def nb101_is_valid(cell: Cell) -> bool:
-  """Input reaches output, and the pruned matrix has at most 9 edges (spec 2.2)."""
-  a = np.asarray(cell.adjacency)
-  keep = _live(a)
-  return bool(keep[0]) and int(a[np.ix_(keep, keep)].sum()) <= _NB101_MAX_EDGES
-
-
-def nb101_iso_key(cell: Cell) -> tuple:
-  """Lexicographic minimum over interior relabellings of (sorted edges, op digits) (spec 2.3)."""
-  a, ops = nb101_prune(cell)
-  k = len(ops)
-  best = None
-  for perm in itertools.permutations(range(k)):
-    new = [0] + [1 + perm.index(i) for i in range(k)] + [k + 1]  # old vertex -> new label
-    edges = tuple(sorted((new[i], new[j]) for i, j in zip(*np.nonzero(a))))
-    key = (edges, tuple(int(ops[p]) for p in perm))
-    best = key if best is None or key < best else best
-  return best
-
-
-def _nb101_path_key(cell: Cell) -> tuple:
-  """Sorted path indices of spec 4.2 (the code's de-duplication key)."""
-  a, ops = nb101_prune(cell)
-  v = a.shape[0]
-  paths = [set() for _ in range(v)]
-  paths[0] = {()}
-  for j in range(1, v):
-    for i in range(j):
-      if a[i, j]:
-        step = () if j == v - 1 else (int(ops[j - 1]),)
-        paths[j] |= {p + step for p in paths[i]}
-  return tuple(sorted(sum(3**i * (d + 1) for i, d in enumerate(p)) for p in paths[-1]))
-
-
 def _nb101_sample(rng: np.random.Generator) -> Cell:
   """Rejection sampler of spec 2.4: Bernoulli(1/2) entries, uniform ops, until valid."""
   while True:
-    a = np.zeros((_NB101_V, _NB101_V), np.int32)
+    a = np.zeros((NB101_NODES, NB101_NODES), np.int32)
     a[_TRIU] = rng.integers(0, 2, size=len(_TRIU[0]))
     cell = nb101_cell(a, rng.integers(0, 3, size=5))
     if nb101_is_valid(cell):
@@ -253,7 +95,7 @@ def _nb101_mutate(cell: Cell, rng: np.random.Generator, rate: float = 1.0) -> Ce
 def _nb101_neighbours(cell: Cell) -> list[Cell]:
   """Op changes on live interior nodes, and valid single edge flips that touch a live path."""
   a0, ops0 = np.asarray(cell.adjacency).astype(np.int32), np.asarray(cell.ops)
-  live = _live(a0.astype(bool))
+  live = live_nodes(a0.astype(bool))
   out = []
   for n in range(5):
     if live[n + 1]:
@@ -264,56 +106,12 @@ def _nb101_neighbours(cell: Cell) -> list[Cell]:
     a = a0.copy()
     a[i, j] ^= 1
     child = nb101_cell(a, ops0)
-    if nb101_is_valid(child) and (live[i] and live[j] or _live(a.astype(bool))[[i, j]].all()):
+    if nb101_is_valid(child) and (live[i] and live[j] or live_nodes(a.astype(bool))[[i, j]].all()):
       out.append(child)
   return out
 
 
 # ------------------------------------------------------------------------------- shared
-
-
-def cell_to_architecture(cell: Cell) -> Architecture:
-  """The cell as a layer graph with ops as nodes (input and output as ip/op), pruned.
-
-  NB101: the pruned cell's vertices. NB201: one node per edge whose op is not `none`, joined
-  op-node to op-node through the summing nodes 1, 2; op nodes on no input->output route dropped.
-
-  Returns:
-    An unbatched `Architecture` of kind `cell.kind` (units and strides 0).
-  """
-  kind = cell.kind
-  lab = lambda name: labels_lib.label_id(kind, name)
-  if kind == "nb101":
-    a, ops = nb101_prune(cell)
-    labels = [lab("input")] + [lab(NB101_OPS[int(d)]) for d in ops] + [lab("output")]
-  else:
-    ops = np.asarray(cell.ops)
-    # nodes: 0 input, 1..6 edge e0..e5, 7 output; an op node on edge (i, j) feeds every op node
-    # on an edge leaving j, which is a topological order because e0..e5 are sorted by target.
-    a = np.zeros((8, 8), bool)
-    for e, (i, j) in enumerate(NB201_EDGES):
-      if ops[e] == 0:
-        continue
-      a[0, e + 1] |= i == 0
-      a[e + 1, 7] |= j == 3
-      for f, (i2, _) in enumerate(NB201_EDGES):
-        a[e + 1, f + 1] |= (i2 == j) and ops[f] != 0
-    keep = _live(a)
-    keep[0] = keep[7] = True
-    idx = np.flatnonzero(keep)
-    a = a[np.ix_(idx, idx)] & keep[idx][:, None] & keep[idx][None]
-    names = ["input"] + [NB201_OPS[int(o)] for o in ops] + ["output"]
-    labels = [lab(names[i]) for i in idx]
-  n = len(labels)
-  zeros = np.zeros(n, np.int32)
-  return Architecture(
-    labels=np.asarray(labels, np.int32),
-    units=zeros,
-    strides=zeros,
-    adjacency=np.asarray(a, bool),
-    mask=np.ones(n, bool),
-    kind=kind,
-  )
 
 
 def sample_distinct(space: Space, key: jax.Array, n: int, exclude: Any = (), *, patience: int = 5) -> list:
@@ -374,11 +172,6 @@ def nb201_space(dedup_key: str = "string", kind: str = "nb201") -> Space:
     ops = np.asarray(jax.random.randint(key, (n, 6), 0, 5))
     return [nb201_cell(o) for o in ops]
 
-  def from_json(obj):
-    if not isinstance(obj, dict) or obj.get("kind") != "nb201" or "arch_str" not in obj:
-      raise ValueError(f"nb201 from_json: {obj!r}; expected {{'kind': 'nb201', 'arch_str': str}}")
-    return _parse_arch_str(obj["arch_str"])
-
   return Space(
     name="nb201",
     kind="nb201",
@@ -386,8 +179,8 @@ def nb201_space(dedup_key: str = "string", kind: str = "nb201") -> Space:
     mutate=_mutate_fn(_nb201_mutate, key_fn),
     neighbours=_nb201_neighbours,
     canonical_key=key_fn,
-    to_json=lambda c: {"kind": "nb201", "arch_str": nb201_arch_str(c)},
-    from_json=from_json,
+    to_json=cell_to_json,
+    from_json=lambda obj: cell_from_json(obj, "nb201"),
     initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
   )
 
@@ -396,29 +189,11 @@ def nb101_space(dedup_key: str = "path", kind: str = "nb101") -> Space:
   """The NB101 space (spec 2), raw genotypes. dedup_key: "path" (Code) or "iso" (spec 2.3)."""
   _check_dedup("nb101_space", dedup_key, ("path", "iso"))
   _check_kind("nb101_space", kind, "nb101")
-  key_fn = _nb101_path_key if dedup_key == "path" else nb101_iso_key
+  key_fn = nb101_path_key if dedup_key == "path" else nb101_iso_key
 
   def sample(key, n):
     rng = _rng(key)
     return [_nb101_sample(rng) for _ in range(n)]
-
-  def to_json(c):
-    ops = ["input"] + [NB101_OPS[int(d)] for d in np.asarray(c.ops)] + ["output"]
-    return {"kind": "nb101", "matrix": np.asarray(c.adjacency).astype(int).tolist(), "ops": ops}
-
-  def from_json(obj):
-    if not isinstance(obj, dict) or obj.get("kind") != "nb101":
-      raise ValueError(f"nb101 from_json: {obj!r}; expected {{'kind': 'nb101', 'matrix', 'ops'}}")
-    ops = obj.get("ops")
-    if not isinstance(ops, list) or len(ops) != 7 or ops[0] != "input" or ops[-1] != "output":
-      raise ValueError(f"nb101 from_json: ops={ops!r}; expected ['input', 5 ops, 'output']")
-    bad = [o for o in ops[1:-1] if o not in NB101_OPS]
-    if bad:
-      raise ValueError(f"nb101 from_json: ops {bad!r} unknown; allowed: {', '.join(NB101_OPS)}")
-    cell = nb101_cell(obj.get("matrix"), [NB101_OPS.index(o) for o in ops[1:-1]])
-    if not nb101_is_valid(cell):
-      raise ValueError("nb101 from_json: matrix has no input->output path or > 9 pruned edges")
-    return cell
 
   return Space(
     name="nb101",
@@ -427,7 +202,7 @@ def nb101_space(dedup_key: str = "path", kind: str = "nb101") -> Space:
     mutate=_mutate_fn(_nb101_mutate, key_fn),
     neighbours=_nb101_neighbours,
     canonical_key=key_fn,
-    to_json=to_json,
-    from_json=from_json,
+    to_json=cell_to_json,
+    from_json=lambda obj: cell_from_json(obj, "nb101"),
     initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
   )

@@ -1,4 +1,4 @@
-"""Host-side editing of layer graphs: an unpadded numpy form, image sizes, validated write-back.
+"""Host-side editing of layer graphs (`HostGraph`s): image sizes, reachability, validated write-back.
 
 Graph surgery (NASBOT's modifiers) is not a jit workload: it edits small numpy arrays, then
 returns to a padded `Architecture` through `from_json`, which checks every rule of spec 1.4.
@@ -11,16 +11,15 @@ from typing import Callable, NamedTuple
 import jax
 import numpy as np
 
+from nas_jax.arch import json_io
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.arch import json_io
+from nas_jax.arch.host_graph import HostGraph
 from nas_jax.arch.json_io import FLAT, Limits, from_json
 
 __all__ = [
-  "HostGraph",
   "Edit",
   "FLAT",
-  "from_arch",
   "append_layers",
   "to_json_obj",
   "finish",
@@ -32,38 +31,6 @@ __all__ = [
 ]
 
 Role = labels_lib.Role
-
-
-class HostGraph(NamedTuple):
-  """The real layers of one architecture as plain numpy arrays (n = number of real layers).
-
-  Attributes:
-    kind: "cnn" or "mlp".
-    labels: [n] int32 label ids.
-    units: [n] int32, 0 where a layer has none.
-    strides: [n] int32, 0 where a layer has none.
-    adj: [n, n] bool, `adj[i, j]` is the edge i -> j.
-  """
-
-  kind: str
-  labels: np.ndarray
-  units: np.ndarray
-  strides: np.ndarray
-  adj: np.ndarray
-
-  @property
-  def n(self) -> int:
-    return len(self.labels)
-
-  @property
-  def roles(self) -> np.ndarray:
-    """[n] int32 `Role` of each layer."""
-    return labels_lib.label_table(self.kind).role[self.labels]
-
-  @property
-  def has_units(self) -> np.ndarray:
-    """[n] bool, whether each layer carries a unit count."""
-    return labels_lib.label_table(self.kind).has_units[self.labels]
 
 
 class Edit(NamedTuple):
@@ -91,22 +58,6 @@ def append_layers(g: HostGraph, labels, units, strides) -> HostGraph:
     units=np.concatenate([g.units, np.asarray(units, np.int32)]),
     strides=np.concatenate([g.strides, np.asarray(strides, np.int32)]),
     adj=np.pad(g.adj, ((0, k), (0, k))),
-  )
-
-
-def from_arch(arch: Architecture) -> HostGraph:
-  """The real layers of one unbatched architecture (real layers come first, spec of `arch`)."""
-  if not isinstance(arch, Architecture):
-    raise TypeError(f"arch: got {type(arch).__name__}; expected an Architecture")
-  if np.ndim(arch.labels) != 1:
-    raise ValueError(f"arch: labels shape {np.shape(arch.labels)}; expected one architecture, [N]")
-  n = int(np.asarray(arch.mask).sum())
-  return HostGraph(
-    kind=arch.kind,
-    labels=np.asarray(arch.labels)[:n].astype(np.int32),
-    units=np.asarray(arch.units)[:n].astype(np.int32),
-    strides=np.asarray(arch.strides)[:n].astype(np.int32),
-    adj=np.asarray(arch.adjacency)[:n, :n].astype(bool),
   )
 
 

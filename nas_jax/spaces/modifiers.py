@@ -10,11 +10,13 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from nas_jax.arch import host_graph
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.graph import host_topological_order
+from nas_jax.arch.host_graph import HostGraph
 from nas_jax.arch.json_io import Limits
 from nas_jax.spaces import graph_edit
-from nas_jax.spaces.graph_edit import Edit, HostGraph
+from nas_jax.spaces.graph_edit import Edit
 from nas_jax.spaces.structure_modifiers import STRUCTURE_EDITS
 
 __all__ = [
@@ -88,7 +90,7 @@ def _en_masse_blocks(g: HostGraph) -> list[list[int]]:
 
 def en_masse_blocks(arch: Architecture) -> list[list[int]]:
   """The layer blocks (slot indices, in topological order) an en-masse modifier chooses from."""
-  return _en_masse_blocks(graph_edit.from_arch(arch))
+  return _en_masse_blocks(host_graph.from_arch(arch))
 
 
 def _unit_edit(up: bool, en_masse: bool) -> Edit:
@@ -135,7 +137,7 @@ def _apply(
   site: tuple | None = None,
 ) -> tuple[Architecture, str]:
   limits = Limits() if limits is None else limits
-  g = graph_edit.from_arch(arch)
+  g = host_graph.from_arch(arch)
   edit = _EDITS[name]
   if site is None:
     sites = edit.sites(g, limits)
@@ -302,7 +304,7 @@ def single_changes(
   if unknown:
     raise ValueError(f"names: {unknown} unknown; allowed: {', '.join(_EDITS)}")
   lim = Limits() if limits is None else limits
-  g = graph_edit.from_arch(arch)
+  g = host_graph.from_arch(arch)
   todo = [(n, s) for n in names for s in _EDITS[n].sites(g, lim)]
   out = []
   for i in np.random.default_rng(seed).permutation(len(todo)):

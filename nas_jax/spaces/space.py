@@ -1,27 +1,26 @@
-"""The `Space` interface (a NamedTuple of pure functions), the NASBOT layer-graph space, `SPACES`.
+"""The `Space` interface (a NamedTuple of pure functions) and the NASBOT layer-graph space.
 
-A point of `layer_graph_space` is a padded `Architecture`; `canonical_key` names its graph up to
-a renumbering of the layers, which is what searches de-duplicate by.
+A point of `layer_graph_space` is a padded `Architecture`; `arch.host_graph.canonical_key` names
+its graph up to a renumbering of the layers, which is what searches de-duplicate by.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib
 from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture, pad
-from nas_jax.arch.graph import adjacency_lists
+from nas_jax.arch.host_graph import canonical_key
 from nas_jax.arch.json_io import Limits, from_json, to_json
-from nas_jax.spaces import graph_edit, modifiers as modifiers_lib
+from nas_jax.spaces import graph_edit
+from nas_jax.spaces import modifiers as modifiers_lib
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_json
 
-__all__ = ["Space", "layer_graph_space", "canonical_key", "SPACES", "MODIFIER_SETS"]
+__all__ = ["Space", "layer_graph_space", "MODIFIER_SETS"]
 
 _MUTATE_TRIES = 64  # compound mutations tried before `mutate` gives up on changing a point
 
@@ -30,7 +29,7 @@ class Space(NamedTuple):
   """A search space as pure functions of its points (STYLE.md interfaces table).
 
   Attributes:
-    name: the `SPACES` entry that builds it.
+    name: the `registry.SPACES` entry that builds it.
     kind: the point kind, e.g. "cnn", "mlp", "nb201".
     sample: `(key, n) -> list[point]`, n random valid points.
     mutate: `(point, key) -> (point, ok)`: a valid point with a different canonical key and
@@ -54,48 +53,6 @@ class Space(NamedTuple):
   to_json: Callable[[Any], dict]
   from_json: Callable[[Any], Any]
   initial: Callable[..., list]
-
-
-def _digest(text: str) -> str:
-  return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
-
-
-def canonical_key(arch: Architecture) -> str:
-  """A key of the labelled graph that does not depend on slot order or padding.
-
-  Colour refinement (1-dimensional Weisfeiler-Lehman on the directed graph): a layer starts with
-  its (label, units, stride) and is recoloured from its colour and the sorted colours of its
-  parents and of its children until the colour partition stops refining; the key hashes the
-  kind and the multiset of signatures of every round. Guarantee: graphs equal up to renumbering the layers get
-  equal keys (every step is permutation-equivariant). The converse holds unless colour
-  refinement fails to tell two graphs apart, which needs regular-like structure that the tests
-  did not meet among NASBOT networks; such graphs would be treated as duplicates.
-
-  Args:
-    arch: one architecture, [N] leaves.
-
-  Returns:
-    "<kind>:<hex digest>".
-  """
-  g = graph_edit.from_arch(arch)
-  names = labels_lib.label_table(g.kind).names
-  signature = [(names[l], int(u), int(st)) for l, u, st in zip(g.labels, g.units, g.strides)]
-  parents, children = adjacency_lists(g.adj)
-  # Colours are ranks among the round's sorted distinct signatures, so equal signature
-  # multisets give equal colourings; the key hashes every round's multiset, i.e. the history.
-  rounds, n_classes = [], -1  # refinement stops once a round splits no colour class
-  for _ in range(g.n + 1):
-    rank = {sig: r for r, sig in enumerate(sorted(set(signature)))}
-    colour = [rank[sig] for sig in signature]
-    rounds.append(sorted(signature))
-    if len(rank) == n_classes:
-      break
-    n_classes = len(rank)
-    signature = [
-      (colour[i], tuple(sorted(colour[p] for p in parents[i])), tuple(sorted(colour[c] for c in children[i])))
-      for i in range(g.n)
-    ]
-  return f"{g.kind}:{_digest(repr(rounds))}"
 
 
 def _within(arch: Architecture, limits: Limits) -> bool:
@@ -258,23 +215,3 @@ def layer_graph_space(
     from_json=from_json_,
     initial=initial,
   )
-
-
-def _lazy_space(module: str, factory: str) -> Callable[..., Space]:
-  """A factory of `nas_jax.spaces.<module>`, imported when called: those modules build on this one."""
-
-  def make(**kwargs) -> Space:
-    return getattr(importlib.import_module(f"nas_jax.spaces.{module}"), factory)(**kwargs)
-
-  make.__name__ = make.__qualname__ = factory
-  return make
-
-
-# name -> factory(**config.space fields but name); conditional spaces register here too.
-SPACES: dict[str, Callable[..., Space]] = {
-  "layer_graph": layer_graph_space,
-  "nb201": _lazy_space("cells", "nb201_space"),
-  "nb101": _lazy_space("cells", "nb101_space"),
-  "autokeras": _lazy_space("morph_space", "morph_space"),
-  "conditional": _lazy_space("conditional", "conditional_space"),
-}

@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
+from nas_jax.arch.host_graph import HostGraph
 from nas_jax.arch.json_io import Limits
-from nas_jax.spaces.graph_edit import FLAT, Edit, HostGraph, append_layers, image_sizes, reachability
+from nas_jax.spaces.graph_edit import FLAT, Edit, append_layers, image_sizes, reachability
 
 __all__ = ["STRUCTURE_EDITS", "swap_targets", "DUP_MIN_NODES", "DUP_STOP_PROB", "WEDGE_STRIDE2_PROB"]
 

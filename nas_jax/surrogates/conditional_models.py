@@ -1,5 +1,5 @@
-"""The six regression models of the arc-kernel paper (arc_kernel.md 4) on one interface, and its
-Table 1 experiment: NMSE of every model on random train/test splits (arc_kernel.md 5).
+"""The six regression models of the arc-kernel paper (arc_kernel.md 4) on one interface (its
+Table 1 experiment is `nas_jax.experiments.conditional_experiment`).
 
 Inputs are plain arrays: u: [n, P] float in [0, 1], each parameter rescaled by its bounds (0
 where inactive by convention), and active: [n, P] bool. A point's pattern is its active row;
@@ -22,10 +22,10 @@ __all__ = [
   "MODELS",
   "POOR_MAN_FILL",
   "fit_predict",
-  "nmse",
-  "nmse_table",
+  "check_model_names",
+  "check_points",
+  "check_targets",
   "poor_man_embedding",
-  "split_indices",
   "arc_box",
   "poor_man_box",
 ]
@@ -136,13 +136,14 @@ _MODELS: dict[str, _Model] = {
 MODELS = tuple(_MODELS)
 
 
-def _check_names(names: Sequence[str], argument: str) -> None:
+def check_model_names(names: Sequence[str], argument: str) -> None:
+  """ValueError naming `argument` unless every name is one of MODELS."""
   unknown = [name for name in names if name not in _MODELS]
   if unknown:
     raise ValueError(f"{argument}: {unknown} are not models; expected names from {MODELS}")
 
 
-def _points(u_name: str, u, active_name: str, active, n_params: int | None = None) -> tuple:
+def check_points(u_name: str, u, active_name: str, active, n_params: int | None = None) -> tuple:
   """Checked (u [n, P] float64, active [n, P] bool). Raises ValueError naming the argument."""
   u, active = np.asarray(u, np.float64), np.asarray(active)
   if u.ndim != 2 or (n_params is not None and u.shape[1] != n_params):
@@ -157,7 +158,8 @@ def _points(u_name: str, u, active_name: str, active, n_params: int | None = Non
   return u, active
 
 
-def _targets(name: str, y, n: int) -> np.ndarray:
+def check_targets(name: str, y, n: int) -> np.ndarray:
+  """Checked y [n] float64, finite; ValueError naming the argument."""
   y = np.asarray(y, np.float64)
   if y.shape != (n,) or not np.all(np.isfinite(y)):
     raise ValueError(f"{name}: shape {y.shape} or non-finite entries; expected [{n}] finite")
@@ -194,105 +196,10 @@ def fit_predict(
   Raises:
     ValueError on an unknown name, shapes, u outside [0, 1] or non-finite targets.
   """
-  _check_names([name], "name")
-  train = _points("u_train", u_train, "active_train", active_train)
-  test = _points("u_test", u_test, "active_test", active_test, train[0].shape[1])
-  y_train = _targets("y_train", y_train, len(train[0]))
+  check_model_names([name], "name")
+  train = check_points("u_train", u_train, "active_train", active_train)
+  test = check_points("u_test", u_test, "active_test", active_test, train[0].shape[1])
+  y_train = check_targets("y_train", y_train, len(train[0]))
   if len(y_train) < 2:
     raise ValueError(f"y_train: {len(y_train)} training points; a model needs at least 2")
   return np.asarray(_MODELS[name](key, train, y_train, test, _FitOptions(n_starts, steps)))
-
-
-def nmse(y_true, y_pred) -> float:
-  """Mean squared error over the variance of y_true (ddof 0): [m], [m] -> float.
-
-  Predicting the mean of y_true everywhere scores exactly 1. Raises ValueError on shapes or
-  on y_true without variance.
-  """
-  y_true, y_pred = np.asarray(y_true, np.float64), np.asarray(y_pred, np.float64)
-  if y_true.ndim != 1 or y_pred.shape != y_true.shape:
-    raise ValueError(f"y_pred: shape {y_pred.shape}; expected y_true's shape, a 1-d [m]")
-  var = y_true.var()
-  if not var > 0:
-    raise ValueError(f"y_true: variance {var}; NMSE needs finite targets that vary")
-  return float(np.mean((y_true - y_pred) ** 2) / var)
-
-
-def _summary(scores: list[float]) -> tuple[float, float, list[float]]:
-  """(mean, standard error (0 for one value), scores) of per-split scores."""
-  n = len(scores)
-  stderr = float(np.std(scores, ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-  return float(np.mean(scores)), stderr, list(scores)
-
-
-def split_indices(
-  key: jax.Array, n: int, n_splits: int, n_train: int
-) -> list[tuple[np.ndarray, np.ndarray, jax.Array]]:
-  """The splits of `nmse_table`: per split s, a permutation from fold_in(key, s) cut into n_train
-  training and n - n_train test indices, and the split's fitting key. Other models (e.g. an
-  OTMANN GP on the same points) use it to be scored on the very same splits."""
-  out = []
-  for s in range(n_splits):
-    k_perm, k_fit = jax.random.split(jax.random.fold_in(key, s))
-    perm = np.asarray(jax.random.permutation(k_perm, n))
-    out.append((perm[:n_train], perm[n_train:], k_fit))
-  return out
-
-
-def nmse_table(
-  key: jax.Array,
-  u,
-  active,
-  y,
-  *,
-  n_splits: int = 5,
-  models: Sequence[str] = MODELS,
-  train_fraction: float = 0.5,
-  n_starts: int = 8,
-  steps: int = 200,
-) -> dict[str, tuple[float, float, list[float]]]:
-  """Table 1 of the paper: test NMSE of every model over random train/test splits.
-
-  Split s is a random permutation from fold_in(key, s); every model sees the same splits and
-  the same fit key, so a model's scores do not depend on which other models are listed.
-
-  Args:
-    key: PRNG key; u: [n, P] float in [0, 1]; active: [n, P] bool; y: [n] float.
-    n_splits: number of splits; models: names from MODELS.
-    train_fraction: share of the points in each training set (the paper: a random half).
-    n_starts, steps: the GP fits (fit_predict).
-
-  Returns:
-    {model: (mean NMSE, standard error, [n_splits] NMSE per split)}.
-
-  Raises:
-    ValueError on bad data, an unknown model, n_splits < 1, or a train_fraction that leaves
-    fewer than 2 training or 2 test points.
-  """
-  _check_names(models, "models")
-  u, active = _points("u", u, "active", active)
-  y = _targets("y", y, len(u))
-  if not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
-    raise ValueError(f"n_splits: {n_splits!r}; expected an int >= 1")
-  n_train = int(round(train_fraction * len(y)))
-  if not 2 <= n_train <= len(y) - 2:
-    raise ValueError(
-      f"train_fraction: {train_fraction} gives {n_train} of {len(y)} points for training;"
-      " training and test sets need at least 2 points each"
-    )
-  scores: dict[str, list[float]] = {name: [] for name in models}
-  for tr, te, k_fit in split_indices(key, len(y), n_splits, n_train):
-    for name in models:
-      pred = fit_predict(
-        name,
-        k_fit,
-        u[tr],
-        active[tr],
-        y[tr],
-        u[te],
-        active[te],
-        n_starts=n_starts,
-        steps=steps,
-      )
-      scores[name].append(nmse(y[te], pred))
-  return {name: _summary(values) for name, values in scores.items()}

@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from nas_jax.arch import conditional_point as cond_point
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.spaces import conditional as cond
 from nas_jax.tasks import train_task
 from nas_jax.tasks.datasets import TASKS, Dataset
 
@@ -77,27 +77,29 @@ class _Settings(NamedTuple):
   l2: np.ndarray  # [B, L] float32
 
 
-def _layout(spec: cond.ConditionalSpec) -> tuple[int, int]:
+def _layout(spec: cond_point.ConditionalSpec) -> tuple[int, int]:
   """(width, micro-batch) of `spec`, which must be a `conditional_spec` (its layout is read here)."""
-  if not isinstance(spec, cond.ConditionalSpec):
+  if not isinstance(spec, cond_point.ConditionalSpec):
     raise TypeError(f"spec: {type(spec).__name__} given; expected a ConditionalSpec")
-  ref = cond.conditional_spec(spec.max_depth)
+  ref = cond_point.conditional_spec(spec.max_depth)
   if spec.names != ref.names or not all(np.array_equal(a, b) for a, b in zip(spec[1:5], ref[1:5])):
     raise ValueError(
       f"spec: differs from conditional_spec(max_depth={spec.max_depth}); the trainer reads"
       " parameters by that layout and those bounds"
     )
-  units = len(cond.SHARED) + cond.LAYER_FIELDS.index("log2_units")
-  return 2 ** int(spec.upper[units]), 2 ** int(spec.lower[cond.SHARED.index("log2_batch")])
+  units = len(cond_point.SHARED) + cond_point.LAYER_FIELDS.index("log2_units")
+  return 2 ** int(spec.upper[units]), 2 ** int(spec.lower[cond_point.SHARED.index("log2_batch")])
 
 
-def _settings(points: cond.ConditionalPoint, spec: cond.ConditionalSpec, n_train: int, d_in: int) -> _Settings:
+def _settings(
+  points: cond_point.ConditionalPoint, spec: cond_point.ConditionalSpec, n_train: int, d_in: int
+) -> _Settings:
   """The settings of a batch of points (values [B, P]) on `n_train` examples of `d_in` features."""
   width, micro = _layout(spec)
   v = np.asarray(points.values, np.float64)
-  layers = v[:, len(cond.SHARED) :].reshape(len(v), spec.max_depth, len(cond.LAYER_FIELDS))
-  field = lambda name: layers[..., cond.LAYER_FIELDS.index(name)]
-  shared = lambda name: v[:, cond.SHARED.index(name)]
+  layers = v[:, len(cond_point.SHARED) :].reshape(len(v), spec.max_depth, len(cond_point.LAYER_FIELDS))
+  field = lambda name: layers[..., cond_point.LAYER_FIELDS.index(name)]
+  shared = lambda name: v[:, cond_point.SHARED.index(name)]
   depth = shared("depth").astype(np.int64)
   layer_on = np.arange(1, spec.max_depth + 1) <= depth[:, None]
   units = (2 ** field("log2_units")).astype(np.int64)
@@ -142,9 +144,9 @@ def _activate(z: jax.Array, index: jax.Array) -> jax.Array:
   """ACTIVATIONS[index](z); the branches are element-wise, so computing all four is cheap."""
   branches = {"relu": jax.nn.relu, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid, "elu": jax.nn.elu}
   return jnp.select(
-    [index == i for i in range(len(cond.ACTIVATIONS) - 1)],
-    [branches[a](z) for a in cond.ACTIVATIONS[:-1]],
-    branches[cond.ACTIVATIONS[-1]](z),
+    [index == i for i in range(len(cond_point.ACTIVATIONS) - 1)],
+    [branches[a](z) for a in cond_point.ACTIVATIONS[:-1]],
+    branches[cond_point.ACTIVATIONS[-1]](z),
   )
 
 
@@ -220,7 +222,7 @@ def _epoch_chunk(s: _Settings, state, keys, epoch, data, classification: bool, m
 
 
 def _check_args(points, spec, dataset, epochs, key, chunk) -> None:
-  cond.check_point(points, spec)
+  cond_point.check_point(points, spec)
   if np.ndim(points.values) != 2:
     raise ValueError(f"points: values {np.shape(points.values)}; expected a batch [B, P] (see stack_points)")
   if not isinstance(dataset, Dataset):
@@ -230,7 +232,7 @@ def _check_args(points, spec, dataset, epochs, key, chunk) -> None:
       f"dataset: {dataset.name!r} is a {dataset.task} task with inputs {dataset.x_train.shape};"
       " expected classification or regression on flat features [n, D] (digits: kind='mlp')"
     )
-  most = 2 ** int(spec.upper[cond.SHARED.index("log2_batch")])
+  most = 2 ** int(spec.upper[cond_point.SHARED.index("log2_batch")])
   if dataset.x_train.shape[0] < most:
     raise ValueError(
       f"dataset: {dataset.name!r} has {dataset.x_train.shape[0]} training examples; the largest"
@@ -244,10 +246,10 @@ def _check_args(points, spec, dataset, epochs, key, chunk) -> None:
     raise ValueError(f"key: {key!r}; expected one jax.random key (typed, or raw uint32 [2])")
 
 
-def _point_keys(points: cond.ConditionalPoint, spec: cond.ConditionalSpec, key) -> jax.Array:
+def _point_keys(points: cond_point.ConditionalPoint, spec: cond_point.ConditionalSpec, key) -> jax.Array:
   """[B, 3] keys (init, shuffle, dropout) per point, from `key` and the point's canonical key."""
   rows = [jax.tree.map(lambda a, b=b: a[b], points) for b in range(len(points.values))]
-  digests = jnp.array([cond.key_digest(p, spec) for p in rows], jnp.uint32)
+  digests = jnp.array([cond_point.key_digest(p, spec) for p in rows], jnp.uint32)
   return jax.vmap(lambda d: jax.random.split(jax.random.fold_in(key, d), 3))(digests)
 
 
@@ -261,8 +263,8 @@ def _best(val: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train_points(
-  points: cond.ConditionalPoint,
-  spec: cond.ConditionalSpec,
+  points: cond_point.ConditionalPoint,
+  spec: cond_point.ConditionalSpec,
   dataset: Dataset,
   *,
   epochs: int,
@@ -312,19 +314,19 @@ def train_points(
 
 
 def evaluate_point(
-  point: cond.ConditionalPoint, spec: cond.ConditionalSpec, dataset: Dataset, *, epochs: int, key: jax.Array
+  point: cond_point.ConditionalPoint, spec: cond_point.ConditionalSpec, dataset: Dataset, *, epochs: int, key: jax.Array
 ) -> PointResults:
   """`train_points` of one point (values [P]); the results have B = 1."""
-  cond.check_point(point, spec)
+  cond_point.check_point(point, spec)
   if np.ndim(point.values) != 1:
     raise ValueError(f"point: values {np.shape(point.values)}; expected one point [P]")
-  return train_points(cond.stack_points([point]), spec, dataset, epochs=epochs, key=key, chunk=1)
+  return train_points(cond_point.stack_points([point]), spec, dataset, epochs=epochs, key=key, chunk=1)
 
 
 def _evaluate(dataset: str, epochs: int, data_seed: int, max_depth: int, point_json: dict, seed: int) -> TaskResult:
   """Task.evaluate of `conditional_task` (top level, so it pickles)."""
-  spec = cond.conditional_spec(max_depth)
-  point = cond.point_from_json(point_json, spec)
+  spec = cond_point.conditional_spec(max_depth)
+  point = cond_point.point_from_json(point_json, spec)
   data = train_task.load_dataset(dataset, "mlp", data_seed, "", "regression")
   r = evaluate_point(point, spec, data, epochs=epochs, key=jax.random.key(seed))
   return TaskResult(
@@ -347,7 +349,7 @@ def conditional_task(dataset: str, *, epochs: int, data_seed: int = 0, max_depth
     data_seed: seed of the train/validation/test split.
     max_depth: the space's largest depth.
   """
-  cond.conditional_spec(max_depth)  # fails here on a bad max_depth, not per trial
+  cond_point.conditional_spec(max_depth)  # fails here on a bad max_depth, not per trial
   if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
     raise ValueError(f"epochs: {epochs!r}; expected an integer >= 1")
   data = train_task.load_dataset(dataset, "mlp", data_seed, "", "regression")

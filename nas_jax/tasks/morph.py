@@ -1,5 +1,5 @@
 """Network morphism on Flax variables (autokeras.md 2.3): the weights that make each of the four
-ops of `nas_jax.spaces.morphism` keep the network's function.
+ops of `nas_jax.arch.morphism` keep the network's function.
 
 `morph(arch, variables, op, key)` returns the child architecture (`morphism.apply_op`) and the
 child's variables, laid out as `models.build_model(child).init` lays them out: one entry per
@@ -33,11 +33,9 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import jax
 import numpy as np
 
-from nas_jax.arch import graph
+from nas_jax.arch import graph, main_chain, morphism
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
-from nas_jax.spaces import morphism
 
 __all__ = ["BN_EPSILON", "morph", "replay_morphs", "variable_shapes"]
 

@@ -16,10 +16,10 @@ import os
 
 import jax
 
+from nas_jax.arch import morphism
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.spaces import morphism
-from nas_jax.spaces.morph_space import weights_id
 from nas_jax.tasks import morph as morph_lib
 from nas_jax.tasks import training, weights
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
@@ -90,7 +90,7 @@ def morph_train_task(
   dataset: str, train_config: training.TrainConfig, weights_dir: str, *, data_seed: int = 0, noise: bool = True
 ) -> Task:
   """A Task that trains autokeras networks on a classification dataset, warm-started from their
-  parent when their JSON names one (`morph_space.MorphPoint`), and stores every trained network.
+  parent when their JSON names one (`arch.morph_point.MorphPoint`), and stores every trained network.
 
   value = the best validation accuracy, test_value = its test accuracy, goal "max"; info adds
   "weights" (the stored id) and "warm_start". The optimizer state is always fresh (spec 7.4);

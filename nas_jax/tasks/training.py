@@ -1,7 +1,7 @@
 """Trains one architecture on a dataset and scores it by its best validation error (spec 10.3).
 
-An epoch is one jitted `lax.scan` over shuffled minibatches; evaluation is one jitted scan over
-padded batches. Both are compiled ahead of time, so compile time is measured apart from training.
+The epoch and evaluation passes (`train_steps`) are compiled ahead of time, so compile time is
+measured apart from training.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ import optax
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import early_stopping, models
+from nas_jax.tasks import early_stopping, models, train_steps, warm_start
 from nas_jax.tasks.datasets import TASKS, Dataset
 
 __all__ = [
   "TrainConfig",
-  "TrainState",
   "EvalResult",
   "OPTIMIZERS",
   "SCHEDULES",
@@ -69,15 +68,6 @@ class TrainConfig(NamedTuple):
   eval_batch_size: int = 256
   patience: int = 0
   min_delta: float = 1e-4
-
-
-class TrainState(NamedTuple):
-  """Everything that changes during training. params, batch_stats: Flax variable trees
-  (batch_stats is empty for MLPs); opt_state: the optax state."""
-
-  params: Any
-  batch_stats: Any
-  opt_state: Any
 
 
 class EvalResult(NamedTuple):
@@ -189,47 +179,6 @@ def make_optimizer(config: TrainConfig, total_steps: int) -> optax.GradientTrans
   return optax.chain(*parts, OPTIMIZERS[config.optimizer](lr))
 
 
-def _initial_state(tx: optax.GradientTransformation, variables: dict[str, Any]) -> TrainState:
-  """The TrainState of freshly initialised Flax variables."""
-  return TrainState(variables["params"], variables.get("batch_stats", {}), tx.init(variables["params"]))
-
-
-def _path_name(path: tuple[Any, ...]) -> str:
-  """A jax key path as "params/3_relu/kernel"."""
-  return "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
-
-
-def _match_variables(given: Any, expected: Any) -> Any:
-  """The leaves of `given`, unchanged, in the tree structure of `expected`.
-
-  Args:
-    given: Flax variables {"params": ..., "batch_stats": ...} with numpy or jax leaves (an empty
-      or absent "batch_stats" for MLPs).
-    expected: the model's variables as ShapeDtypeStructs (`jax.eval_shape` of its init).
-
-  Raises:
-    TypeError: `given` is not a mapping.
-    ValueError: a leaf is missing or extra, or its shape differs; names the first such path.
-  """
-  if not isinstance(given, Mapping):
-    raise TypeError(f"init_variables: got {type(given).__name__}; expected a dict {{'params': ..., ...}}")
-  leaves, treedef = jax.tree_util.tree_flatten_with_path(expected)
-  want = {_path_name(path): leaf.shape for path, leaf in leaves}
-  got = {_path_name(path): leaf for path, leaf in jax.tree_util.tree_flatten_with_path(given)[0]}
-  missing, extra = [p for p in want if p not in got], [p for p in got if p not in want]
-  if missing:
-    raise ValueError(
-      f"init_variables: {missing[0]} is missing ({len(missing)} of the model's {len(want)} leaves"
-      " are); the variables must come from this architecture"
-    )
-  if extra:
-    raise ValueError(f"init_variables: {extra[0]} is not a variable of the model ({len(extra)} extra leaves)")
-  for path, shape in want.items():
-    if np.shape(got[path]) != shape:
-      raise ValueError(f"init_variables: {path} has shape {np.shape(got[path])}; the model expects {shape}")
-  return jax.tree.unflatten(treedef, [got[path] for path in want])
-
-
 def _release_freed_memory() -> None:
   """Hands memory that glibc keeps after frees back to the OS (a no-op elsewhere). XLA frees
   ~250 MB after compiling a pool CNN; without this, C10's peak RSS on digits was 950 MiB, not 833."""
@@ -237,86 +186,11 @@ def _release_freed_memory() -> None:
     _MALLOC_TRIM(0)
 
 
-def _losses(out: jax.Array, y: jax.Array, classification: bool) -> tuple[jax.Array, jax.Array]:
-  """Per-example loss and error. out: [B, K] log-probs or [B] predictions; y: [B]."""
-  if classification:
-    loss = -jnp.take_along_axis(out, y[:, None].astype(jnp.int32), axis=1)[:, 0]
-    # argmax of NaN logits is a class like any other: keep divergence visible in the error.
-    return loss, jnp.where(jnp.isnan(loss), jnp.nan, (out.argmax(-1) != y).astype(jnp.float32))
-  sq = jnp.square(out - y.astype(jnp.float32))
-  return sq, sq
-
-
-def _train_epoch(model, tx, classification, steps, batch_size, state: TrainState, x, y, perm):
-  """One pass over the training split in the order `perm`, as a scan over minibatches; the
-  remainder after `steps` full batches is dropped.
-
-  Args:
-    state: the TrainState.
-    x: [n, ...] training inputs; y: [n] targets.
-    perm: [n] int, this epoch's permutation of the examples. It is drawn outside: a threefry
-      draw inside would add about a second of compilation for every architecture.
-
-  Returns:
-    (new state, [] mean training loss).
-  """
-  batches = perm[: steps * batch_size].reshape(steps, batch_size)
-
-  def step(state, idx):
-    def loss_fn(params):
-      out, updates = model.apply(
-        {"params": params, "batch_stats": state.batch_stats}, x[idx], train=True, mutable=["batch_stats"]
-      )
-      return _losses(out, y[idx], classification)[0].mean(), updates.get("batch_stats", state.batch_stats)
-
-    (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-    updates, opt_state = tx.update(grads, state.opt_state, state.params)
-    # An x64 schedule must not promote the float32 parameters (the scan carry keeps its dtype).
-    updates = jax.tree.map(lambda u, p: u.astype(p.dtype), updates, state.params)
-    return TrainState(optax.apply_updates(state.params, updates), batch_stats, opt_state), loss
-
-  state, losses = jax.lax.scan(step, state, batches)
-  return state, losses.mean()
-
-
-def _eval_sums(model, classification, state: TrainState, x, y, valid):
-  """Per-batch summed loss and error. x: [nb, b, ...]; y, valid: [nb, b]. Returns two [nb]."""
-
-  def body(_, batch):
-    xb, yb, vb = batch
-    out = model.apply({"params": state.params, "batch_stats": state.batch_stats}, xb, train=False)
-    loss, err = _losses(out, yb, classification)
-    return None, (jnp.sum(loss * vb), jnp.sum(err * vb))
-
-  return jax.lax.scan(body, None, (x, y, valid))[1]
-
-
 def _best_epoch(val_errors: list[float]) -> int:
   """1-based epoch of the smallest validation error, the earliest on ties; NaN epochs never win;
   0 when every epoch is NaN."""
   finite = [(e, k) for k, e in enumerate(val_errors, start=1) if not math.isnan(e)]
   return min(finite)[1] if finite else 0
-
-
-def _padded_batches(splits: list[tuple[np.ndarray, np.ndarray]], batch: int):
-  """Batches each (x [n, ...], y [n]) split apart, zero-padded, and concatenates the batches.
-
-  Returns:
-    x [nb, batch, ...], y [nb, batch], valid [nb, batch] float32, and the [len(splits) + 1]
-    batch offsets of the splits.
-  """
-  xs, ys, vs, offsets = [], [], [], [0]
-  for x, y in splits:
-    nb = -(-x.shape[0] // batch)
-    pad = nb * batch - x.shape[0]
-    fill = lambda a, nb=nb, pad=pad: np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)]).reshape(
-      nb, batch, *a.shape[1:]
-    )
-    xs.append(fill(x))
-    ys.append(fill(y))
-    vs.append(fill(np.ones(x.shape[0], np.float32)))
-    offsets.append(offsets[-1] + nb)
-  return np.concatenate(xs), np.concatenate(ys), np.concatenate(vs), offsets
 
 
 def evaluate(
@@ -377,28 +251,28 @@ def _train(
   x_train, y_train = jnp.asarray(dataset.x_train), jnp.asarray(dataset.y_train)
   n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
   batch = min(train_config.eval_batch_size, max(n_val, n_test))
-  x_eval, y_eval, valid, (_, n_val_batches, _) = _padded_batches(
+  x_eval, y_eval, valid, (_, n_val_batches, _) = train_steps.padded_batches(
     [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch
   )
 
   t0 = time.perf_counter()
   x_one = x_train[:1]
   shapes = jax.eval_shape(functools.partial(model.init, train=False), init_key, x_one)
-  warm = None if init_variables is None else _match_variables(init_variables, shapes)
+  warm = None if init_variables is None else warm_start.match_variables(init_variables, shapes)
   # Compiled from shapes before any parameter exists, so that XLA's compile-time memory is reused
   # for the parameters and optimizer moments instead of adding to them (peak RSS).
-  abstract = jax.eval_shape(functools.partial(_initial_state, tx), shapes)
-  epoch_fn = functools.partial(_train_epoch, model, tx, classification, steps, train_config.batch_size)
+  abstract = jax.eval_shape(functools.partial(train_steps.initial_state, tx), shapes)
+  epoch_fn = functools.partial(train_steps.train_epoch, model, tx, classification, steps, train_config.batch_size)
   perm = lambda epoch: jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), x_train.shape[0])
   # Donating the state lets XLA update parameters and optimizer moments in place.
   run_epoch = jax.jit(epoch_fn, donate_argnums=0).lower(abstract, x_train, y_train, perm(0)).compile()
-  eval_fn = functools.partial(_eval_sums, model, classification)
+  eval_fn = functools.partial(train_steps.eval_sums, model, classification)
   run_eval = jax.jit(eval_fn).lower(abstract, x_eval, y_eval, valid).compile()
   _release_freed_memory()
   if warm is None:
-    state = _initial_state(tx, models.init_variables(model, init_key, x_one))
+    state = train_steps.initial_state(tx, models.init_variables(model, init_key, x_one))
   else:  # jnp.array copies: the donated state must not alias the caller's arrays
-    state = _initial_state(tx, jax.tree.map(lambda a: jnp.array(a, jnp.float32), warm))
+    state = train_steps.initial_state(tx, jax.tree.map(lambda a: jnp.array(a, jnp.float32), warm))
   compile_seconds = time.perf_counter() - t0
 
   train_s = eval_s = 0.0

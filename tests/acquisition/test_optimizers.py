@@ -8,7 +8,8 @@ import pytest
 
 from nas_jax.acquisition import optimizers as O
 from nas_jax.acquisition.acq_optimiser import Context
-from nas_jax.spaces.cells import NB201_OPS, nb201_space
+from nas_jax.arch.cell import NB201_OPS
+from nas_jax.spaces.cells import nb201_space
 
 NB201 = nb201_space()
 CONV3 = NB201_OPS.index("nor_conv_3x3")

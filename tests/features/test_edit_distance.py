@@ -11,6 +11,7 @@ import pytest
 
 import nas_jax
 from nas_jax.features import edit_distance as ed
+from nas_jax.features import edit_terms
 
 SIZES = (8, 4, 4)  # fixed capacities, so hypothesis examples share compiled code
 
@@ -154,7 +155,7 @@ def test_vmapped_dp_equals_reference_on_random_padded_lists():
   widths = rng.choice([1, 3, 16, 64, 100, 128, 512], size=(2, n, cap))
   masks = np.arange(cap) < lengths[..., None]
   padded = np.where(masks, widths, 1)
-  got = jax.jit(jax.vmap(ed.layer_edit_distance))(padded[0], masks[0], padded[1], masks[1])
+  got = jax.jit(jax.vmap(edit_terms.layer_edit_distance))(padded[0], masks[0], padded[1], masks[1])
   real = lambda k, p: list(widths[k, p, : lengths[k, p]])
   want = [ref_layers(real(0, p), real(1, p)) for p in range(n)]
   np.testing.assert_allclose(got, want, atol=1e-12)
@@ -227,10 +228,10 @@ def test_skip_order_and_padding_change_nothing(a, b, rnd):
   st.lists(st.tuples(widths, widths), min_size=8, max_size=8), st.lists(st.tuples(skip, skip), min_size=8, max_size=8)
 )
 def test_elementary_distances_are_in_range(width_pairs, skip_pairs):
-  d_l = np.asarray(ed.width_distance(*np.array(width_pairs).T))
+  d_l = np.asarray(edit_terms.width_distance(*np.array(width_pairs).T))
   assert np.all((d_l >= 0) & (d_l < 1))
   codes = np.array([[(u, v, ed.SKIP_TYPES.index(t)) for u, v, t in p] for p in skip_pairs])
-  d_s = np.asarray(ed.skip_distance(codes[:, 0], codes[:, 1]))
+  d_s = np.asarray(edit_terms.skip_distance(codes[:, 0], codes[:, 1]))
   np.testing.assert_allclose(d_s, [ref_skip(s, t) for s, t in skip_pairs], atol=1e-12)
   assert np.all((d_s >= 0) & (d_s <= 1))
 

@@ -5,11 +5,12 @@ import jax
 import numpy as np
 import pytest
 
+from nas_jax.arch.conditional_point import stack_points, to_unit
 from nas_jax.features import encodings
 from nas_jax.features import featurizers as F
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.spaces.cells import nb201_space
-from nas_jax.spaces.conditional import conditional_space, stack_points, to_unit
+from nas_jax.spaces.conditional import conditional_space
 from nas_jax.spaces.space import layer_graph_space
 
 MLP = layer_graph_space("mlp", max_layers=12)

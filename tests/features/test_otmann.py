@@ -10,7 +10,8 @@ import pytest
 
 import nas_jax
 from nas_jax.arch import graph
-from nas_jax.features import otmann, otmann_costs as oc
+from nas_jax.features import otmann, otmann_solvers
+from nas_jax.features import otmann_costs as oc
 from nas_jax.spaces import pools, random_arch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "arch"))
@@ -225,7 +226,7 @@ def test_extend_distances_equals_a_full_recomputation():
     (dict(nu_str=["a"]), ValueError, r"nu_str: \['a'\]; expected a number >= 0"),
     (dict(chunk_size=0), ValueError, "chunk_size: 0; expected a positive integer"),
     (dict(params="paper2"), ValueError, "params: 'paper2' is unknown"),
-    (dict(sinkhorn=otmann.SinkhornConfig(cap=2.0)), ValueError, "need epsilon > 0"),
+    (dict(sinkhorn=otmann_solvers.SinkhornConfig(cap=2.0)), ValueError, "need epsilon > 0"),
     (dict(archs_b=pools.initial_pool("mlp")[:1]), ValueError, "archs_b: kind 'mlp' differs from archs_a's 'cnn'"),
   ],
 )

@@ -11,26 +11,29 @@ import itertools
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import nas_jax
 from nas_jax import cell_layer_graph
+from nas_jax.arch import cell as cell_lib
 from nas_jax.arch import graph, labels
-from nas_jax.features import otmann, otmann_costs as oc
+from nas_jax.features import otmann
+from nas_jax.features import otmann_costs as oc
 from nas_jax.spaces import cells as C
 
 NU = otmann.KERNEL_NU_STR
 
 
 def _nb201(*ops):
-  return cell_layer_graph(C.nb201_cell(ops))
+  return cell_layer_graph(cell_lib.nb201_cell(ops))
 
 
 def _nb101(edges, ops):
   a = np.zeros((7, 7), int)
   for i, j in edges:
     a[i, j] = 1
-  return C.nb101_cell(a, ops)
+  return cell_lib.nb101_cell(a, ops)
 
 
 def _d(archs, b=None, nu_str=NU, **kwargs):
@@ -67,7 +70,7 @@ def test_nb201_layers_sum_their_inputs():
   assert np.argwhere(SUMMED.adjacency).tolist() == [[0, 1], [0, 2], [1, 2], [2, 3]]
   np.testing.assert_allclose(graph.layer_masses(SUMMED), [100, 256, 256, 100])
   np.testing.assert_allclose(
-    graph.layer_masses(cell_layer_graph(C.nb201_cell([0, 0, 0, 3, 0, 0]), channels=32)), [102.4, 1024, 102.4]
+    graph.layer_masses(cell_layer_graph(cell_lib.nb201_cell([0, 0, 0, 3, 0, 0]), channels=32)), [102.4, 1024, 102.4]
   )  # 32 * 32; zeta P = 102.4
 
 
@@ -124,7 +127,7 @@ def test_cell_label_costs():
 def nb201_classes():
   classes = {}
   for ops in itertools.product(range(5), repeat=6):
-    classes.setdefault(C.nb201_iso_key(C.nb201_cell(ops)), []).append(ops)
+    classes.setdefault(cell_lib.nb201_iso_key(cell_lib.nb201_cell(ops)), []).append(ops)
   return classes
 
 
@@ -133,11 +136,15 @@ def test_nb201_isomorphic_cells_are_at_distance_zero(nb201_classes):
   first class is the 75-member example of the spec; the second holds (3,0,1,0,1,1), one conv3
   read by two paths, and (0,3,0,3,0,1), two conv3s on the input, whose per-edge graphs differ:
   both convert as the member with more layers, two parallel convs."""
-  keys = ["#+(0)@nor_conv_3x3+0", C.nb201_iso_key(C.nb201_cell([3, 0, 1, 0, 1, 1])), "#+#+(0)@avg_pool_3x3"]
+  keys = [
+    "#+(0)@nor_conv_3x3+0",
+    cell_lib.nb201_iso_key(cell_lib.nb201_cell([3, 0, 1, 0, 1, 1])),
+    "#+#+(0)@avg_pool_3x3",
+  ]
   assert (0, 3, 0, 3, 0, 1) in nb201_classes[keys[1]]
   assert _names(_nb201(3, 0, 1, 0, 1, 1)) == ["input", "nor_conv_3x3", "nor_conv_3x3", "output"]
   members = [nb201_classes[k][:: max(1, len(nb201_classes[k]) // 6)][:6] for k in keys]
-  archs = [cell_layer_graph(C.nb201_cell(ops)) for group in members for ops in group]
+  archs = [cell_layer_graph(cell_lib.nb201_cell(ops)) for group in members for ops in group]
   cls = np.repeat(np.arange(len(keys)), [len(g) for g in members])
   for solver in ("exact", "sinkhorn"):
     d_bar = otmann.otmann_distances(archs, nu_str=NU, solver=solver).d_bar
@@ -171,7 +178,7 @@ def test_nb101_cells_equal_after_pruning_are_at_distance_zero():
 def _random_cells(seed, n):
   """n random NB201 and n random NB101 cells as layer graphs (two lists)."""
   rng = np.random.default_rng(seed)
-  nb201 = [C.nb201_cell(rng.integers(0, 5, 6)) for _ in range(n)]
+  nb201 = [cell_lib.nb201_cell(rng.integers(0, 5, 6)) for _ in range(n)]
   nb101 = C.nb101_space().sample(jax.random.PRNGKey(seed), n)
   return [cell_layer_graph(c) for c in nb201], [cell_layer_graph(c) for c in nb101]
 
@@ -208,7 +215,7 @@ def test_sinkhorn_agrees_with_exact():
 
 
 def test_bad_arguments_raise_one_clear_error():
-  cell = C.nb201_cell([3] * 6)
+  cell = cell_lib.nb201_cell([3] * 6)
   with pytest.raises(ValueError, match="cell: got a Architecture"):
     cell_layer_graph(CONV3)
   with pytest.raises(ValueError, match=r"cell: a batch of cells \(ops shape \(2, 6\)\)"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nas_jax
-from nas_jax.features import otmann
+from nas_jax.features import otmann, otmann_solvers
 from nas_jax.spaces import pools, random_arch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "arch"))
@@ -66,7 +66,7 @@ def test_an_iteration_cap_still_returns_a_feasible_upper_bound():
   archs = pools.initial_pool("mlp")[:4]
   exact = otmann.otmann_distances(archs, nu_str=NU)
   capped = otmann.otmann_distances(
-    archs, solver="sinkhorn", nu_str=NU, sinkhorn=otmann.SinkhornConfig(max_iterations=10, epsilon=0.05)
+    archs, solver="sinkhorn", nu_str=NU, sinkhorn=otmann_solvers.SinkhornConfig(max_iterations=10, epsilon=0.05)
   )
   assert np.all(capped.d >= exact.d - 1e-9) and np.all(capped.d_bar <= 1.0)
   assert np.any(capped.d > exact.d * (1 + 1e-3))  # the cap is binding, so the bound is loose

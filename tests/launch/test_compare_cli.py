@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from nas_jax.search import compare
+from nas_jax.experiments import compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -53,4 +53,4 @@ def test_table_has_both_regrets_per_dataset_and_method(tmp_path):
 )
 def test_bad_flags_are_one_line(tmp_path, flags, message):
   p = _run(f"--out={tmp_path}", *flags, timeout=120)
-  assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith(f"nb201_table: {message}")
+  assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith(f"nb201_table.py: error: {message}")

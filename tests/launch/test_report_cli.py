@@ -5,7 +5,8 @@ import os
 import subprocess
 import sys
 
-from nas_jax.search import compare, config as config_lib
+from nas_jax.wiring import config as config_lib
+from nas_jax.wiring import config_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -17,7 +18,7 @@ def _run(*args):
 
 
 def test_cli_writes_the_report_of_a_workdir(tmp_path):
-  c = compare.load_config(os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke")
+  c = config_files.load_config(os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke")
   c.workdir = str(tmp_path / "run")
   config_lib.search_from_config(c, progress=False)
   p = _run(f"--workdir={c.workdir}", "--top_k=2")
@@ -30,4 +31,4 @@ def test_cli_writes_the_report_of_a_workdir(tmp_path):
 def test_cli_names_a_workdir_without_a_journal(tmp_path):
   p = _run(f"--workdir={tmp_path}")
   assert p.returncode != 0 and "Traceback" not in p.stderr
-  assert f"report.py: workdir: '{tmp_path}' has no journal.jsonl" in p.stderr
+  assert f"report.py: error: workdir: '{tmp_path}' has no journal.jsonl" in p.stderr

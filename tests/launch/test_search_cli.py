@@ -12,6 +12,7 @@ import pytest
 
 from nas_jax.search import journal, loop
 from nas_jax.spaces.space import layer_graph_space
+from nas_jax.wiring import config as config_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -37,7 +38,7 @@ def test_smoke_run_writes_journal_summary_and_plot(tmp_path):
   done = journal.replay(tmp_path / "run" / loop.JOURNAL)
   assert summary["n_evaluated"] == len(done) == 4
   assert f"best value {summary['best_value']}" in p.stdout
-  assert (tmp_path / "run" / loop.PROGRESS).exists()
+  assert (tmp_path / "run" / config_lib.PROGRESS).exists()
 
 
 @pytest.mark.slow

@@ -1,13 +1,14 @@
 """launch/train.py end to end: the MLP pool on diabetes (fast), the `:smoke` CNN run on digits
 (slow), a named error for bad pool indices, and the config file's variants."""
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from nas_jax.wiring.config_files import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "configs", "train_pool.py")
@@ -24,10 +25,7 @@ def _train(*flags):
 
 
 def _get_config(arg=""):
-  spec = importlib.util.spec_from_file_location("train_pool", CONFIG)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module.get_config(arg)
+  return load_config(f"{CONFIG}:{arg}" if arg else CONFIG)
 
 
 def test_mlp_pool_member_on_diabetes_prints_a_row_and_writes_json(tmp_path):

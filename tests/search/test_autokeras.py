@@ -12,23 +12,26 @@ import jax
 import numpy as np
 import pytest
 
+from nas_jax.arch import morphism
+from nas_jax.arch.morph_point import MorphPoint, weights_id
 from nas_jax.features import bourgain
 from nas_jax.features import edit_distance as ed
-from nas_jax.search import compare, config as config_lib, journal, loop
+from nas_jax.features.featurizers import make_featurizer
+from nas_jax.search import journal, loop
 from nas_jax.search.state import Observation, Status
 from nas_jax.search.strategies import presets as ak
-from nas_jax.features.featurizers import make_featurizer
+from nas_jax.spaces.morph_space import morph_space
 from nas_jax.surrogates import point_model
-from nas_jax.spaces import morphism
-from nas_jax.spaces.morph_space import MorphPoint, morph_space, weights_id
 from nas_jax.tasks import morph_task
+from nas_jax.wiring import config as config_lib
+from nas_jax.wiring import config_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPACE = morph_space(width=8)
 
 
 def smoke_config(workdir, budget=4):
-  c = compare.load_config(os.path.join(ROOT, "configs", "autokeras_cnn_digits.py:smoke"))
+  c = config_files.load_config(os.path.join(ROOT, "configs", "autokeras_cnn_digits.py:smoke"))
   c.workdir, c.budget = str(workdir), budget
   return c
 

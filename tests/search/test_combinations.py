@@ -9,8 +9,8 @@ import pytest
 
 from nas_jax.acquisition.functions import ACQUISITIONS
 from nas_jax.acquisition.optimizers import optimisers_for
-from nas_jax.search import combinations as combos
-from nas_jax.search.combinations import Combination as C
+from nas_jax.experiments import combinations as combos
+from nas_jax.experiments.combinations import Combination as C
 from nas_jax.search.strategies.bo import bo
 from nas_jax.tasks import synthetic
 

@@ -8,8 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from nas_jax.search import compare, journal, loop
+from nas_jax.experiments import compare
+from nas_jax.search import journal, loop
 from nas_jax.search.state import Observation, Status
+from nas_jax.wiring import config_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RANDOM = os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke"
@@ -55,6 +57,20 @@ def test_run_seconds_and_best_at_seconds_by_hand():
   assert np.isnan(compare.run_seconds(obs([1.0], [None]), 2)).all()  # journals without finished_at
 
 
+def test_seconds_curves_reach_the_longest_run_and_never_fall():
+  results = {
+    "goal": "max",
+    "runs": {"fast": [[1.0, 2.0]], "slow": [[0.0, 5.0, 9.0], [-4.0, -4.0, -4.0]]},
+    "seconds": {"fast": [[1.0, 2.0]], "slow": [[3.0, 50.0, 100.0], [25.0, 30.0, 40.0]]},
+  }
+  grid, at = compare.seconds_curves(results, points=11)
+  np.testing.assert_allclose(grid, np.linspace(0, 100, 11))
+  np.testing.assert_array_equal(at["fast"][0, 1:], 2.0)  # carried forward to the slow runs' end
+  mean = np.nanmean(at["slow"], axis=0)
+  assert np.isnan(at["slow"][:, :3]).all()  # until both seeds have a value: seed 0 alone would fall
+  np.testing.assert_array_equal(mean[3:], [-2.0, -2.0, 0.5, 0.5, 0.5, 0.5, 0.5, 2.5])
+
+
 def test_run_name():
   assert compare.run_name("configs/ea_synthetic.py:smoke") == "ea_synthetic-smoke"
   assert compare.run_name("a/b/random_cnn_digits.py") == "random_cnn_digits"
@@ -87,7 +103,7 @@ def test_compare_writes_results_table_and_curves_and_resumes(tmp_path):
 
 
 def test_overrides_reach_every_config_and_the_results(tmp_path):
-  assert compare.parse_overrides(["task.function=f0", "num_workers=2", "task.delay_s=0.0"]) == {
+  assert config_files.parse_overrides(["task.function=f0", "num_workers=2", "task.delay_s=0.0"]) == {
     "task.function": "f0",
     "num_workers": 2,
     "task.delay_s": 0.0,
@@ -99,7 +115,7 @@ def test_overrides_reach_every_config_and_the_results(tmp_path):
   with pytest.raises(ValueError, match=r"'task\.epochs' is not a field of .*random_synthetic"):
     compare.compare([RANDOM], [0], 3, str(tmp_path / "bad"), overrides={"task.epochs": 3})
   with pytest.raises(ValueError, match=r"expected dotted\.field=value"):
-    compare.parse_overrides(["epochs"])
+    config_files.parse_overrides(["epochs"])
 
 
 def test_compare_refuses_different_tasks_and_bad_arguments(tmp_path):

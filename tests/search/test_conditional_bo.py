@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from nas_jax.acquisition.continuous import maximize_continuous, n_evaluations
-from nas_jax.search import compare
+from nas_jax.arch.conditional_point import check_point, conditional_spec
 from nas_jax.search.state import Observation, Status
 from nas_jax.search.strategies.presets import CONDITIONAL_KERNELS as KERNELS
 from nas_jax.search.strategies.presets import CONDITIONAL_OPTIMIZERS as OPTIMIZERS
 from nas_jax.search.strategies.presets import conditional_bo
-from nas_jax.search.strategy import make_strategy
-from nas_jax.spaces.conditional import check_point, conditional_space, conditional_spec
+from nas_jax.search.strategies.registry import make_strategy
+from nas_jax.spaces.conditional import conditional_space
+from nas_jax.wiring import config_files
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPACE = conditional_space(max_depth=3)
@@ -138,7 +139,7 @@ def test_options_are_checked_by_name():
 @pytest.mark.parametrize("name", CONFIGS)
 def test_conditional_config_builds_its_strategy_and_documents_its_command(name):
   path = os.path.join(ROOT, "configs", name)
-  c = compare.load_config(f"{path}:smoke")
+  c = config_files.load_config(f"{path}:smoke")
   assert (c.task.name, c.space.name, c.task.max_depth, c.budget) == ("conditional", "conditional", 3, 5)
   space = conditional_space(max_depth=c.space.max_depth)
   strategy = make_strategy(c.strategy, c, space, types.SimpleNamespace(goal="min"))
@@ -148,4 +149,4 @@ def test_conditional_config_builds_its_strategy_and_documents_its_command(name):
   assert len(set(_keys(out))) == c.budget  # canonical_key checks every point
   assert f"python launch/search.py --config=configs/{name}" in open(path).read().split('"""')[1]
   with pytest.raises(ValueError, match="arg must be"):
-    compare.load_config(f"{path}:large")
+    config_files.load_config(f"{path}:large")

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from nas_jax.search.executors import InlineExecutor, Outcome, ProcessExecutor, RayExecutor
+from nas_jax.search.executors import InlineExecutor, Outcome, ProcessExecutor
+from nas_jax.search.ray_executor import RayExecutor
 
 sys.path.insert(0, os.path.dirname(__file__))
 import executor_helpers as h  # noqa: E402  (worker processes import it by name)

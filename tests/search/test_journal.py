@@ -1,5 +1,5 @@
 """The journal: append/replay round trips, a torn last line skipped and repaired, corrupt lines
-named by number, fsync on every append, and no interleaving under concurrent writers."""
+named by number, a trial recorded twice refused, fsync on every append, and no interleaving under concurrent writers."""
 
 import json
 import multiprocessing as mp
@@ -70,6 +70,19 @@ def test_corrupt_middle_line_raises_naming_its_number(tmp_path):
   lines[1] = lines[1][:20] + "\n"
   path.write_text("".join(lines))
   with pytest.raises(ValueError, match=r"j\.jsonl:2: corrupt journal line"):
+    journal.replay(path)
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_copied_line_raises_naming_both_lines(tmp_path, changed):
+  path = tmp_path / "j.jsonl"
+  for i in range(8):
+    journal.append(path, obs(i))
+  copy = json.loads(path.read_text().splitlines()[5])  # sed -n 6p J >> J, maybe edited
+  copy["value"] = 1e9 if changed else copy["value"]
+  with open(path, "a") as f:
+    f.write(json.dumps(copy) + "\n")
+  with pytest.raises(ValueError, match=r"j\.jsonl:9: trial 5 is recorded again \(first on line 6\)"):
     journal.replay(path)
 
 

@@ -1,4 +1,4 @@
-"""The search loop: budget, journal, summary and plot; failures recorded and the search goes on;
+"""The search loop: budget, journal and summary; a finished search says so and runs nothing; failures recorded and the search goes on;
 resume = replay with nothing re-evaluated; a simulated crash loses only unfinished evaluations;
 timeouts through a process pool; one search per workdir."""
 
@@ -16,7 +16,7 @@ from nas_jax.search import journal, loop
 from nas_jax.search.executors import InlineExecutor, ProcessExecutor
 from nas_jax.search.state import Status
 from nas_jax.search.strategies import baselines
-from nas_jax.search.task import Task
+from nas_jax.search.task import Task, TaskResult
 
 sys.path.insert(0, os.path.dirname(__file__))
 import search_helpers as h  # noqa: E402
@@ -48,7 +48,7 @@ def run(workdir, task, *, budget, strategy=None, space=None, executor=None, seed
   )
 
 
-def test_run_records_budget_evaluations_summary_and_plot(tmp_path):
+def test_run_records_budget_evaluations_and_summary(tmp_path):
   done = run(tmp_path, h.onemax_task(), budget=12, seed=7)
   assert [o.trial_id for o in done] == list(range(12))
   assert journal.replay(tmp_path / loop.JOURNAL) == done
@@ -60,7 +60,17 @@ def test_run_records_budget_evaluations_summary_and_plot(tmp_path):
   assert summary["best_value"] == best.value and summary["best_arch"] == best.arch_json
   assert (summary["n_evaluated"], summary["n_failed"], summary["goal"]) == (12, 0, "max")
   assert "best_test_value" not in summary
-  assert (tmp_path / loop.PROGRESS).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  assert not list(tmp_path.glob("*.png"))  # the loop draws nothing: the caller plots
+
+
+def test_a_finished_search_says_so_and_runs_nothing(tmp_path, caplog):
+  done = run(tmp_path, h.onemax_task(), budget=5)
+  refuse = baselines.random_search(h.bits_space(), "max")._replace(init=lambda key: pytest.fail("replayed"))
+  calls = []
+  with caplog.at_level("WARNING"):
+    again = run(tmp_path, counting_task(calls), budget=5, strategy=refuse)
+  assert again == done and not calls
+  assert "the search is finished (5 evaluations, budget 5)" in caplog.text and "--config.budget=10" in caplog.text
 
 
 def test_failures_and_nans_are_recorded_and_the_search_goes_on(tmp_path):
@@ -180,17 +190,44 @@ def test_timeouts_through_a_process_pool(tmp_path):
   assert json.loads((tmp_path / loop.SUMMARY).read_text())["best_value"] is None
 
 
-def test_a_task_returning_a_bare_float_is_a_programming_error(tmp_path):
-  task = Task(name="bare", goal="max", evaluate=lambda arch_json, seed: 1.0)
-  with pytest.raises(TypeError, match="returned a float; expected a TaskResult"):
-    run(tmp_path, task, budget=2)
+def _returns(result, arch_json, seed):
+  return result
+
+
+@pytest.mark.parametrize(
+  "result, reason",
+  [
+    (1.0, "returned a float; expected a TaskResult"),
+    (None, "returned a NoneType; expected a TaskResult"),
+    (TaskResult(value="abc"), "TaskResult(value='abc'); expected a number"),
+    (TaskResult(value=np.ones(3)), "expected a number"),
+    (TaskResult(value=1.0, test_value="x"), "TaskResult(test_value='x'); expected a number or None"),
+  ],
+)
+def test_a_bad_task_result_is_journalled_as_failed_and_the_search_goes_on(tmp_path, result, reason):
+  task = Task(name="bad", goal="max", evaluate=functools.partial(_returns, result))
+  done = run(tmp_path, task, budget=3)
+  assert [o.status for o in done] == [Status.FAILED] * 3 and all(reason in o.error for o in done)
+  assert journal.replay(tmp_path / loop.JOURNAL) == done  # and it resumes without re-raising
+  assert run(tmp_path, task, budget=3) == done
+
+
+def test_numpy_and_jax_scalars_are_values(tmp_path):
+  for i, value in enumerate((np.float32(0.5), jax.numpy.float32(0.5), np.asarray(0.5))):
+    task = Task(name="np", goal="max", evaluate=functools.partial(_returns, TaskResult(value=value)))
+    (done,) = run(tmp_path / str(i), task, budget=1)
+    assert done.ok and done.value == 0.5
 
 
 def test_one_search_per_workdir(tmp_path):
-  fd = os.open(tmp_path / ".lock", os.O_RDWR | os.O_CREAT)
+  fd = os.open(tmp_path, os.O_RDONLY)  # the workdir's lock: a live search holds it
   fcntl.flock(fd, fcntl.LOCK_EX)
   try:
-    with pytest.raises(RuntimeError, match="another search is running"):
+    with pytest.raises(loop.WorkdirInUse, match="another search is running"):
+      run(tmp_path, h.onemax_task(), budget=2)
+    for f in tmp_path.iterdir():  # no lock file a user could delete to let a second search in
+      f.unlink()
+    with pytest.raises(loop.WorkdirInUse):
       run(tmp_path, h.onemax_task(), budget=2)
   finally:
     os.close(fd)

@@ -18,7 +18,8 @@ import ml_collections
 import pytest
 
 from nas_jax.search.state import Observation, Status
-from nas_jax.search.strategy import STRATEGIES, Strategy
+from nas_jax.search.strategies.registry import STRATEGIES
+from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
 from nas_jax.spaces import cells
 from nas_jax.spaces.conditional import conditional_space

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from nas_jax.arch import cell as cell_lib
 from nas_jax.arch import graph
 from nas_jax.spaces import cells as C
 from tests.conftest import SHARED_DATA
@@ -33,7 +34,7 @@ def nb101(edges, ops=(0, 0, 0, 0, 0)):
   a = np.zeros((7, 7), int)
   for i, j in edges:
     a[i, j] = 1
-  return C.nb101_cell(a, ops)
+  return cell_lib.nb101_cell(a, ops)
 
 
 E6 = [(0, 1), (0, 2), (1, 2), (1, 3), (2, 6), (3, 6)]
@@ -52,13 +53,13 @@ def test_nb201_round_trip_and_csv_ops_on_every_row(rows):
   for r in rows:
     c = cell(r["arch_str"])
     assert space.to_json(c)["arch_str"] == r["arch_str"]
-    assert c.ops.tolist() == [int(r[f"op_{i}_{j}"]) for i, j in C.NB201_EDGES]
+    assert c.ops.tolist() == [int(r[f"op_{i}_{j}"]) for i, j in cell_lib.NB201_EDGES]
 
 
 def test_nb201_iso_keys_reproduce_iso_class(rows):
   by_key = collections.defaultdict(list)
   for r in rows:
-    by_key[C.nb201_iso_key(cell(r["arch_str"]))].append(r)
+    by_key[cell_lib.nb201_iso_key(cell(r["arch_str"]))].append(r)
   assert len(by_key) == 6466
   for members in by_key.values():
     assert {r["iso_class"] for r in members} == {str(min(int(r["index"]) for r in members))}
@@ -67,8 +68,8 @@ def test_nb201_iso_keys_reproduce_iso_class(rows):
 
 
 def test_nb201_iso_key_known_values():
-  assert C.nb201_iso_key(cell(C10790)) == C.nb201_iso_key(cell(C6725)) == "#+(0)@nor_conv_3x3+0"
-  assert C.nb201_iso_key(C.nb201_cell([0] * 6)) == "#+#+#"
+  assert cell_lib.nb201_iso_key(cell(C10790)) == cell_lib.nb201_iso_key(cell(C6725)) == "#+(0)@nor_conv_3x3+0"
+  assert cell_lib.nb201_iso_key(cell_lib.nb201_cell([0] * 6)) == "#+#+#"
   assert C.nb201_space("iso").canonical_key(cell(C10790)) == "#+(0)@nor_conv_3x3+0"
   assert C.nb201_space().canonical_key(cell(C10790)) == C10790
 
@@ -132,7 +133,7 @@ def test_nb201_neighbours_are_the_24_single_edge_changes():
 
 
 def test_nb201_architecture_path_lengths():
-  arch = C.cell_to_architecture(cell(BEST))
+  arch = cell_lib.cell_to_architecture(cell(BEST))
   feats = np.asarray(graph.path_lengths(arch))[0]  # group "all": sp_ip, lp_ip, ... per node
   out = int(np.flatnonzero(np.asarray(arch.labels) == 1)[0])
   assert feats[0, out] == 2  # input -> skip -> output
@@ -140,7 +141,7 @@ def test_nb201_architecture_path_lengths():
 
 
 def test_nb201_dead_cell_architecture_has_no_edges():
-  arch = C.cell_to_architecture(C.nb201_cell([0] * 6))
+  arch = cell_lib.cell_to_architecture(cell_lib.nb201_cell([0] * 6))
   assert arch.labels.tolist() == [0, 1] and not arch.adjacency.any()
 
 
@@ -161,27 +162,50 @@ def test_nb201_dead_cell_architecture_has_no_edges():
 )
 def test_nb101_examples_are_valid_with_known_pruned_edges(edges, ops, pruned_edges):
   c = nb101(edges, ops)
-  assert C.nb101_is_valid(c)
-  assert C.nb101_prune(c)[0].sum() == pruned_edges
+  assert cell_lib.nb101_is_valid(c)
+  assert cell_lib.nb101_prune(c)[0].sum() == pruned_edges
 
 
 def test_nb101_validity_rules():
   ten = [(0, k) for k in range(1, 6)] + [(k, 6) for k in range(1, 6)]
-  assert not C.nb101_is_valid(nb101(ten))
+  assert not cell_lib.nb101_is_valid(nb101(ten))
   dangling = [(0, k) for k in range(1, 5)] + [(k, 6) for k in range(1, 5)] + [(0, 6), (4, 5)]
-  assert C.nb101_is_valid(nb101(dangling))
-  assert C.nb101_prune(nb101(dangling))[0].sum() == 9
-  assert not C.nb101_is_valid(nb101([(0, 1), (2, 6)]))
+  assert cell_lib.nb101_is_valid(nb101(dangling))
+  assert cell_lib.nb101_prune(nb101(dangling))[0].sum() == 9
+  assert not cell_lib.nb101_is_valid(nb101([(0, 1), (2, 6)]))
 
 
 def test_nb101_canonical_keys():
   e6 = nb101(E6, (1, 0, 2, 0, 0))
-  assert C.nb101_iso_key(e6) == C.nb101_iso_key(nb101(E6P, (1, 2, 0, 0, 0)))
-  assert C.nb101_iso_key(e6) == C.nb101_iso_key(nb101(E6 + [(0, 4), (4, 5)], (1, 0, 2, 0, 0)))
+  assert cell_lib.nb101_iso_key(e6) == cell_lib.nb101_iso_key(nb101(E6P, (1, 2, 0, 0, 0)))
+  assert cell_lib.nb101_iso_key(e6) == cell_lib.nb101_iso_key(nb101(E6 + [(0, 4), (4, 5)], (1, 0, 2, 0, 0)))
   e7a, e7b = nb101([(0, 1), (1, 6)]), nb101([(0, 1), (0, 2), (1, 6), (2, 6)])
-  assert C.nb101_iso_key(e7a) != C.nb101_iso_key(e7b)
+  assert cell_lib.nb101_iso_key(e7a) != cell_lib.nb101_iso_key(e7b)
   path_space = C.nb101_space("path")
-  assert path_space.canonical_key(e7a) == path_space.canonical_key(e7b) == (1,)
+  assert path_space.canonical_key(e7a) == (1,) and path_space.canonical_key(e7b) == (1, 1)  # spec 2.3
+  # the authors' key keeps their path order: maxpool then conv3x3 is (3, 1), the swap (1, 3)
+  assert path_space.canonical_key(nb101([(0, 1), (0, 2), (1, 6), (2, 6)], (2, 0, 0, 0, 0))) == (3, 1)
+  assert path_space.canonical_key(nb101([(0, 1), (0, 2), (1, 6), (2, 6)], (0, 2, 0, 0, 0))) == (1, 3)
+
+
+def _code_path_indices(c):
+  """The authors' path indices, as their code computes them on the raw 7x7 matrix: paths grown
+  vertex by vertex (source outer, target inner), one index per path reaching the output."""
+  a, ops = np.asarray(c.adjacency), np.asarray(c.ops)
+  paths = [[[]] if a[0, j] else [] for j in range(7)]
+  for i in range(1, 6):
+    for j in range(1, 7):
+      if a[i, j]:
+        paths[j] += [[*p, int(ops[i - 1])] for p in paths[i]]
+  return tuple(sum(3**k * (d + 1) for k, d in enumerate(p)) for p in paths[6])
+
+
+def test_nb101_path_key_is_the_codes_path_index_tuple_on_random_cells():
+  space = C.nb101_space("path")
+  cells = space.sample(jax.random.key(3), 312)
+  assert all(space.canonical_key(c) == _code_path_indices(c) for c in cells)
+  as_sets = sum(tuple(sorted(set(_code_path_indices(c)))) != _code_path_indices(c) for c in cells)
+  assert as_sets > 0  # a key of index sets would merge cells the authors' code keeps apart
 
 
 def _permute(c, perm):
@@ -205,25 +229,25 @@ def test_nb101_iso_key_is_invariant_under_topological_relabelling():
       a, ops = _permute(c, perm)
       if np.tril(a).any():  # not a topological relabelling: skip
         continue
-      assert C.nb101_iso_key(C.nb101_cell(a, ops)) == C.nb101_iso_key(c)
+      assert cell_lib.nb101_iso_key(cell_lib.nb101_cell(a, ops)) == cell_lib.nb101_iso_key(c)
 
 
 def test_nb101_sampler_statistics():
   pts = C.nb101_space().sample(jax.random.PRNGKey(4), 4000)
-  trivial = np.mean([C.nb101_prune(p)[0].sum() == 1 for p in pts])
+  trivial = np.mean([cell_lib.nb101_prune(p)[0].sum() == 1 for p in pts])
   assert abs(trivial - 0.09727) < 4 * np.sqrt(0.09727 * 0.9 / 4000)
-  assert all(C.nb101_is_valid(p) for p in pts)
+  assert all(cell_lib.nb101_is_valid(p) for p in pts)
 
 
 def test_nb101_pruning_is_idempotent():
   for c in C.nb101_space().sample(jax.random.PRNGKey(5), 200):
-    a, ops = C.nb101_prune(c)
+    a, ops = cell_lib.nb101_prune(c)
     k = len(ops)
     full = np.zeros((7, 7), int)
     full[: k + 1, : k + 1] = a[: k + 1, : k + 1]
     full[: k + 1, 6] = a[: k + 1, k + 1]
-    again = C.nb101_cell(full, np.concatenate([ops, np.zeros(5 - k, int)]).astype(int))
-    a2, ops2 = C.nb101_prune(again)
+    again = cell_lib.nb101_cell(full, np.concatenate([ops, np.zeros(5 - k, int)]).astype(int))
+    a2, ops2 = cell_lib.nb101_prune(again)
     assert np.array_equal(a2, a) and np.array_equal(ops2, ops)
 
 
@@ -233,7 +257,7 @@ def test_nb101_mutation_is_valid_and_keeps_the_path_set_at_the_spec_rate():
   same = 0
   for c, k in zip(parents, jax.random.split(jax.random.PRNGKey(7), len(parents))):
     child, ok = space.mutate(c, k)
-    assert C.nb101_is_valid(child)
+    assert cell_lib.nb101_is_valid(child)
     assert (ok, child is c) == (space.canonical_key(child) != space.canonical_key(c), not ok)
     same += not ok
   assert abs(same / len(parents) - 0.456) < 0.05  # spec 2.5: P(same path set) = 0.456
@@ -242,7 +266,7 @@ def test_nb101_mutation_is_valid_and_keeps_the_path_set_at_the_spec_rate():
 def test_nb101_neighbours_are_valid_single_edits():
   c = nb101(E6, (1, 0, 2, 0, 0))
   nbs = C.nb101_space().neighbours(c)
-  assert nbs and all(C.nb101_is_valid(n) for n in nbs)
+  assert nbs and all(cell_lib.nb101_is_valid(n) for n in nbs)
   for n in nbs:
     edits = int((n.adjacency != c.adjacency).sum()) + int((n.ops != c.ops).sum())
     assert edits == 1
@@ -263,7 +287,7 @@ def test_nb101_json_round_trip_and_errors():
 
 
 def test_nb101_architecture_is_the_pruned_cell():
-  arch = C.cell_to_architecture(nb101(E6 + [(0, 4), (4, 5)], (1, 0, 2, 0, 0)))
+  arch = cell_lib.cell_to_architecture(nb101(E6 + [(0, 4), (4, 5)], (1, 0, 2, 0, 0)))
   assert len(arch.labels) == 5 and arch.adjacency.sum() == 6
 
 

@@ -6,13 +6,15 @@ import json
 import jax
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from nas_jax.arch import conditional_point as cond_point
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import conditional as C
-from nas_jax.spaces.space import SPACES
+from nas_jax.spaces.registry import SPACES
 
-SPEC = C.conditional_spec()
+SPEC = cond_point.conditional_spec()
 SPACE = C.conditional_space()
 P = len(SPEC.names)
 
@@ -45,7 +47,7 @@ def with_value(p, name, value, active=None):
   new_active = np.array(p.active)
   if active is not None:
     new_active[i] = active
-  return C.ConditionalPoint(values.astype(np.float32), new_active)
+  return cond_point.ConditionalPoint(values.astype(np.float32), new_active)
 
 
 D2 = point({"depth": 2, "log10_lr": -3.0, "log2_batch": 5, **layer(1, 7, 1, 0.25, -5.0), **layer(2, 4, 3, 0.0, -2.0)})
@@ -67,10 +69,10 @@ def test_spec_layout():
   np.testing.assert_array_equal(SPEC.upper[:7], [3, -1, 7, 9, 3, 0.5, -2])
   np.testing.assert_array_equal(SPEC.integer[:7], [True, False, True, True, True, False, False])
   np.testing.assert_array_equal(SPEC.layer, [0, 0, 0] + [1] * 4 + [2] * 4 + [3] * 4)
-  assert len(C.conditional_spec(1).names) == 7 and C.conditional_spec(5).upper[0] == 5
-  assert C.ACTIVATIONS == ("relu", "tanh", "logistic", "elu")
+  assert len(cond_point.conditional_spec(1).names) == 7 and cond_point.conditional_spec(5).upper[0] == 5
+  assert cond_point.ACTIVATIONS == ("relu", "tanh", "logistic", "elu")
   with pytest.raises(ValueError, match="max_depth: 0; expected an integer >= 1"):
-    C.conditional_spec(0)
+    cond_point.conditional_spec(0)
 
 
 def test_space_is_registered_and_checks_its_task():
@@ -98,22 +100,22 @@ def test_space_is_registered_and_checks_its_task():
   ],
 )
 def test_check_point_names_the_parameter(name, value, active, message):
-  C.check_point(D2, SPEC)
+  cond_point.check_point(D2, SPEC)
   with pytest.raises(ValueError, match=message):
-    C.check_point(with_value(D2, name, value, active), SPEC)
+    cond_point.check_point(with_value(D2, name, value, active), SPEC)
 
 
 def test_check_point_shapes_dtypes_and_batches():
   with pytest.raises(ValueError, match="expected float32 and bool"):
-    C.check_point(C.ConditionalPoint(np.asarray(D2.values, np.float64), D2.active), SPEC)
+    cond_point.check_point(cond_point.ConditionalPoint(np.asarray(D2.values, np.float64), D2.active), SPEC)
   with pytest.raises(ValueError, match=r"expected both \[11\] or both \[n, 11\] for max_depth=2"):
-    C.check_point(D2, C.conditional_spec(2))
+    cond_point.check_point(D2, cond_point.conditional_spec(2))
   with pytest.raises(TypeError, match="point: dict given; expected a ConditionalPoint"):
-    C.check_point({"values": D2.values}, SPEC)
-  batch = C.stack_points([D2, with_value(D2, "layer1.dropout", 0.6)])
+    cond_point.check_point({"values": D2.values}, SPEC)
+  batch = cond_point.stack_points([D2, with_value(D2, "layer1.dropout", 0.6)])
   assert batch.values.shape == (2, P)
   with pytest.raises(ValueError, match=r"points\[1\]: layer1.dropout: 0.6 is outside"):
-    C.check_point(batch, SPEC)
+    cond_point.check_point(batch, SPEC)
 
 
 @pytest.mark.parametrize(
@@ -156,7 +158,7 @@ def canonical(p):
 def test_sample_covers_every_depth_with_valid_canonical_points():
   points = SPACE.sample(jax.random.key(0), 200)
   for p in points:
-    C.check_point(p, SPEC)
+    cond_point.check_point(p, SPEC)
     assert canonical(p)
   depths = np.array([p.values[0] for p in points])
   assert set(depths) == {1, 2, 3} and min(np.bincount(depths.astype(int))[1:]) > 40
@@ -176,7 +178,7 @@ def test_mutate_changes_the_key_with_one_active_parameter_or_the_depth():
   depth_moves = 0
   for k, p in enumerate(points):
     m, ok = SPACE.mutate(p, jax.random.key(k))
-    C.check_point(m, SPEC)
+    cond_point.check_point(m, SPEC)
     assert ok and canonical(m) and SPACE.canonical_key(m) != SPACE.canonical_key(p)
     diff = changed(p, m)
     if m.values[0] != p.values[0]:
@@ -198,7 +200,7 @@ def test_neighbours_are_bounded_deterministic_and_one_step_away():
   assert keys == [SPACE.canonical_key(q) for q in SPACE.neighbours(p)]
   assert len(set(keys)) == len(keys) and SPACE.canonical_key(p) not in keys
   for q in nbrs:
-    C.check_point(q, SPEC)
+    cond_point.check_point(q, SPEC)
     assert canonical(q)
   depths = sorted(int(q.values[0]) for q in nbrs if q.values[0] != 2)
   assert depths == [1, 3]
@@ -220,10 +222,12 @@ def test_canonical_key_and_json_ignore_inactive_values(seed, depth, which, frac)
   i = int(inactive[which % len(inactive)])
   value = SPEC.lower[i] + frac * (SPEC.upper[i] - SPEC.lower[i])
   q = with_value(p, SPEC.names[i], np.round(value) if SPEC.integer[i] else value)
-  C.check_point(q, SPEC)
+  cond_point.check_point(q, SPEC)
   assert SPACE.canonical_key(q) == SPACE.canonical_key(p)
   assert SPACE.to_json(q) == SPACE.to_json(p)
-  np.testing.assert_array_equal(C.to_unit(C.stack_points([q]), SPEC)[0], C.to_unit(C.stack_points([p]), SPEC)[0])
+  np.testing.assert_array_equal(
+    cond_point.to_unit(cond_point.stack_points([q]), SPEC)[0], cond_point.to_unit(cond_point.stack_points([p]), SPEC)[0]
+  )
 
 
 def test_canonical_key_rounds_to_six_digits():
@@ -248,7 +252,7 @@ def test_initial_points_have_depths_one_to_max():
   pool = SPACE.initial()
   assert [int(p.values[0]) for p in pool] == [1, 2, 3]
   for p in pool:
-    C.check_point(p, SPEC)
+    cond_point.check_point(p, SPEC)
   assert SPACE.to_json(pool[0])["params"] == {"depth": 1, "log10_lr": -2.5, "log2_batch": 5, **layer(1, 6, 1, 0.25)}
   assert len(SPACE.initial(2)) == 2
   with pytest.raises(ValueError, match=r"initial: n=4; expected None or an integer in 0..3"):
@@ -256,7 +260,7 @@ def test_initial_points_have_depths_one_to_max():
 
 
 def test_to_architecture_is_the_chain_of_the_active_layers():
-  arch = C.to_architecture(D2, SPEC)
+  arch = cond_point.to_architecture(D2, SPEC)
   obj = arch.to_json()
   assert [(l["label"], l.get("units")) for l in obj["layers"]] == [
     ("ip", None),
@@ -268,30 +272,32 @@ def test_to_architecture_is_the_chain_of_the_active_layers():
   assert obj["edges"] == [[0, 1], [1, 2], [2, 3], [3, 4]]
   assert Architecture.from_json(obj).to_json() == obj
   for p in SPACE.sample(jax.random.key(4), 30):
-    obj = C.to_architecture(p, SPEC, decision="linear").to_json()
+    obj = cond_point.to_architecture(p, SPEC, decision="linear").to_json()
     depth = int(p.values[0])
     assert len(obj["layers"]) == depth + 3 and obj["layers"][-2]["label"] == "linear"
     for i, l in enumerate(obj["layers"][1 : depth + 1], start=1):
       at = lambda f, i=i: p.values[SPEC.names.index(f"layer{i}.{f}")]
-      assert (l["label"], l["units"]) == (C.ACTIVATIONS[int(at("activation"))], 2 ** int(at("log2_units")))
+      assert (l["label"], l["units"]) == (cond_point.ACTIVATIONS[int(at("activation"))], 2 ** int(at("log2_units")))
     Architecture.from_json(obj)
   with pytest.raises(ValueError, match="decision: 'sigmoid'; allowed: softmax, linear"):
-    C.to_architecture(D2, SPEC, decision="sigmoid")
+    cond_point.to_architecture(D2, SPEC, decision="sigmoid")
 
 
 def test_to_unit_of_a_one_layer_space_has_no_nan():
   """max_depth 1 gives depth the range [1, 1]: a constant, mapped to 0 rather than 0 / 0."""
-  spec = C.conditional_spec(1)
-  u, _ = C.to_unit(C.stack_points(C.conditional_space(max_depth=1).sample(jax.random.key(0), 4)), spec)
+  spec = cond_point.conditional_spec(1)
+  u, _ = cond_point.to_unit(
+    cond_point.stack_points(C.conditional_space(max_depth=1).sample(jax.random.key(0), 4)), spec
+  )
   assert np.all(np.isfinite(u)) and np.all(u[:, 0] == 0.0)
 
 
 def test_to_unit_rescales_active_values_and_zeroes_inactive_ones():
-  points = C.stack_points(SPACE.sample(jax.random.key(5), 50) + [D2])
-  u, active = C.to_unit(points, SPEC)
+  points = cond_point.stack_points(SPACE.sample(jax.random.key(5), 50) + [D2])
+  u, active = cond_point.to_unit(points, SPEC)
   assert u.shape == (51, P) and u.dtype == np.float64
   assert (u >= 0).all() and (u <= 1).all() and (u[~active] == 0).all()
   np.testing.assert_array_equal(active, points.active)
   np.testing.assert_allclose(u[-1, :11], [0.5, 1 / 3, 1 / 3, 4 / 6, 1 / 3, 0.5, 0.25, 1 / 6, 1.0, 0.0, 1.0], rtol=1e-6)
   with pytest.raises(ValueError, match=r"to_unit takes a batch \[n, P\]"):
-    C.to_unit(D2, SPEC)
+    cond_point.to_unit(D2, SPEC)

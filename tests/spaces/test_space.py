@@ -7,12 +7,15 @@ import jax
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from nas_jax.arch.host_graph import canonical_key
 from nas_jax.arch.json_io import Limits, from_json, to_json
 from nas_jax.spaces import modifiers as M
 from nas_jax.spaces.pools import chain, initial_pool
-from nas_jax.spaces.space import SPACES, Space, canonical_key, layer_graph_space
+from nas_jax.spaces.registry import SPACES
+from nas_jax.spaces.space import Space, layer_graph_space
 
 _SPACES = {k: layer_graph_space(k) for k in ("cnn", "mlp")}
 

@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import pytest
 
+from nas_jax.experiments import conditional_experiment
 from nas_jax.surrogates import conditional_models as cm
 
 # Shared by every GP fit here so that they reuse one compile per padded size.
@@ -59,7 +60,7 @@ def test_every_model_predicts_finite_values_of_the_right_shape(predictions, name
 
 def test_hierarchical_gp_beats_the_constant_predictor(data, predictions):
   y_test = data[2][N_TRAIN:]
-  assert cm.nmse(y_test, predictions["hierarchical_gp"]) < 0.5
+  assert conditional_experiment.nmse(y_test, predictions["hierarchical_gp"]) < 0.5
 
 
 @pytest.mark.parametrize("name", cm.MODELS)
@@ -102,12 +103,12 @@ def test_linear_models_are_exact_on_a_linear_target(data, name):
 
 def test_nmse_is_zero_for_a_perfect_predictor_and_one_for_the_test_mean():
   y = np.array([0.3, 1.0, -2.0, 0.7])
-  assert cm.nmse(y, y) == 0.0
-  assert cm.nmse(y, np.full(4, y.mean())) == pytest.approx(1.0)
+  assert conditional_experiment.nmse(y, y) == 0.0
+  assert conditional_experiment.nmse(y, np.full(4, y.mean())) == pytest.approx(1.0)
 
 
 def test_nmse_table_scores_every_model_on_every_split(data):
-  table = cm.nmse_table(jax.random.key(2), *data, n_splits=2, **FIT)
+  table = conditional_experiment.nmse_table(jax.random.key(2), *data, n_splits=2, **FIT)
   assert set(table) == set(cm.MODELS)
   for mean, stderr, scores in table.values():
     assert len(scores) == 2 and np.all(np.isfinite(scores))
@@ -144,10 +145,10 @@ def test_bad_input_raises_a_value_error_naming_it(data, change, match):
 
 def test_bad_table_and_nmse_arguments_raise(data):
   with pytest.raises(ValueError, match="models"):
-    cm.nmse_table(jax.random.key(0), *data, models=("hierarchical_gp", "tree_gp"))
+    conditional_experiment.nmse_table(jax.random.key(0), *data, models=("hierarchical_gp", "tree_gp"))
   with pytest.raises(ValueError, match="train_fraction"):
-    cm.nmse_table(jax.random.key(0), *data, train_fraction=0.99)
+    conditional_experiment.nmse_table(jax.random.key(0), *data, train_fraction=0.99)
   with pytest.raises(ValueError, match="y_pred"):
-    cm.nmse(np.ones(3), np.ones(4))
+    conditional_experiment.nmse(np.ones(3), np.ones(4))
   with pytest.raises(ValueError, match="y_true"):
-    cm.nmse(np.ones(3), np.ones(3))
+    conditional_experiment.nmse(np.ones(3), np.ones(3))

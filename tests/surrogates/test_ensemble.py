@@ -134,8 +134,8 @@ def test_predictor_experiment_beats_the_constant_predictor():
   folder = os.path.join(SHARED_DATA, "nasbench201")
   if not os.path.isdir(folder):
     pytest.skip(f"NAS-Bench-201 tables not found at {folder}")
+  from nas_jax.experiments import predictor_experiment
   from nas_jax.spaces import cells
-  from nas_jax.surrogates import predictor_experiment
   from nas_jax.tasks import tabular
 
   t = tabular.load_nb201(folder)

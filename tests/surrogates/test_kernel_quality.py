@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from nas_jax.surrogates import kernel_quality as kq
+from nas_jax.experiments import kernel_quality as kq
 
 
 def test_normal_scores_known_values():

@@ -8,12 +8,13 @@ import jax
 import numpy as np
 import pytest
 
+from nas_jax.arch import conditional_point as cond_point
 from nas_jax.search.task import TaskResult
 from nas_jax.spaces import conditional as C
 from nas_jax.tasks import conditional_training as T
 from nas_jax.tasks import datasets
 
-SPEC = C.conditional_spec()
+SPEC = cond_point.conditional_spec()
 SPACE = C.conditional_space()
 KEY = jax.random.key(7)
 
@@ -29,7 +30,7 @@ def point(depth, **over):
 
 def junk_inactive(p):
   """p with other values where it is inactive."""
-  return C.ConditionalPoint(np.where(p.active, p.values, SPEC.upper).astype(np.float32), p.active)
+  return cond_point.ConditionalPoint(np.where(p.active, p.values, SPEC.upper).astype(np.float32), p.active)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,7 @@ def batch(digits):
     junk_inactive(point(1)),
     SPACE.sample(jax.random.key(0), 1)[0],
   ]
-  return points, T.train_points(C.stack_points(points), SPEC, digits, epochs=2, key=KEY)
+  return points, T.train_points(cond_point.stack_points(points), SPEC, digits, epochs=2, key=KEY)
 
 
 def test_a_batch_trains_with_finite_errors(batch):
@@ -64,17 +65,17 @@ def test_a_point_trains_the_same_alone_in_any_order_and_with_any_inactive_values
   n_val = len(digits.y_val)
   # A different batch shape may round differently; allow one validation example to flip.
   np.testing.assert_allclose(alone.val_errors[0], r.val_errors[1], atol=1.01 / n_val)
-  flipped = T.train_points(C.stack_points(points[::-1]), SPEC, digits, epochs=2, key=KEY)
+  flipped = T.train_points(cond_point.stack_points(points[::-1]), SPEC, digits, epochs=2, key=KEY)
   np.testing.assert_allclose(flipped.val_errors[::-1], r.val_errors, atol=1e-12)
   np.testing.assert_array_equal(r.val_errors[2], r.val_errors[0])
   assert not np.array_equal(r.val_errors[1], r.val_errors[0])  # depth 3 is not depth 1
-  other_key = T.train_points(C.stack_points(points), SPEC, digits, epochs=2, key=jax.random.key(8))
+  other_key = T.train_points(cond_point.stack_points(points), SPEC, digits, epochs=2, key=jax.random.key(8))
   assert not np.array_equal(other_key.val_errors, r.val_errors)
 
 
 def test_masked_weights_stay_zero_so_the_padded_net_is_the_small_one(digits):
   p = point(2, **{"layer1.log2_units": 3, "layer2.log2_units": 4, "layer2.activation": 2, "layer1.dropout": 0.3})
-  points = C.stack_points([p, point(1), point(3), point(2)])  # the chunk size of `batch`: compiled once
+  points = cond_point.stack_points([p, point(1), point(3), point(2)])  # the chunk size of `batch`: compiled once
   s = T._settings(points, SPEC, len(digits.y_train), digits.x_train.shape[1])
   keys = T._point_keys(points, SPEC, KEY)
   state = T._init_chunk(s, keys[:, 0], 64, 10)
@@ -93,7 +94,7 @@ def test_masked_weights_stay_zero_so_the_padded_net_is_the_small_one(digits):
 
 
 def test_each_batch_size_takes_n_over_b_steps_of_b_over_16_micro_batches():
-  points = C.stack_points([point(1, log2_batch=b) for b in (4, 5, 6, 7)])
+  points = cond_point.stack_points([point(1, log2_batch=b) for b in (4, 5, 6, 7)])
   s = T._settings(points, SPEC, 1078, 64)
   np.testing.assert_array_equal(s.accum, [1, 2, 4, 8])
   np.testing.assert_array_equal(s.micro_steps, [67 * 1, 33 * 2, 16 * 4, 8 * 8])  # 1078 // 16 = 67 in the scan
@@ -103,7 +104,7 @@ def test_each_batch_size_takes_n_over_b_steps_of_b_over_16_micro_batches():
 
 def test_regression_on_diabetes():
   data = datasets.diabetes()
-  r = T.train_points(C.stack_points([point(1, log10_lr=-2.0), point(2)]), SPEC, data, epochs=3, key=KEY)
+  r = T.train_points(cond_point.stack_points([point(1, log10_lr=-2.0), point(2)]), SPEC, data, epochs=3, key=KEY)
   assert np.isfinite(r.val_errors).all() and (r.val_errors > 0).all()
   assert r.val_error[0] < 0.9  # standardised targets: predicting the mean scores about 1
   assert r.test_error[0] < 1.0
@@ -124,7 +125,7 @@ def test_the_task_returns_validation_error_rates_to_minimise(batch, digits):
 
 
 def test_arguments_are_checked_before_training(digits):
-  one = C.stack_points([point(1)])
+  one = cond_point.stack_points([point(1)])
   with pytest.raises(ValueError, match="epochs: 0; expected an integer >= 1"):
     T.train_points(one, SPEC, digits, epochs=0, key=KEY)
   with pytest.raises(ValueError, match="chunk: 2.0; expected an integer >= 1"):

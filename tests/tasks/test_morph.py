@@ -8,10 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas_jax.arch import main_chain
+from nas_jax.arch import main_chain, morphism
 from nas_jax.arch.architecture import Architecture
-from nas_jax.spaces import morphism
-from nas_jax.spaces.morphism import Op
+from nas_jax.arch.morphism import Op
 from nas_jax.tasks import models
 from nas_jax.tasks import morph as morph_lib
 

@@ -1,3 +1,4 @@
-"""Search strategies, one module each (random search and EA in `baselines`); each module exposes
-`factory(config, space, task) -> Strategy`, registered by name in `nas_jax.search.strategy`.
+"""Search strategies, one module each (random search and EA in `baselines`, the model-based
+presets of `bo` in `presets`); each exposes `factory(config, space, task) -> Strategy`, registered
+by name in `registry`.
 """

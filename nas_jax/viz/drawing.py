@@ -17,8 +17,8 @@ from matplotlib.patches import FancyArrowPatch
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.cell import Cell, cell_to_architecture
 from nas_jax.arch.graph import host_topological_order
-from nas_jax.spaces.cells import Cell, cell_to_architecture
 
 __all__ = ["Layout", "layout", "node_text", "draw", "NODE_GID", "EDGE_GID", "SKIP_GID"]
 

@@ -4,63 +4,24 @@ its own workdir, then tabulate mean ± standard error of the best value and plot
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import json
 import logging
 import os
 from typing import Sequence
 
-import ml_collections
 import numpy as np
 
-from nas_jax.search import config as config_lib
 from nas_jax.search import curves
 from nas_jax.search.state import Observation, to_score
+from nas_jax.viz import plots
+from nas_jax.wiring import config as config_lib
+from nas_jax.wiring.config_files import apply_overrides, load_config
 
-__all__ = ["load_config", "parse_overrides", "apply_overrides", "run_name", "run_curves", "compare", "write_table"]
+__all__ = ["seconds_curves", "run_name", "run_curves", "compare", "write_table"]
 
 RESULTS, TABLE, CURVES, CURVES_SECONDS = "results.json", "table.md", "curves.png", "curves_seconds.png"
 
 log = logging.getLogger(__name__)
-
-
-def load_config(spec: str) -> ml_collections.ConfigDict:
-  """Loads `path/to/config.py[:arg]` by calling its `get_config(arg)` (as `--config=` does)."""
-  path, _, arg = spec.partition(":")
-  if not path.endswith(".py") or not os.path.isfile(path):
-    raise ValueError(f"configs: {spec!r}; expected an existing configs/*.py file, optionally with :arg")
-  module_spec = importlib.util.spec_from_file_location(f"_nas_jax_config_{abs(hash(path))}", path)
-  module = importlib.util.module_from_spec(module_spec)
-  module_spec.loader.exec_module(module)
-  return module.get_config(arg) if arg else module.get_config()
-
-
-def parse_overrides(items: Sequence[str]) -> dict:
-  """`["task.epochs=3", "num_workers=2"]` -> {"task.epochs": 3, "num_workers": 2}; values are
-  Python literals, anything else is kept as a string."""
-  out = {}
-  for item in items:
-    key, eq, text = item.partition("=")
-    if not eq or not key or not all(key.split(".")):
-      raise ValueError(f"overrides: {item!r}; expected dotted.field=value, e.g. task.epochs=3")
-    try:
-      out[key] = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-      out[key] = text
-  return out
-
-
-def apply_overrides(config: ml_collections.ConfigDict, overrides: dict, spec: str) -> None:
-  """Sets each dotted field of `overrides` in `config`; a field the config lacks is an error."""
-  for key, value in overrides.items():
-    *parents, leaf = key.split(".")
-    section = config
-    for name in parents:
-      section = section.get(name) if isinstance(section, ml_collections.ConfigDict) else None
-    if not isinstance(section, ml_collections.ConfigDict) or leaf not in section:
-      raise ValueError(f"overrides: {key!r} is not a field of {spec}")
-    section[leaf] = value
 
 
 def run_name(spec: str) -> str:
@@ -162,7 +123,7 @@ def compare(
     budget: evaluations per run (overrides `config.budget`).
     out: output folder.
     progress: progress bars for each run.
-    overrides: dotted field -> value set in every config (`parse_overrides`), e.g. fewer epochs.
+    overrides: dotted field -> value set in every config (`config_files.parse_overrides`), e.g. fewer epochs.
 
   Returns:
     The results: {"goal", "budget", "overrides", "runs": {name: [[best-so-far per evaluation] per seed]},
@@ -216,24 +177,38 @@ def compare(
     json.dump(results, f, allow_nan=False)
   write_table(results, os.path.join(out, TABLE), budget)
   title = next(iter(tasks.values())).name
-  curves.plot_curves(
+  plots.plot_curves(
     {n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal, os.path.join(out, CURVES), title=title
   )
   _plot_against_seconds(results, os.path.join(out, CURVES_SECONDS), title)
   return results
 
 
-def _plot_against_seconds(results: dict, path: str, title: str, points: int = 50) -> None:
-  """Mean best-so-far over seeds on a common grid of wall seconds, up to the shortest run."""
+def seconds_curves(results: dict, points: int = 50) -> tuple[np.ndarray, dict]:
+  """Best-so-far at a common grid of wall seconds (compilation included) up to the longest run.
+
+  A run that ended earlier keeps its final value; a grid point before every seed of a config has
+  a value is NaN for all its seeds, so the mean over seeds never falls when a late seed starts.
+
+  Returns:
+    (grid [points], {config: [seeds, points]}); an empty grid when no run has seconds.
+  """
   secs = {n: np.asarray(s, np.float64) for n, s in results["seconds"].items()}
-  ends = [np.nanmax(s[:, -1]) for s in secs.values() if np.isfinite(s).any()]
+  ends = [np.nanmax(s) for s in secs.values() if np.isfinite(s).any()]
   if not ends:
-    return
-  grid = np.linspace(0.0, min(ends), points)
-  at = {
-    n: np.array(
-      [[best_at_seconds(b, t, g) for g in grid] for b, t in zip(np.asarray(results["runs"][n], np.float64), secs[n])]
-    )
-    for n in secs
-  }
-  curves.plot_curves(at, results["goal"], path, title=title, x=grid, xlabel="wall seconds from the run's start")
+    return np.zeros(0), {}
+  grid = np.linspace(0.0, max(ends), points)
+  at = {}
+  for n, t in secs.items():
+    runs = np.asarray(results["runs"][n], np.float64)
+    curve = np.array([[best_at_seconds(b, ts, g) for g in grid] for b, ts in zip(runs, t)])
+    curve[:, np.isnan(curve).any(axis=0)] = np.nan
+    at[n] = curve
+  return grid, at
+
+
+def _plot_against_seconds(results: dict, path: str, title: str) -> None:
+  grid, at = seconds_curves(results)
+  if grid.size:
+    xlabel = "wall seconds from the run's start (compilation included)"
+    plots.plot_curves(at, results["goal"], path, title=title, x=grid, xlabel=xlabel)

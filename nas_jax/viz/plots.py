@@ -1,21 +1,23 @@
 """Plots of architecture distance matrices: a labelled heatmap and a 2-D t-SNE embedding (App. A.4);
-`draw` (one architecture as a layered DAG) lives in `nas_jax.drawing` and is re-exported here.
+`draw` (one architecture as a layered DAG) lives in `nas_jax.viz.drawing` and is re-exported here.
 
 Figures are drawn on matplotlib's Agg canvas, so nothing touches pyplot's global state.
 """
 
 from __future__ import annotations
 
-from typing import IO, Sequence
+from typing import IO, Mapping, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from sklearn.manifold import TSNE
 
-from nas_jax.drawing import draw
+from nas_jax.search.curves import best_so_far, mean_stderr
+from nas_jax.viz.drawing import draw
 
-__all__ = ["distance_heatmap", "embedding_2d", "draw"]
+__all__ = ["distance_heatmap", "embedding_2d", "draw", "plot_progress", "plot_curves"]
 
 _MAX_TICKS = 60  # beyond this many rows, label every k-th one so the labels stay legible
 
@@ -123,3 +125,56 @@ def embedding_2d(
     ax.set_yticks([])
     FigureCanvasAgg(fig).print_png(path)
   return xy
+
+
+def _finish(fig: Figure, ax, goal: str, path: str, what: str, xlabel: str = "evaluations") -> None:
+  ax.set_xlabel(xlabel)
+  if xlabel == "evaluations":
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no evaluation 2.5
+  ax.set_ylabel(f"{what} ({'higher' if goal == 'max' else 'lower'} is better)")
+  ax.grid(alpha=0.3)
+  fig.subplots_adjust(left=0.14, right=0.97, bottom=0.12, top=0.92)  # tight_layout costs ~0.4 s a plot
+  FigureCanvasAgg(fig).print_png(path)
+
+
+def plot_progress(values: Sequence[float | None], goal: str, path: str, *, title: str = "") -> None:
+  """Writes a PNG of one search's values (dots; failures omitted) and best-so-far line."""
+  fig = Figure(figsize=(6, 4))
+  ax = fig.add_subplot()
+  v = np.array([np.nan if x is None else x for x in values], np.float64)
+  t = np.arange(1, v.size + 1)
+  ax.plot(t, v, ".", color="0.6", label="evaluations")
+  ax.step(t, best_so_far(list(values), goal), where="post", label="best so far")
+  ax.set_title(title)
+  ax.legend()
+  _finish(fig, ax, goal, path, "value")
+
+
+def plot_curves(
+  runs: Mapping[str, np.ndarray],
+  goal: str,
+  path: str,
+  *,
+  title: str = "",
+  x: np.ndarray | None = None,
+  xlabel: str = "evaluations",
+) -> None:
+  """Writes a PNG of the mean best-so-far curve of each method, with a ± 1 standard-error band.
+
+  Args:
+    runs: name -> [S, T] best-so-far values of S seeds (NaN where a seed has no value yet).
+    goal: "max" or "min".
+    path: the PNG file.
+    x, xlabel: [T] positions of the T columns and their axis label (default: evaluations 1..T).
+  """
+  fig = Figure(figsize=(6, 4))
+  ax = fig.add_subplot()
+  for name, curves in runs.items():
+    curves = np.asarray(curves, np.float64)
+    t = np.arange(1, curves.shape[1] + 1) if x is None else np.asarray(x)
+    mean, err = mean_stderr(curves)
+    ax.plot(t, mean, label=f"{name} (n={curves.shape[0]})")
+    ax.fill_between(t, mean - err, mean + err, alpha=0.25)
+  ax.set_title(title)
+  ax.legend()
+  _finish(fig, ax, goal, path, "best value so far", xlabel)

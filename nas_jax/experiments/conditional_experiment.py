@@ -1,4 +1,6 @@
-"""The Table 1 experiment of the arc-kernel paper, reproduced on bundled data (arc_kernel.md 5):
+"""The Table 1 experiment of the arc-kernel paper (arc_kernel.md 5): `nmse_table` scores every model
+of `surrogates.conditional_models` on random train/test splits of given points; `nmse_rows`
+reproduces the table on bundled data:
 random points of the conditional space trained on digits (classification error) and diabetes
 (regression MSE), on full and half training data, then the NMSE of every model on held-out halves
 of those points, with raw and log targets.
@@ -18,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch import conditional_point as cond_point
 from nas_jax.features.otmann import KERNEL_NU_STR, otmann_distances
 from nas_jax.features.pairwise import OtmannPair
 from nas_jax.spaces import conditional as cond
@@ -26,7 +29,19 @@ from nas_jax.surrogates.priors import nasbot_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 from nas_jax.tasks import conditional_training, datasets
 
-__all__ = ["TABLE_FILE", "DATASETS", "COLUMNS", "half_training", "train_cached", "targets", "otmann_nmse", "nmse_rows"]
+__all__ = [
+  "TABLE_FILE",
+  "DATASETS",
+  "COLUMNS",
+  "nmse",
+  "split_indices",
+  "nmse_table",
+  "half_training",
+  "train_cached",
+  "targets",
+  "otmann_nmse",
+  "nmse_rows",
+]
 
 TABLE_FILE = "trained.jsonl"
 DATASETS = {"digits": "classification", "diabetes": "regression"}
@@ -84,7 +99,7 @@ def train_cached(
   os.makedirs(workdir, exist_ok=True)
   path = os.path.join(workdir, TABLE_FILE)
   done = _read(path)
-  spec = cond.conditional_spec(max_depth)
+  spec = cond_point.conditional_spec(max_depth)
   out = {}
   for name in names:
     space = cond.conditional_space(max_depth=max_depth, task=DATASETS[name])
@@ -96,7 +111,12 @@ def train_cached(
       for start in range(0, len(todo), chunk):
         idx = todo[start : start + chunk]
         r = conditional_training.train_points(
-          cond.stack_points([points[i] for i in idx]), spec, data, epochs=epochs, key=jax.random.key(seed), chunk=chunk
+          cond_point.stack_points([points[i] for i in idx]),
+          spec,
+          data,
+          epochs=epochs,
+          key=jax.random.key(seed),
+          chunk=chunk,
         )
         rows = [
           {
@@ -125,7 +145,7 @@ def otmann_nmse(
   key,
   points: list,
   y: np.ndarray,
-  spec: cond.ConditionalSpec,
+  spec: cond_point.ConditionalSpec,
   decision: str,
   *,
   n_splits: int,
@@ -133,18 +153,18 @@ def otmann_nmse(
   steps: int = 200,
 ) -> list[float]:
   """NMSE of NASBOT's GP (OTMANN kernel of `to_architecture(point)`) on the splits of
-  `conditional_models.nmse_table` (a random half for training)."""
-  archs = [cond.to_architecture(p, spec, decision) for p in points]
+  `nmse_table` (a random half for training)."""
+  archs = [cond_point.to_architecture(p, spec, decision) for p in points]
   dist = otmann_distances(archs, solver="exact", nu_str=KERNEL_NU_STR)
   surrogate = gp_surrogate(nasbot_box(len(KERNEL_NU_STR)), n_starts=n_starts, steps=steps, project=True)
   scores = []
   sub = lambda m, rows, cols: jnp.asarray(m[:, rows][:, :, cols])
-  for tr, te, k_fit in cm.split_indices(key, len(points), n_splits, int(round(0.5 * len(points)))):
+  for tr, te, k_fit in split_indices(key, len(points), n_splits, int(round(0.5 * len(points)))):
     state = surrogate.fit(
       k_fit, OtmannPair(sub(dist.d, tr, tr), sub(dist.d_bar, tr, tr)), jnp.asarray(y[tr]), jnp.ones(len(tr), bool)
     )
     pred = surrogate.predict(state, OtmannPair(sub(dist.d, te, tr), sub(dist.d_bar, te, tr)))
-    scores.append(cm.nmse(y[te], np.asarray(pred.mean).reshape(-1, len(te)).mean(0)))
+    scores.append(nmse(y[te], np.asarray(pred.mean).reshape(-1, len(te)).mean(0)))
   return scores
 
 
@@ -159,17 +179,17 @@ def nmse_rows(
   steps: int = 200,
 ) -> dict:
   """{column name: {model: (mean, stderr)}} over every (dataset, half) and raw/log target."""
-  spec = cond.conditional_spec(max_depth)
+  spec = cond_point.conditional_spec(max_depth)
   table = {}
   for (name, half), (points, errors) in trained.items():
-    u, active = cond.to_unit(cond.stack_points(points), spec)
+    u, active = cond_point.to_unit(cond_point.stack_points(points), spec)
     for suffix, log_target, col_half in COLUMNS:
       if col_half != half:
         continue
       y = targets(errors, log_target)
       key = jax.random.key(seed)
       row = {
-        m: v[:2] for m, v in cm.nmse_table(key, u, active, y, n_splits=n_splits, n_starts=n_starts, steps=steps).items()
+        m: v[:2] for m, v in nmse_table(key, u, active, y, n_splits=n_splits, n_starts=n_starts, steps=steps).items()
       }
       if otmann:
         s = otmann_nmse(
@@ -185,3 +205,98 @@ def nmse_rows(
         row["otmann_gp"] = (float(np.mean(s)), float(np.std(s, ddof=1) / np.sqrt(len(s))))
       table[f"{name}{suffix}"] = row
   return table
+
+
+def nmse(y_true, y_pred) -> float:
+  """Mean squared error over the variance of y_true (ddof 0): [m], [m] -> float.
+
+  Predicting the mean of y_true everywhere scores exactly 1. Raises ValueError on shapes or
+  on y_true without variance.
+  """
+  y_true, y_pred = np.asarray(y_true, np.float64), np.asarray(y_pred, np.float64)
+  if y_true.ndim != 1 or y_pred.shape != y_true.shape:
+    raise ValueError(f"y_pred: shape {y_pred.shape}; expected y_true's shape, a 1-d [m]")
+  var = y_true.var()
+  if not var > 0:
+    raise ValueError(f"y_true: variance {var}; NMSE needs finite targets that vary")
+  return float(np.mean((y_true - y_pred) ** 2) / var)
+
+
+def _summary(scores: list[float]) -> tuple[float, float, list[float]]:
+  """(mean, standard error (0 for one value), scores) of per-split scores."""
+  n = len(scores)
+  stderr = float(np.std(scores, ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+  return float(np.mean(scores)), stderr, list(scores)
+
+
+def split_indices(
+  key: jax.Array, n: int, n_splits: int, n_train: int
+) -> list[tuple[np.ndarray, np.ndarray, jax.Array]]:
+  """The splits of `nmse_table`: per split s, a permutation from fold_in(key, s) cut into n_train
+  training and n - n_train test indices, and the split's fitting key. Other models (e.g. an
+  OTMANN GP on the same points) use it to be scored on the very same splits."""
+  out = []
+  for s in range(n_splits):
+    k_perm, k_fit = jax.random.split(jax.random.fold_in(key, s))
+    perm = np.asarray(jax.random.permutation(k_perm, n))
+    out.append((perm[:n_train], perm[n_train:], k_fit))
+  return out
+
+
+def nmse_table(
+  key: jax.Array,
+  u,
+  active,
+  y,
+  *,
+  n_splits: int = 5,
+  models: Sequence[str] = cm.MODELS,
+  train_fraction: float = 0.5,
+  n_starts: int = 8,
+  steps: int = 200,
+) -> dict[str, tuple[float, float, list[float]]]:
+  """Table 1 of the paper: test NMSE of every model over random train/test splits.
+
+  Split s is a random permutation from fold_in(key, s); every model sees the same splits and
+  the same fit key, so a model's scores do not depend on which other models are listed.
+
+  Args:
+    key: PRNG key; u: [n, P] float in [0, 1]; active: [n, P] bool; y: [n] float.
+    n_splits: number of splits; models: names from `conditional_models.MODELS`.
+    train_fraction: share of the points in each training set (the paper: a random half).
+    n_starts, steps: the GP fits (cm.fit_predict).
+
+  Returns:
+    {model: (mean NMSE, standard error, [n_splits] NMSE per split)}.
+
+  Raises:
+    ValueError on bad data, an unknown model, n_splits < 1, or a train_fraction that leaves
+    fewer than 2 training or 2 test points.
+  """
+  cm.check_model_names(models, "models")
+  u, active = cm.check_points("u", u, "active", active)
+  y = cm.check_targets("y", y, len(u))
+  if not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
+    raise ValueError(f"n_splits: {n_splits!r}; expected an int >= 1")
+  n_train = int(round(train_fraction * len(y)))
+  if not 2 <= n_train <= len(y) - 2:
+    raise ValueError(
+      f"train_fraction: {train_fraction} gives {n_train} of {len(y)} points for training;"
+      " training and test sets need at least 2 points each"
+    )
+  scores: dict[str, list[float]] = {name: [] for name in models}
+  for tr, te, k_fit in split_indices(key, len(y), n_splits, n_train):
+    for name in models:
+      pred = cm.fit_predict(
+        name,
+        k_fit,
+        u[tr],
+        active[tr],
+        y[tr],
+        u[te],
+        active[te],
+        n_starts=n_starts,
+        steps=steps,
+      )
+      scores[name].append(nmse(y[te], pred))
+  return {name: _summary(values) for name, values in scores.items()}

@@ -50,7 +50,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.spaces.cells import (
+from nas_jax.arch.cell import (
   NB101_OPS,
   NB201_EDGES,
   NB201_OPS,

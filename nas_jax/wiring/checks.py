@@ -1,37 +1,22 @@
-"""Search configs: `check_search_config` validates every field up front (errors name
-`config.<field>`), and `search_from_config` resolves the strings once, through registries, into
-a space, task, strategy and executor, then runs the search in `config.workdir`.
-"""
+"""`check_search_config`: every field of a search config validated before anything runs, each
+error naming `config.<field>`, the value and what is allowed."""
 
 from __future__ import annotations
 
-import importlib
-import json
 import math
 import os
-from typing import Any, Callable
+from typing import Any
 
-import jax
 import ml_collections
 
-from nas_jax.search import loop
-from nas_jax.search.executors import Executor, InlineExecutor, ProcessExecutor, RayExecutor
-from nas_jax.search.state import Observation
-from nas_jax.search.strategy import STRATEGIES, Strategy, make_strategy
-from nas_jax.search.task import Task
-from nas_jax.spaces.space import SPACES
+from nas_jax.search.strategies.registry import STRATEGIES
+from nas_jax.spaces.registry import SPACES
+from nas_jax.tasks import synthetic, tabular, training
+from nas_jax.wiring.registries import EXECUTORS, TASKS
 
-__all__ = ["TASKS", "EXECUTORS", "check_search_config", "build_search", "make_executor", "search_from_config"]
+__all__ = ["check_search_config"]
 
-# Task modules sit after search/ in the layer order, so they are imported by name, on use.
-_TASK_MODULES = {
-  "synthetic": "nas_jax.tasks.synthetic",
-  "train": "nas_jax.tasks.train_task",
-  "nb201": "nas_jax.tasks.tabular",
-  "morph_train": "nas_jax.tasks.morph_task",
-  "conditional": "nas_jax.tasks.conditional_training",
-}
-_TRAIN_MODULE = "nas_jax.tasks.training"
+
 _FIELDS = (
   "strategy",
   "strategy_config",
@@ -45,6 +30,8 @@ _FIELDS = (
   "seed",
   "workdir",
 )
+
+
 _TRAIN_FIELDS = (
   "dataset",
   "epochs",
@@ -75,72 +62,14 @@ def _get(section: Any, field: str, where: str) -> Any:
     raise ValueError(f"config.{where}{field}: missing; every config declares it (see configs/)") from None
 
 
-def _synthetic_task(c: Any, kind: str) -> Task:
-  syn = importlib.import_module(_TASK_MODULES["synthetic"])
-  return syn.synthetic_task(c.function, delay_s=float(c.delay_s))
-
-
-def _train_config(c: Any):
-  training = importlib.import_module(_TRAIN_MODULE)
-  return training.TrainConfig(
-    epochs=c.epochs,
-    batch_size=c.batch_size,
-    learning_rate=float(c.learning_rate),
-    optimizer=c.optimizer,
-    schedule=c.schedule,
-    weight_decay=float(c.weight_decay),
-    patience=c.get("patience", 0),
-  )
-
-
-def _train_task(c: Any, kind: str) -> Task:
-  train_config = _train_config(c)
-  module = importlib.import_module(_TASK_MODULES["train"])
-  return module.train_task(c.dataset, kind, train_config, data_seed=c.data_seed, target=c.target, task=c.task_type)
-
-
-def _morph_train_task(c: Any, kind: str) -> Task:
-  """Warm-started training; `task.weights_dir` is set from the workdir by `build_search` when empty."""
-  module = importlib.import_module(_TASK_MODULES["morph_train"])
-  return module.morph_train_task(c.dataset, _train_config(c), c.weights_dir, data_seed=c.data_seed, noise=c.morph_noise)
-
-
-def _conditional_task(c: Any, kind: str) -> Task:
-  module = importlib.import_module(_TASK_MODULES["conditional"])
-  return module.conditional_task(c.dataset, epochs=c.epochs, data_seed=c.data_seed, max_depth=c.max_depth)
-
-
-def _nb201_task(c: Any, kind: str) -> Task:
-  tabular = importlib.import_module(_TASK_MODULES["nb201"])
-  return tabular.nb201_task(c.path, c.dataset, c.report_metric)
-
-
-# config.task.name -> builder(task section, space kind) -> Task
-TASKS: dict[str, Callable[[Any, str], Task]] = {
-  "synthetic": _synthetic_task,
-  "train": _train_task,
-  "nb201": _nb201_task,
-  "morph_train": _morph_train_task,
-  "conditional": _conditional_task,
-}
-
-# config.executor -> builder(config) -> Executor
-EXECUTORS: dict[str, Callable[[Any], Executor]] = {
-  "inline": lambda c: InlineExecutor(c.num_workers),
-  "local": lambda c: ProcessExecutor(c.num_workers, timeout_s=c.eval_timeout_s or None),
-  "ray": lambda c: RayExecutor(c.num_workers, address=c.ray_address, timeout_s=c.eval_timeout_s or None),
-}
-
-
 def _check_synthetic(c: Any, kind: str) -> None:
-  syn = importlib.import_module(_TASK_MODULES["synthetic"])
   fn = _get(c, "function", "task.")
-  _need(fn in syn.FUNCTIONS, "task.function", fn, f"choose one of: {', '.join(syn.FUNCTIONS)}")
+  _need(fn in synthetic.FUNCTIONS, "task.function", fn, f"choose one of: {', '.join(synthetic.FUNCTIONS)}")
   _need(
-    kind in syn.KINDS[fn],
+    kind in synthetic.KINDS[fn],
     "task.function",
     fn,
-    f"{fn} is defined for {', '.join(syn.KINDS[fn])} networks but config.space.kind is {kind!r}",
+    f"{fn} is defined for {', '.join(synthetic.KINDS[fn])} networks but config.space.kind is {kind!r}",
   )
   delay = _get(c, "delay_s", "task.")
   _need(
@@ -152,7 +81,6 @@ def _check_synthetic(c: Any, kind: str) -> None:
 
 
 def _check_train(c: Any, kind: str) -> None:
-  training = importlib.import_module(_TRAIN_MODULE)
   for f in _TRAIN_FIELDS:
     _get(c, f, "task.")
   _need(
@@ -207,7 +135,6 @@ def _check_train(c: Any, kind: str) -> None:
 
 
 def _check_nb201(c: Any, kind: str) -> None:
-  tabular = importlib.import_module(_TASK_MODULES["nb201"])
   _need(kind == "nb201", "task.name", "nb201", f"it scores nb201 cells but config.space.kind is {kind!r}")
   path = _get(c, "path", "task.")
   _need(
@@ -289,6 +216,12 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     workdir,
     "it is required: pass --config.workdir=DIR (a new DIR starts a search, an old one resumes it)",
   )
+  _need(
+    not os.path.exists(workdir) or os.path.isdir(workdir),
+    "workdir",
+    workdir,
+    "it is a file; expected a folder (created if missing)",
+  )
   _need(config.strategy in STRATEGIES, "strategy", config.strategy, f"choose one of: {', '.join(sorted(STRATEGIES))}")
   space_name = _get(config.space, "name", "space.")
   _need(space_name in SPACES, "space.name", space_name, f"choose one of: {', '.join(sorted(SPACES))}")
@@ -299,7 +232,7 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     _need(kind in ("cnn", "mlp"), "space.kind", kind, "choose one of: cnn, mlp")
     m = _get(config.space, "max_layers", "space.")
     _need(_is_int(m) and 4 <= m, "space.max_layers", m, "expected an integer >= 4 (the paper uses 60)")
-  _TASK_CHECKS[task_name](config.task, kind)
+  _TASK_CHECKS.get(task_name, lambda section, kind: None)(config.task, kind)  # user tasks check themselves
   if task_name == "conditional":
     _need(
       config.space.get("max_depth", 3) == config.task.max_depth,
@@ -342,51 +275,3 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     prefetch,
     "expected an integer >= 0: proposals queued beyond the busy workers",
   )
-
-
-def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:
-  """The (space, task, strategy) of a checked config: each string resolved once."""
-  space_kwargs = {k: v for k, v in config.space.items() if k != "name"}
-  space = SPACES[config.space.name](**space_kwargs)
-  task_section = config.task
-  if config.task.name == "morph_train" and not config.task.weights_dir:
-    task_section = ml_collections.ConfigDict(config.task.to_dict())
-    task_section.weights_dir = os.path.join(config.workdir, "weights")
-  task = TASKS[config.task.name](task_section, config.space.kind)
-  return space, task, make_strategy(config.strategy, config, space, task)
-
-
-def make_executor(config: ml_collections.ConfigDict) -> Executor:
-  """The executor of a checked config; the caller shuts it down."""
-  return EXECUTORS[config.executor](config)
-
-
-def search_from_config(config: ml_collections.ConfigDict, *, progress: bool = True) -> list[Observation]:
-  """Checks `config`, builds its search and runs (or resumes) it in `config.workdir`.
-
-  Also writes `config.workdir/config.json`, the config of the latest run.
-
-  Returns:
-    Every observation of the search (`loop.run`).
-  """
-  check_search_config(config)
-  space, task, strategy = build_search(config)
-  os.makedirs(config.workdir, exist_ok=True)
-  with open(os.path.join(config.workdir, "config.json"), "w") as f:
-    json.dump(json.loads(config.to_json_best_effort()), f, indent=1, sort_keys=True)
-  executor = make_executor(config)
-  try:
-    return loop.run(
-      strategy,
-      task,
-      executor,
-      config.workdir,
-      space=space,
-      budget=config.budget,
-      key=jax.random.key(config.seed),
-      seed=config.seed,
-      progress=progress,
-      prefetch=config.get("prefetch", 0),
-    )
-  finally:
-    executor.shutdown()

@@ -16,17 +16,17 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from nas_jax import drawing, plots
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.cell import Cell, cell_to_architecture
 from nas_jax.arch.labels import LAYER_GRAPH_KINDS
 from nas_jax.features import encodings
-from nas_jax.features.otmann import otmann_distances
 from nas_jax.features.featurizers import make_featurizer
+from nas_jax.features.otmann import otmann_distances
 from nas_jax.features.pairwise import VectorPair, hamming, sq_euclidean
 from nas_jax.search import curves, journal, loop
 from nas_jax.search.state import GOALS, Observation, to_score
-from nas_jax.spaces.cells import Cell, cell_to_architecture
-from nas_jax.spaces.space import SPACES
+from nas_jax.spaces.registry import SPACES
+from nas_jax.viz import drawing, plots
 
 __all__ = [
   "REPORT",

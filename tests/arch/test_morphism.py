@@ -8,11 +8,10 @@ import hypothesis.strategies as st
 import numpy as np
 import pytest
 
-from nas_jax.arch import main_chain
+from nas_jax.arch import main_chain, morphism
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.morphism import Op
 from nas_jax.features import edit_distance as ed
-from nas_jax.spaces import morphism
-from nas_jax.spaces.morphism import Op
 
 G0, G1 = morphism.initial_architectures()
 

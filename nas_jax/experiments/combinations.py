@@ -13,7 +13,7 @@ from nas_jax.acquisition.functions import ACQUISITIONS
 from nas_jax.acquisition.optimizers import optimisers_for
 from nas_jax.features.featurizers import featurizers_for
 from nas_jax.search.strategies.bo import bo
-from nas_jax.spaces.space import SPACES
+from nas_jax.spaces.registry import SPACES
 from nas_jax.surrogates.point_model import SURROGATES
 
 __all__ = ["SPACE_KINDS", "NATURAL_ACQUISITION", "Combination", "space_of", "valid_combinations", "bo_kwargs"]

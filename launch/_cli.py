@@ -1,0 +1,99 @@
+"""One line per user error for every launch script: `_cli.run(main)` in place of `app.run(main)`.
+
+A mistake a user can make (a mistyped flag or config field, a config file or data that is missing,
+a value out of range, a workdir held by another search) ends the script with
+
+  <script>: error: <what, which flag or file, what is allowed>
+
+on stderr and exit code 2, never a traceback. Anything else is a bug and keeps its traceback.
+`--verbose` (or NAS_JAX_VERBOSE=1) keeps the traceback of user errors too, for debugging.
+Imported by launch scripts after `_env`.
+"""
+
+import logging
+import os
+import re
+import sys
+from typing import Callable, NoReturn
+
+from absl import app, flags
+
+from nas_jax.search.loop import WorkdirInUse
+
+flags.DEFINE_bool("verbose", False, "Show the full traceback of an error (also NAS_JAX_VERBOSE=1).")
+
+# What a user's input can raise; absl's flag errors and ml_collections' mistyped fields included.
+USER_ERRORS = (ValueError, TypeError, OSError, flags.Error, app.UsageError, WorkdirInUse)
+
+
+def _script() -> str:
+  return os.path.basename(sys.argv[0] or "nas_jax")
+
+
+def _verbose(argv: list) -> bool:
+  return os.environ.get("NAS_JAX_VERBOSE", "") not in ("", "0") or "--verbose" in argv
+
+
+def message(error: BaseException) -> str:
+  """One line for an exception: an OSError's file and reason, other texts with newlines joined."""
+  if isinstance(error, OSError) and error.filename is not None:
+    return f"{error.filename}: {error.strerror}"
+  text = error.args[0] if len(error.args) == 1 and isinstance(error.args[0], str) else str(error)
+  return re.sub(r"\s*\n\s*", "; ", text.strip())
+
+
+def _flag_value(argv: list, name: str) -> str | None:
+  for arg in argv:
+    if arg.startswith(f"--{name}="):
+      return arg.split("=", 1)[1]
+  return None
+
+
+def _explain(argv: list, e: Exception) -> str:
+  """The line for a user error: a mistyped config field or a missing config file names its flag."""
+  config = _flag_value(argv, "config")
+  inner = e
+  while inner.args and isinstance(inner.args[0], BaseException):  # ml_collections wraps a KeyError
+    inner = inner.args[0]
+  text = inner.args[0] if inner.args and isinstance(inner.args[0], str) else ""
+  typo = re.match(r"'([^']+)'\n(Did you mean .*)", text, re.S)
+  if typo:
+    field, hint = typo.groups()
+    flag = next(
+      (a.split("=", 1)[0] for a in argv if a.startswith("--config.") and a.split("=", 1)[0].endswith(field)), None
+    )
+    return f"{flag or field}: no such field in {config or 'the config'}; {hint.strip()}"
+  if isinstance(e, OSError) and config is not None and not os.path.isfile(config.split(":", 1)[0]):
+    return f"--config={config}: no such file; expected an existing configs/*.py file, optionally with :arg"
+  return message(e)
+
+
+def fail(text: str) -> NoReturn:
+  """Prints `<script>: error: text` to stderr and exits with code 2."""
+  print(f"{_script()}: error: {text}", file=sys.stderr)
+  sys.exit(2)
+
+
+def _parse(argv: list) -> list:
+  try:
+    return flags.FLAGS(argv)
+  except (*USER_ERRORS, AttributeError, KeyError) as e:  # ml_collections: mistyped config fields
+    if _verbose(argv):
+      raise
+    fail(_explain(argv, e))
+
+
+def run(main: Callable[[list], None]) -> None:
+  """`app.run(main)` with one-line user errors (see the module docstring)."""
+
+  def guarded(argv: list) -> None:
+    try:
+      main(argv)
+    except USER_ERRORS as e:
+      if _verbose(sys.argv):
+        raise
+      fail(_explain(sys.argv, e))
+
+  # jax logs at INFO that it found no TPU on every start; a CPU or GPU user has nothing to do about it
+  logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
+  app.run(guarded, flags_parser=_parse)

@@ -1,0 +1,84 @@
+"""Points of the Auto-Keras space (autokeras.md 1.4, 2.4, 7.2): a network and where it came from, so
+that training can warm-start from its parent's weights; their keys and JSON.
+
+A `MorphPoint` is the architecture and, when it was made by morphing an evaluated network, that
+parent's weights id and the ops from it. Its JSON is the architecture's JSON plus a "morph" entry,
+so the journal records each network's parent and op list. Duplicates are networks with equal
+descriptors (spec 6.2). The space over these points is `nas_jax.spaces.morph_space`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from nas_jax.arch import main_chain, morphism
+from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.json_io import Limits
+
+__all__ = ["MorphPoint", "weights_id", "descriptor_key", "morph_point_to_json", "morph_point_from_json"]
+
+
+class MorphPoint(NamedTuple):
+  """One network of the space.
+
+  Attributes:
+    arch: the autokeras Architecture (trimmed to its layers).
+    parent: `weights_id` of the evaluated network it is morphed from, or None (trained from scratch).
+    parent_trial: that network's trial id, for readers of the journal; None without a parent.
+    ops: the morphs from the parent, in order (empty without a parent).
+  """
+
+  arch: Architecture
+  parent: str | None = None
+  parent_trial: int | None = None
+  ops: tuple[morphism.Op, ...] = ()
+
+
+def weights_id(arch_json: dict) -> str:
+  """The name under which a network's trained weights are stored: a digest of its layers and
+  edges (slot order included, since parameters are named by slot)."""
+  body = {k: arch_json[k] for k in ("kind", "layers", "edges")}
+  return hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=12).hexdigest()
+
+
+def descriptor_key(arch: Architecture) -> str:
+  """desc(f) as a string (spec 1.5): conv widths, hidden fc widths, sorted skip triples."""
+  chain = main_chain.chain_view(arch)
+  units = np.asarray(arch.units)
+  return json.dumps(
+    [[int(units[c]) for c in chain.convs], [int(units[f]) for f in chain.fcs], sorted(chain.skip_triples())]
+  )
+
+
+def morph_point_to_json(point: MorphPoint) -> dict:
+  """The architecture's interchange JSON, plus {"morph": {parent, parent_trial, ops}} with a parent."""
+  obj = point.arch.to_json()
+  if point.parent is not None:
+    obj["morph"] = {
+      "parent": point.parent,
+      "parent_trial": point.parent_trial,
+      "ops": [o.to_json() for o in point.ops],
+    }
+  return obj
+
+
+def morph_point_from_json(obj: Any, limits: Limits) -> MorphPoint:
+  """`morph_point_to_json`'s inverse, the architecture validated against `limits`."""
+  if not isinstance(obj, dict):
+    raise ValueError(f"architecture: {type(obj).__name__} given; expected an object")
+  body = {k: v for k, v in obj.items() if k != "morph"}
+  arch = Architecture.from_json(body, limits=limits)
+  if arch.kind != main_chain.KIND:
+    raise ValueError(f"kind: {arch.kind!r}; the autokeras space holds {main_chain.KIND!r} networks")
+  morph = obj.get("morph")
+  if morph is None:
+    return MorphPoint(arch)
+  if not isinstance(morph, dict) or set(morph) != {"parent", "parent_trial", "ops"}:
+    raise ValueError(f"morph: {morph!r}; expected an object with keys parent, parent_trial, ops")
+  return MorphPoint(
+    arch, str(morph["parent"]), morph["parent_trial"], tuple(morphism.Op.from_json(o) for o in morph["ops"])
+  )

@@ -1,0 +1,2 @@
+"""Experiments built on the whole library: the held-out comparison harness, the combination
+matrix, the predictor experiment, kernel quality and the arc-kernel paper's Table 1."""

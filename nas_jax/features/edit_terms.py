@@ -1,0 +1,87 @@
+"""The terms of the Auto-Keras edit distance (autokeras.md 3) between two networks: the
+substitution costs d_l (eq. 5) and d_s (eq. 8), the layer term D_l of two width lists by a masked
+dynamic programme (jit- and vmap-safe), and the skip term D_s of a batch of pairs by an exact
+rectangular assignment on the host.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+__all__ = ["width_distance", "skip_distance", "layer_edit_distance", "skip_edit_distances"]
+
+
+def width_distance(w_a: jax.Array, w_b: jax.Array) -> jax.Array:
+  """d_l = |w_a - w_b| / max(w_a, w_b) in [0, 1) (eq. 5): widths >= 1, broadcast -> float."""
+  w_a, w_b = jnp.asarray(w_a, float), jnp.asarray(w_b, float)
+  return jnp.abs(w_a - w_b) / jnp.maximum(w_a, w_b)
+
+
+def skip_distance(s_a: jax.Array, s_b: jax.Array) -> jax.Array:
+  """d_s of eq. (8) in [0, 1]: triples (u, v, type) [..., 3] int, broadcast -> [...] float.
+
+  With delta = v - u, (|u_a - u_b| + |delta_a - delta_b|) / (max u + max delta); 1 when the
+  types differ (autokeras.md 3.3). The denominator is >= 2 since u, delta >= 1.
+  """
+  s_a, s_b = jnp.asarray(s_a), jnp.asarray(s_b)
+  u_a, u_b = s_a[..., 0].astype(float), s_b[..., 0].astype(float)
+  delta_a = (s_a[..., 1] - s_a[..., 0]).astype(float)
+  delta_b = (s_b[..., 1] - s_b[..., 0]).astype(float)
+  num = jnp.abs(u_a - u_b) + jnp.abs(delta_a - delta_b)
+  same = num / (jnp.maximum(u_a, u_b) + jnp.maximum(delta_a, delta_b))
+  return jnp.where(s_a[..., 2] == s_b[..., 2], same, 1.0)
+
+
+def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
+  """A[n_a][n_b] of the DP of autokeras.md 3.2: unit insertions and deletions, substitution
+  costs sub: [La, Lb] float; n_a, n_b: [] int real lengths. One lax.scan step per row.
+
+  Column j of a row depends only on columns <= j of it and of the row before, so entries past
+  n_b (and rows past n_a) never reach the answer: padding needs no mask here.
+  """
+  cols = jnp.arange(sub.shape[1] + 1, dtype=sub.dtype)
+
+  def row(carry, inputs):
+    prev, ans = carry
+    i, sub_i = inputs
+    # Best ways into (i, j) that do not come from (i, j-1): delete a_i, or substitute.
+    best = jnp.concatenate([i[None], jnp.minimum(prev[1:] + 1.0, prev[:-1] + sub_i)])
+    # An insertion costs 1 per column, so A[i][j] = min_{k <= j} best[k] + (j - k).
+    cur = jax.lax.cummin(best - cols) + cols
+    return (cur, jnp.where(i == n_a, cur[n_b], ans)), None
+
+  rows = jnp.arange(1, sub.shape[0] + 1, dtype=sub.dtype)
+  (_, ans), _ = jax.lax.scan(row, (cols, cols[n_b]), (rows, sub))
+  return ans
+
+
+def layer_edit_distance(a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: jax.Array) -> jax.Array:
+  """D_l of two padded width lists (autokeras.md 3.2, eq. 6 corrected); jit- and vmap-safe.
+
+  Args:
+    a: [La] int widths, real ones first; a_mask: [La] bool. b: [Lb] int; b_mask: [Lb] bool.
+
+  Returns:
+    [] float: the weighted Levenshtein distance with substitution cost d_l (eq. 5).
+  """
+  chex.assert_rank([a, a_mask, b, b_mask], 1)
+  sub = width_distance(a[:, None], b[None, :])
+  return _levenshtein(sub, a_mask.sum(), b_mask.sum())
+
+
+def skip_edit_distances(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
+  """D_s (eq. 7) of each pair: [W] float64 from cost [W, Sa, Sb] and real counts n_a, n_b [W].
+
+  The optimal matching pairs min(n_a, n_b) skips (d_s <= 1 < 2, autokeras.md 3.3); each
+  unmatched skip of the larger set costs 1.
+  """
+  out = np.abs(n_a - n_b).astype(np.float64)
+  for p in np.flatnonzero((n_a > 0) & (n_b > 0)):
+    c = cost[p, : n_a[p], : n_b[p]]
+    rows, cols = linear_sum_assignment(c)
+    out[p] += c[rows, cols].sum()
+  return out

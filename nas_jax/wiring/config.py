@@ -1,0 +1,121 @@
+"""Search configs: `search_from_config` checks a config (`checks.check_search_config`), resolves
+its strings once, through the registries (`SPACES`, `STRATEGIES`, `registries.TASKS`,
+`registries.EXECUTORS`), into a space, task, strategy and executor, then runs the search in
+`config.workdir`. The checks and registries are re-exported here, the config API in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import jax
+import ml_collections
+
+from nas_jax.search import loop
+from nas_jax.search.executors import Executor
+from nas_jax.search.state import Observation
+from nas_jax.search.strategies.registry import make_strategy
+from nas_jax.search.strategy import Strategy
+from nas_jax.search.task import Task
+from nas_jax.spaces.registry import SPACES
+from nas_jax.viz import plots
+from nas_jax.wiring.checks import check_search_config
+from nas_jax.wiring.registries import EXECUTORS, TASKS, train_config_of
+
+__all__ = [
+  "PROGRESS",
+  "RESUME_MAY_CHANGE",
+  "TASKS",
+  "EXECUTORS",
+  "check_search_config",
+  "train_config_of",
+  "build_search",
+  "make_executor",
+  "search_from_config",
+]
+
+PROGRESS = "progress.png"
+# Fields a resumed search may change: how long it runs and where it evaluates, not what it searches.
+RESUME_MAY_CHANGE = ("budget", "num_workers", "executor", "ray_address", "eval_timeout_s", "prefetch", "workdir")
+
+
+def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:
+  """The (space, task, strategy) of a checked config: each string resolved once."""
+  space_kwargs = {k: v for k, v in config.space.items() if k != "name"}
+  space = SPACES[config.space.name](**space_kwargs)
+  task_section = config.task
+  if config.task.name == "morph_train" and not config.task.weights_dir:
+    task_section = ml_collections.ConfigDict(config.task.to_dict())
+    task_section.weights_dir = os.path.join(config.workdir, "weights")
+  task = TASKS[config.task.name](task_section, config.space.kind)
+  return space, task, make_strategy(config.strategy, config, space, task)
+
+
+def make_executor(config: ml_collections.ConfigDict) -> Executor:
+  """The executor of a checked config; the caller shuts it down."""
+  return EXECUTORS[config.executor](config)
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+  out = {}
+  for k, v in d.items():
+    out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+  return out
+
+
+def _check_resume(workdir: str, settings: dict) -> None:
+  """A workdir resumes the search its config.json describes: only fields that do not change the
+  search (`RESUME_MAY_CHANGE`) may differ; ValueError naming the others."""
+  path = os.path.join(workdir, loop.CONFIG)
+  if not os.path.exists(path):
+    return
+  with open(path) as f:
+    old = _flat(json.load(f))
+  new = _flat(settings)
+  differ = sorted(
+    k for k in set(old) | set(new) if old.get(k) != new.get(k) and k.split(".")[0] not in RESUME_MAY_CHANGE
+  )
+  if differ:
+    shown = ", ".join(f"{k}={old.get(k)!r} there, {new.get(k)!r} here" for k in differ[:4])
+    more = f" and {len(differ) - 4} more" if len(differ) > 4 else ""
+    raise ValueError(
+      f"config.workdir: {workdir!r} holds a search with another config ({shown}{more}); resume it with"
+      f" its own config ({', '.join(RESUME_MAY_CHANGE)} may change) or use another workdir"
+    )
+
+
+def search_from_config(config: ml_collections.ConfigDict, *, progress: bool = True) -> list[Observation]:
+  """Checks `config`, builds its search and runs (or resumes) it in `config.workdir`.
+
+  An existing workdir resumes only with its own config (`RESUME_MAY_CHANGE` aside). Also writes
+  `config.workdir/config.json`, the config of the latest run, and `progress.png`, the values and
+  best so far after each evaluation.
+
+  Returns:
+    Every observation of the search (`loop.run`).
+  """
+  check_search_config(config)
+  settings = json.loads(config.to_json_best_effort())
+  _check_resume(config.workdir, settings)
+  space, task, strategy = build_search(config)
+  executor = make_executor(config)
+  try:
+    done = loop.run(
+      strategy,
+      task,
+      executor,
+      config.workdir,
+      space=space,
+      budget=config.budget,
+      key=jax.random.key(config.seed),
+      seed=config.seed,
+      progress=progress,
+      prefetch=config.get("prefetch", 0),
+      config=settings,
+    )
+  finally:
+    executor.shutdown()
+  plots.plot_progress([o.value for o in done], task.goal, os.path.join(config.workdir, PROGRESS), title=task.name)
+  return done

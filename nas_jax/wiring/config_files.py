@@ -1,0 +1,51 @@
+"""Config files and command-line overrides: `path/to/config.py[:arg]` loaded as `--config=` loads
+it, and `dotted.field=value` overrides applied to the loaded config."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+from typing import Sequence
+
+import ml_collections
+
+__all__ = ["load_config", "parse_overrides", "apply_overrides"]
+
+
+def load_config(spec: str) -> ml_collections.ConfigDict:
+  """Loads `path/to/config.py[:arg]` by calling its `get_config(arg)` (as `--config=` does)."""
+  path, _, arg = spec.partition(":")
+  if not path.endswith(".py") or not os.path.isfile(path):
+    raise ValueError(f"configs: {spec!r}; expected an existing configs/*.py file, optionally with :arg")
+  module_spec = importlib.util.spec_from_file_location(f"_config_file_{abs(hash(path))}", path)
+  module = importlib.util.module_from_spec(module_spec)
+  module_spec.loader.exec_module(module)
+  return module.get_config(arg) if arg else module.get_config()
+
+
+def parse_overrides(items: Sequence[str]) -> dict:
+  """`["task.epochs=3", "num_workers=2"]` -> {"task.epochs": 3, "num_workers": 2}; values are
+  Python literals, anything else is kept as a string."""
+  out = {}
+  for item in items:
+    key, eq, text = item.partition("=")
+    if not eq or not key or not all(key.split(".")):
+      raise ValueError(f"overrides: {item!r}; expected dotted.field=value, e.g. task.epochs=3")
+    try:
+      out[key] = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+      out[key] = text
+  return out
+
+
+def apply_overrides(config: ml_collections.ConfigDict, overrides: dict, spec: str) -> None:
+  """Sets each dotted field of `overrides` in `config`; a field the config lacks is an error."""
+  for key, value in overrides.items():
+    *parents, leaf = key.split(".")
+    section = config
+    for name in parents:
+      section = section.get(name) if isinstance(section, ml_collections.ConfigDict) else None
+    if not isinstance(section, ml_collections.ConfigDict) or leaf not in section:
+      raise ValueError(f"overrides: {key!r} is not a field of {spec}")
+    section[leaf] = value

@@ -1,0 +1,108 @@
+"""Every launch script answers a user's mistake with one line on stderr and exit code 2 (launch/_cli.py):
+what was wrong, which flag, file or config field, what is allowed; `--verbose` keeps the traceback.
+A refused search leaves the workdir as it was."""
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SMOKE = "--config=configs/ea_synthetic.py:smoke"
+
+
+def _cli(*args):
+  env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": ""}
+  env.pop("NAS_JAX_VERBOSE", None)
+  return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
+def _one_line(p, script, pattern):
+  lines = [l for l in p.stderr.splitlines() if l.strip()]
+  assert p.returncode == 2, p.stderr
+  assert len(lines) == 1, p.stderr
+  assert lines[0].startswith(f"{script}: error: "), lines[0]
+  assert re.search(pattern, lines[0]), lines[0]
+
+
+CASES = [
+  (
+    ["launch/search.py", SMOKE, "--config.budgett=5", "--config.workdir=W"],
+    r"--config\.budgett: no such field in configs/ea_synthetic\.py:smoke; Did you mean \"budget\"",
+  ),
+  (
+    ["launch/search.py", SMOKE, "--config.task.functio=f2", "--config.workdir=W"],
+    r"--config\.task\.functio: .*\"function\"",
+  ),
+  (["launch/search.py", "--config=configs/nope.py", "--config.workdir=W"], r"--config=configs/nope\.py: no such file"),
+  (["launch/search.py"], r"--config"),
+  (["launch/search.py", SMOKE, "--config.workdir=FILE"], r"config\.workdir: .* it is a file; expected a folder"),
+  (
+    ["launch/search.py", SMOKE, "--config.strategy=foo", "--config.workdir=W"],
+    r"config\.strategy: 'foo' .* choose one of: .*nasbot",
+  ),
+  (["launch/search.py", SMOKE, "--config.budget=0", "--config.workdir=W"], r"config\.budget: 0"),
+  (
+    [
+      "launch/search.py",
+      "--config=configs/random_nb201.py:smoke",
+      "--config.task.path=/nonexistent",
+      "--config.workdir=W",
+    ],
+    r"config\.task\.path: '/nonexistent' .* never downloaded",
+  ),
+  (["launch/report.py", "--workdir=W"], r"workdir: .* has no journal\.jsonl"),
+  (["launch/compare.py", "--configs=configs/nope.py", "--out=W", "--budget=2"], r"configs/nope\.py"),
+  (["launch/distance.py", "--archs=/nonexistent.json", "--out=W"], r"nonexistent\.json: cannot read a JSON list"),
+  (["launch/distance.py", "--archs=ONE", "--out=W"], r"--archs: .* holds one architecture; a distance needs two"),
+  (["launch/nb201_table.py", "--out=W", "--datasets=mnist"], r"--datasets: \['mnist'\] unknown"),
+  (["launch/search.py", SMOKE, "extra", "--config.workdir=W"], r"unexpected arguments"),
+]
+
+
+@pytest.mark.parametrize("args, pattern", CASES, ids=[" ".join(a[:1] + a[2:3]) for a, _ in CASES])
+def test_a_mistake_is_one_line_and_exit_2(tmp_path, args, pattern):
+  (tmp_path / "file").write_text("")
+  (tmp_path / "one.json").write_text(
+    json.dumps(
+      [{"kind": "mlp", "layers": [{"label": "ip"}, {"label": "linear"}, {"label": "op"}], "edges": [[0, 1], [1, 2]]}]
+    )
+  )
+  args = [
+    a.replace("=W", f"={tmp_path / 'w'}")
+    .replace("=FILE", f"={tmp_path / 'file'}")
+    .replace("=ONE", f"={tmp_path / 'one.json'}")
+    for a in args
+  ]
+  _one_line(_cli(*args), os.path.basename(args[0]), pattern)
+
+
+def test_verbose_keeps_the_traceback(tmp_path):
+  p = _cli("launch/search.py", SMOKE, "--config.strategy=foo", f"--config.workdir={tmp_path}", "--verbose")
+  assert p.returncode != 0 and "Traceback" in p.stderr and "config.strategy: 'foo'" in p.stderr
+
+
+def test_a_refused_search_leaves_the_workdir_as_it_was(tmp_path):
+  ok = _cli("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--noprogress")
+  assert ok.returncode == 0, ok.stderr
+  before = {f.name: f.read_bytes() for f in tmp_path.iterdir() if f.is_file()}
+  assert json.loads(before["config.json"])["task"]["function"] == "f1"
+
+  other = _cli("launch/search.py", "--config=configs/ea_synthetic.py:smoke+f2", f"--config.workdir={tmp_path}")
+  _one_line(other, "search.py", r"holds a search with another config \(.*task\.function='f1' there, 'f2' here")
+
+  fd = os.open(tmp_path, os.O_RDONLY)  # a live search holds the workdir
+  fcntl.flock(fd, fcntl.LOCK_EX)
+  try:
+    busy = _cli("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--config.budget=8")
+  finally:
+    os.close(fd)
+  _one_line(busy, "search.py", r"another search is running in it")
+  assert {f.name: f.read_bytes() for f in tmp_path.iterdir() if f.is_file()} == before
+
+  more = _cli("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--config.budget=8", "--noprogress")
+  assert more.returncode == 0 and "after 8 evaluations" in more.stdout, more.stderr
