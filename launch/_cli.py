@@ -13,6 +13,7 @@ Imported by launch scripts after `_env`.
 import logging
 import os
 import re
+import signal
 import sys
 from typing import Callable, NoReturn
 
@@ -83,6 +84,10 @@ def _parse(argv: list) -> list:
     fail(_explain(argv, e))
 
 
+def _interrupt(signum, frame) -> NoReturn:
+  raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(main: Callable[[list], None]) -> None:
   """`app.run(main)` with one-line user errors (see the module docstring)."""
 
@@ -94,6 +99,7 @@ def run(main: Callable[[list], None]) -> None:
         raise
       fail(_explain(sys.argv, e))
 
+  signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops a search as Ctrl-C does: workers stopped
   # jax logs at INFO that it found no TPU on every start; a CPU or GPU user has nothing to do about it
   logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
   app.run(guarded, flags_parser=_parse)

@@ -14,6 +14,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Callable, NamedTuple, Protocol
@@ -130,12 +131,26 @@ class InlineExecutor:
 
 
 _READY = b"R"
+_ORPHAN_POLL_S = 0.5
 
 
-def _process_main(conn: mpc.Connection, x64: bool) -> None:
+def _die_with(parent: int) -> None:
+  """Ends this worker within `_ORPHAN_POLL_S` once its parent is gone, even mid-evaluation (a
+  killed search must not leave training workers behind that write files nobody journals)."""
+
+  def watch() -> None:
+    while os.getppid() == parent:
+      time.sleep(_ORPHAN_POLL_S)
+    os._exit(1)
+
+  threading.Thread(target=watch, daemon=True, name="nas_jax-orphan-watch").start()
+
+
+def _process_main(conn: mpc.Connection, x64: bool, parent: int) -> None:
   """A worker process: say `_READY`, then receive a pickled (fn, args) and reply with a pickled
-  (ok, payload, seconds), until an empty message or a closed pipe (the parent died)."""
+  (ok, payload, seconds), until an empty message or a closed pipe; it exits when its parent dies."""
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+  _die_with(parent)
   worker_setup(x64)
   try:
     conn.send_bytes(_READY)
@@ -168,7 +183,9 @@ class _Slot:
 
   def __init__(self, ctx, index: int, x64: bool):
     self.conn, child = ctx.Pipe(duplex=True)
-    self.process = ctx.Process(target=_process_main, args=(child, x64), daemon=True, name=f"nas_jax-worker-{index}")
+    self.process = ctx.Process(
+      target=_process_main, args=(child, x64, os.getpid()), daemon=True, name=f"nas_jax-worker-{index}"
+    )
     self.process.start()
     child.close()
     self.name = f"process-{index}/pid{self.process.pid}"

@@ -223,6 +223,13 @@ class Hamming:
     return _stationary_bounds(cls, dim, variance, length_scale)
 
 
+def _check_powers(p, p_bar) -> None:
+  """The powers of eq. (7) are positive finite numbers (the Fig. 7c ablation tries 1 and 2)."""
+  for name, v in (("p", p), ("p_bar", p_bar)):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+      raise ValueError(f"{name}: {v!r}; expected a positive finite number")
+
+
 @typed_dataclass
 class NasbotKernel:
   """alpha exp(-sum_i beta_i d_i^p) + alpha_bar exp(-sum_i beta_bar_i d_bar_i^p_bar), eq. (7).
@@ -255,9 +262,7 @@ class NasbotKernel:
     log_beta, log_beta_bar = _positive("beta", beta), _positive("beta_bar", beta_bar)
     if log_beta.ndim != 1 or log_beta.shape != log_beta_bar.shape:
       raise ValueError(f"beta, beta_bar: shapes {log_beta.shape}, {log_beta_bar.shape}; need both [n_nu]")
-    for name, v in (("p", p), ("p_bar", p_bar)):
-      if not v > 0:
-        raise ValueError(f"{name}: {v} is not positive")
+    _check_powers(p, p_bar)
     return cls(
       _positive("alpha", alpha),
       _positive("alpha_bar", alpha_bar),
@@ -279,6 +284,7 @@ class NasbotKernel:
     p_bar=2.0,
   ):
     """(lower, upper) kernels: the authors' code boxes (nasbot.md App. R), relative to Var(Y)."""
+    _check_powers(p, p_bar)
     a0, a1 = _range("alpha", alpha, None)
     b0, b1 = _range("beta", beta, n_nu)
     c0, c1 = _range("beta_bar", beta_bar, n_nu)

@@ -101,7 +101,15 @@ CASES = {
   "nasbot": Case(
     _mlp,
     dict(_OTMANN, n_starts=2, fit_steps=10),
-    ({"acquisition": NOPE}, {"solver": NOPE}, {"otmann_params": NOPE}, {"kernel": NOPE}, {"selection": NOPE}),
+    (
+      {"acquisition": NOPE},
+      {"solver": NOPE},
+      {"otmann_params": NOPE},
+      {"kernel": NOPE},
+      {"selection": NOPE},
+      {"p": -1.0},
+      {"ea_min": -5},
+    ),
     steps=5,
     failed=(0, 3),
   ),
@@ -290,6 +298,6 @@ def _leaf(options: dict) -> tuple[str, Any]:
 def test_bad_options_fail_when_the_strategy_is_built(name, bad):
   case = _case(name)
   option, value = _leaf(bad)
-  named = re.escape(repr(value) if isinstance(value, str) else f"{option}={value!r}")
+  named = re.escape(repr(value))
   with pytest.raises(ValueError, match=named):
     _build(name, case.space(), {**case.options, **bad})

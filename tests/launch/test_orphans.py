@@ -1,0 +1,75 @@
+"""A search killed with kill -9 or SIGTERM leaves no worker process behind: workers watch their
+parent and exit with it (nas_jax.search.executors), and SIGTERM stops a search as Ctrl-C does."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _children(pid: int) -> set:
+  out = set()
+  for entry in os.listdir("/proc"):
+    if entry.isdigit():
+      try:
+        with open(f"/proc/{entry}/stat") as f:
+          fields = f.read().rsplit(")", 1)[1].split()
+      except OSError:
+        continue
+      if int(fields[1]) == pid and fields[0] != "Z":
+        out.add(int(entry))
+  return out
+
+
+def _alive(pids: set) -> set:
+  alive = set()
+  for p in pids:
+    try:
+      with open(f"/proc/{p}/stat") as f:
+        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+          alive.add(p)
+    except OSError:
+      pass
+  return alive
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc (Linux)")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_workers_do_not_outlive_a_killed_search(tmp_path, sig):
+  main = subprocess.Popen(
+    [
+      sys.executable,
+      "launch/search.py",
+      "--config=configs/ea_synthetic.py:smoke",
+      f"--config.workdir={tmp_path}",
+      "--config.executor=local",
+      "--config.num_workers=2",
+      "--config.task.delay_s=600",
+      "--noprogress",
+    ],
+    cwd=ROOT,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+    env={**os.environ, "JAX_COMPILATION_CACHE_DIR": ""},
+  )
+  try:
+    deadline, workers = time.time() + 120, set()
+    while time.time() < deadline and len(workers) < 2:  # the two workers (and a resource tracker)
+      time.sleep(0.5)
+      workers = _children(main.pid)
+    assert len(workers) >= 2, "the search did not start its workers"
+    time.sleep(2.0)  # they are evaluating: each call sleeps for 600 s
+    os.kill(main.pid, sig)
+    main.wait(timeout=60)
+    deadline = time.time() + 10
+    while _alive(workers) and time.time() < deadline:
+      time.sleep(0.2)
+    assert not _alive(workers), f"workers {_alive(workers)} outlived the search"
+  finally:
+    if main.poll() is None:
+      main.kill()
