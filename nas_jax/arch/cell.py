@@ -16,6 +16,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.json_io import show
 
 __all__ = [
   "Cell",
@@ -99,14 +100,14 @@ def parse_arch_str(s: Any) -> Cell:
   for node, group in enumerate(groups, start=1):
     entries = group.strip("|").split("|") if group.startswith("|") and group.endswith("|") else []
     if len(entries) != node:
-      raise ValueError(f"arch_str: {s!r}; group {node} must be |op~0|...|op~{node - 1}|")
+      raise ValueError(f"arch_str: {show(s)}; group {node} must be |op~0|...|op~{node - 1}|")
     for src, entry in enumerate(entries):
       name, _, k = entry.partition("~")
       if name not in NB201_OPS or k != str(src):
-        raise ValueError(f"arch_str: entry {entry!r} of {s!r}; expected op~{src} with op in {NB201_OPS}")
+        raise ValueError(f"arch_str: entry {show(entry)} of {show(s)}; expected op~{src} with op in {NB201_OPS}")
       ops.append(NB201_OPS.index(name))
   if len(groups) != 3:
-    raise ValueError(f"arch_str: {s!r} has {len(groups)} '+'-groups; expected 3")
+    raise ValueError(f"arch_str: {show(s)} has {len(groups)} '+'-groups; expected 3")
   return nb201_cell(ops)
 
 
@@ -133,7 +134,15 @@ def nb101_cell(adjacency: Any, ops: Sequence[int]) -> Cell:
 
   The genotype may be invalid (check with `nb101_is_valid`); the space only produces valid ones.
   """
-  a = np.asarray(adjacency)
+  rows = adjacency.tolist() if isinstance(adjacency, np.ndarray) else adjacency
+  if not (
+    isinstance(rows, (list, tuple))
+    and len(rows) == NB101_NODES
+    and all(isinstance(r, (list, tuple)) and len(r) == NB101_NODES for r in rows)
+    and all(isinstance(v, (int, np.integer)) and v in (0, 1) for r in rows for v in r)
+  ):
+    raise ValueError(f"nb101_cell: adjacency {show(adjacency)}; expected a 7x7 matrix of 0/1 integers")
+  a = np.asarray(rows)
   ops = np.asarray(ops, dtype=np.int32)
   if a.shape != (NB101_NODES, NB101_NODES) or not np.isin(a, (0, 1)).all():
     raise ValueError(f"nb101_cell: adjacency shape {a.shape}; expected a 7x7 0/1 matrix")
@@ -259,16 +268,16 @@ def cell_from_json(obj: Any, kind: str) -> Cell:
   """`cell_to_json`'s inverse for cells of `kind`, validated; ValueError naming the field."""
   if kind == "nb201":
     if not isinstance(obj, dict) or obj.get("kind") != "nb201" or "arch_str" not in obj:
-      raise ValueError(f"nb201 from_json: {obj!r}; expected {{'kind': 'nb201', 'arch_str': str}}")
+      raise ValueError(f"nb201 from_json: {show(obj)}; expected {{'kind': 'nb201', 'arch_str': str}}")
     return parse_arch_str(obj["arch_str"])
   if not isinstance(obj, dict) or obj.get("kind") != "nb101":
-    raise ValueError(f"nb101 from_json: {obj!r}; expected {{'kind': 'nb101', 'matrix', 'ops'}}")
+    raise ValueError(f"nb101 from_json: {show(obj)}; expected {{'kind': 'nb101', 'matrix', 'ops'}}")
   ops = obj.get("ops")
   if not isinstance(ops, list) or len(ops) != 7 or ops[0] != "input" or ops[-1] != "output":
-    raise ValueError(f"nb101 from_json: ops={ops!r}; expected ['input', 5 ops, 'output']")
+    raise ValueError(f"nb101 from_json: ops={show(ops)}; expected ['input', 5 ops, 'output']")
   bad = [o for o in ops[1:-1] if o not in NB101_OPS]
   if bad:
-    raise ValueError(f"nb101 from_json: ops {bad!r} unknown; allowed: {', '.join(NB101_OPS)}")
+    raise ValueError(f"nb101 from_json: ops {show(bad)} unknown; allowed: {', '.join(NB101_OPS)}")
   cell = nb101_cell(obj.get("matrix"), [NB101_OPS.index(o) for o in ops[1:-1]])
   if not nb101_is_valid(cell):
     raise ValueError("nb101 from_json: matrix has no input->output path or > 9 pruned edges")

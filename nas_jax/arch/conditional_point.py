@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.json_io import show
 
 __all__ = [
   "ACTIVATIONS",
@@ -107,7 +108,7 @@ def conditional_spec(max_depth: int = 3) -> ConditionalSpec:
   [-6, -2]. Integer-valued: depth, log2_batch, log2_units, activation.
   """
   if not is_int(max_depth) or max_depth < 1:
-    raise ValueError(f"max_depth: {max_depth!r}; expected an integer >= 1")
+    raise ValueError(f"max_depth: {show(max_depth)}; expected an integer >= 1")
   max_depth = int(max_depth)
   rows = [(n, lo, max_depth if hi is None else hi, integer, 0) for n, lo, hi, integer in _SHARED]
   rows += [(f"layer{i}.{n}", lo, hi, integer, i) for i in range(1, max_depth + 1) for n, lo, hi, integer in _LAYER]
@@ -241,17 +242,19 @@ def point_to_json(point: ConditionalPoint, spec: ConditionalSpec) -> dict:
 def point_from_json(obj: Any, spec: ConditionalSpec) -> ConditionalPoint:
   """The canonical point of `point_to_json`'s output; ValueError naming the field otherwise."""
   if not isinstance(obj, Mapping) or set(obj) != {"kind", "params"}:
-    raise ValueError(f"point: {obj!r}; expected an object with keys kind, params")
+    raise ValueError(f"point: {show(obj)}; expected an object with keys kind, params")
   if obj["kind"] != KIND:
-    raise ValueError(f"kind: {obj['kind']!r}; this space holds {KIND!r} points")
+    raise ValueError(f"kind: {show(obj['kind'])}; this space holds {show(KIND)} points")
   params = obj["params"]
   if not isinstance(params, Mapping):
-    raise ValueError(f"params: {params!r}; expected an object {{name: number}}")
+    raise ValueError(f"params: {show(params)}; expected an object {{name: number}}")
   for name, v in params.items():
     if name not in spec.names:
       raise ValueError(f"params.{name}: unknown parameter; allowed: {', '.join(spec.names)}")
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-      raise ValueError(f"params.{name}: {v!r} is not a number")
+      raise ValueError(f"params.{name}: {show(v)} is not a number")
+    if not -1e300 < float(min(max(v, -1e301), 1e301)) < 1e300:  # clipped first: float(10**400) overflows
+      raise ValueError(f"params.{name}: {show(v)} is out of range; see the space's bounds")
   if "depth" not in params:
     raise ValueError("params.depth: missing; every point needs a depth")
   _check_value("params.depth", float(params["depth"]), 1, spec.max_depth, True)
@@ -296,7 +299,7 @@ def to_architecture(point: ConditionalPoint, spec: ConditionalSpec, decision: st
     decision: "softmax" (classification) or "linear" (regression).
   """
   if decision not in ("softmax", "linear"):
-    raise ValueError(f"decision: {decision!r}; allowed: softmax, linear")
+    raise ValueError(f"decision: {show(decision)}; allowed: softmax, linear")
   values, _ = point_values(point, spec, "to_architecture")
   at = {n: v for n, v in zip(spec.names, values)}
   hidden = [

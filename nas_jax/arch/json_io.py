@@ -9,6 +9,7 @@ allowed; nothing here is traced.
 from __future__ import annotations
 
 import json
+import reprlib
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,7 +18,7 @@ from nas_jax.arch import graph, main_chain
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture, pad
 
-__all__ = ["Limits", "FLAT", "from_json", "to_json", "host_masses", "image_sizes"]
+__all__ = ["Limits", "FLAT", "show", "from_json", "to_json", "host_masses", "image_sizes"]
 
 Role = labels_lib.Role
 # Plain ints: IntEnum attribute lookups dominate the validation time of a network otherwise.
@@ -27,6 +28,18 @@ _IP, _OP, _RES, _POOL, _FC, _DECISION, _GAP = (
 _IMAGE_ROLES = (int(Role.CONV), _RES, _POOL)
 _POOL_STRIDE = 2
 FLAT = 0  # image-size code of flattened data (after fc or a decision layer)
+# Values quoted in error messages are cut to a readable size: a message never echoes a 10 MB label
+# or recurses through a deeply nested input.
+_SHOW = reprlib.Repr()  # attributes, not keyword arguments: those need Python 3.12
+_SHOW.maxlevel, _SHOW.maxstring, _SHOW.maxother, _SHOW.maxlong = 3, 80, 80, 40
+_SHOW.maxlist = _SHOW.maxtuple = _SHOW.maxdict = _SHOW.maxset = 8
+
+
+def show(value: Any) -> str:
+  """`repr(value)` shortened for an error message: strings to 80 characters, 8 items a level,
+  3 levels, at most 160 characters in all (the middle cut)."""
+  text = _SHOW.repr(value)
+  return text if len(text) <= 160 else f"{text[:120]}...{text[-37:]}"
 
 
 class Limits(NamedTuple):
@@ -47,7 +60,7 @@ def _is_int(x) -> bool:
 def _parse_layer(kind: str, i: int, layer: Any, limits: Limits) -> tuple[int, int, int]:
   where = f"layers[{i}]"
   if not isinstance(layer, dict):
-    raise ValueError(f"{where}: {layer!r} is not an object; expected {{'label': ..., ...}}")
+    raise ValueError(f"{where}: {show(layer)} is not an object; expected {{'label': ..., ...}}")
   extra = set(layer) - {"label", "units", "stride"}
   if extra:
     raise ValueError(f"{where}: unknown keys {sorted(extra)}; allowed: label, units, stride")
@@ -55,10 +68,10 @@ def _parse_layer(kind: str, i: int, layer: Any, limits: Limits) -> tuple[int, in
     raise ValueError(f"{where}: missing 'label'")
   name = layer["label"]
   if not isinstance(name, str):
-    raise ValueError(f"{where}.label: {name!r} is not a string")
+    raise ValueError(f"{where}.label: {show(name)} is not a string")
   table = labels_lib.label_table(kind)
   if name not in table.names:
-    raise ValueError(f"{where}.label: {name!r} is not a {kind} label; allowed: {', '.join(table.names)}")
+    raise ValueError(f"{where}.label: {show(name)} is not a {kind} label; allowed: {', '.join(table.names)}")
   lid = table.names.index(name)
   role = Role(int(table.role[lid]))
   units = 0
@@ -68,7 +81,7 @@ def _parse_layer(kind: str, i: int, layer: Any, limits: Limits) -> tuple[int, in
     units = layer["units"]
     if not _is_int(units) or not limits.min_units <= units <= limits.max_units:
       raise ValueError(
-        f"{where}.units: {units!r} is not allowed; expected an integer in [{limits.min_units}, {limits.max_units}]"
+        f"{where}.units: {show(units)} is not allowed; expected an integer in [{limits.min_units}, {limits.max_units}]"
       )
   elif "units" in layer:
     raise ValueError(f"{where}.units: a {name} layer has no units; omit 'units'")
@@ -76,11 +89,11 @@ def _parse_layer(kind: str, i: int, layer: Any, limits: Limits) -> tuple[int, in
   if table.has_stride[lid]:
     stride = layer.get("stride", 1)
     if not _is_int(stride) or stride not in (1, 2):
-      raise ValueError(f"{where}.stride: {stride!r} is not allowed; a {name} layer has stride 1 or 2")
+      raise ValueError(f"{where}.stride: {show(stride)} is not allowed; a {name} layer has stride 1 or 2")
   elif role == Role.POOL:
     stride = layer.get("stride", _POOL_STRIDE)
     if not _is_int(stride) or stride != _POOL_STRIDE:
-      raise ValueError(f"{where}.stride: {stride!r} is not allowed; pooling layers have stride 2")
+      raise ValueError(f"{where}.stride: {show(stride)} is not allowed; pooling layers have stride 2")
   elif "stride" in layer:
     raise ValueError(f"{where}.stride: a {name} layer has no stride; omit 'stride'")
   return lid, units, stride
@@ -88,20 +101,20 @@ def _parse_layer(kind: str, i: int, layer: Any, limits: Limits) -> tuple[int, in
 
 def _parse_edges(edges: Any, n: int, limits: Limits) -> np.ndarray:
   if not isinstance(edges, list):
-    raise ValueError(f"edges: {edges!r} is not a list; expected a list of [from, to] pairs")
+    raise ValueError(f"edges: {show(edges)} is not a list; expected a list of [from, to] pairs")
   if len(edges) > limits.max_edges:
     raise ValueError(f"edges: {len(edges)} edges; at most {limits.max_edges} are allowed")
   adj = np.zeros((n, n), bool)
   for k, e in enumerate(edges):
     if not (isinstance(e, list) and len(e) == 2 and all(_is_int(v) for v in e)):
-      raise ValueError(f"edges[{k}]: {e!r} is not a pair of layer indices [from, to]")
+      raise ValueError(f"edges[{k}]: {show(e)} is not a pair of layer indices [from, to]")
     i, j = e
     if not (0 <= i < n and 0 <= j < n):
-      raise ValueError(f"edges[{k}]: {e!r} is out of range; layer indices are 0..{n - 1}")
+      raise ValueError(f"edges[{k}]: {show(e)} is out of range; layer indices are 0..{n - 1}")
     if i == j:
-      raise ValueError(f"edges[{k}]: {e!r} is a self-loop; an edge must join two different layers")
+      raise ValueError(f"edges[{k}]: {show(e)} is a self-loop; an edge must join two different layers")
     if adj[i, j]:
-      raise ValueError(f"edges[{k}]: {e!r} is a duplicate edge")
+      raise ValueError(f"edges[{k}]: {show(e)} is a duplicate edge")
     adj[i, j] = True
   return adj
 
@@ -251,17 +264,17 @@ def from_json(
   kind = obj["kind"]
   if kind not in labels_lib.JSON_KINDS:
     raise ValueError(
-      f"kind: {kind!r} is unknown; allowed: {', '.join(labels_lib.JSON_KINDS)}"
+      f"kind: {show(kind)} is unknown; allowed: {', '.join(labels_lib.JSON_KINDS)}"
       " (cell kinds are built by nas_jax.arch.cell)"
     )
   layers = obj["layers"]
   if not isinstance(layers, list) or not layers:
-    raise ValueError(f"layers: {layers!r} is not a non-empty list of layer objects")
+    raise ValueError(f"layers: {show(layers)} is not a non-empty list of layer objects")
   if len(layers) > limits.max_layers:
     raise ValueError(f"layers: {len(layers)} layers; at most {limits.max_layers} are allowed")
   n = len(layers)
   if pad_to is not None and (not _is_int(pad_to) or pad_to < n):
-    raise ValueError(f"pad_to: {pad_to!r} is less than the number of layers ({n})")
+    raise ValueError(f"pad_to: {show(pad_to)} is less than the number of layers ({n})")
   parsed = np.array([_parse_layer(kind, i, l, limits) for i, l in enumerate(layers)], np.int32).reshape(n, 3)
   lids, units, strides = parsed.T
   adj = _parse_edges(obj["edges"], n, limits)

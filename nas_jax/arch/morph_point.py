@@ -17,6 +17,7 @@ import numpy as np
 
 from nas_jax.arch import main_chain, morphism
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.json_io import show
 from nas_jax.arch.json_io import Limits
 
 __all__ = ["MorphPoint", "weights_id", "descriptor_key", "morph_point_to_json", "morph_point_from_json"]
@@ -73,12 +74,17 @@ def morph_point_from_json(obj: Any, limits: Limits) -> MorphPoint:
   body = {k: v for k, v in obj.items() if k != "morph"}
   arch = Architecture.from_json(body, limits=limits)
   if arch.kind != main_chain.KIND:
-    raise ValueError(f"kind: {arch.kind!r}; the autokeras space holds {main_chain.KIND!r} networks")
+    raise ValueError(f"kind: {show(arch.kind)}; the autokeras space holds {show(main_chain.KIND)} networks")
   morph = obj.get("morph")
   if morph is None:
     return MorphPoint(arch)
   if not isinstance(morph, dict) or set(morph) != {"parent", "parent_trial", "ops"}:
-    raise ValueError(f"morph: {morph!r}; expected an object with keys parent, parent_trial, ops")
-  return MorphPoint(
-    arch, str(morph["parent"]), morph["parent_trial"], tuple(morphism.Op.from_json(o) for o in morph["ops"])
-  )
+    raise ValueError(f"morph: {show(morph)}; expected an object with keys parent, parent_trial, ops")
+  parent, trial, ops = morph["parent"], morph["parent_trial"], morph["ops"]
+  if not isinstance(parent, str) or not parent:
+    raise ValueError(f"morph.parent: {show(parent)}; expected the parent's weights id (omit morph without a parent)")
+  if trial is not None and (isinstance(trial, bool) or not isinstance(trial, int) or trial < 0):
+    raise ValueError(f"morph.parent_trial: {show(trial)}; expected a trial id >= 0 or null")
+  if not isinstance(ops, list):
+    raise ValueError(f"morph.ops: {show(ops)}; expected a list of ops")
+  return MorphPoint(arch, parent, trial, tuple(morphism.Op.from_json(o) for o in ops))

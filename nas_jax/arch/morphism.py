@@ -14,6 +14,7 @@ import numpy as np
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.json_io import show
 
 __all__ = ["OP_TYPES", "Op", "apply_op", "replay", "candidate_ops", "sample_ops", "initial_architectures"]
 
@@ -51,7 +52,7 @@ class Op(NamedTuple):
       or obj[0] not in OP_TYPES
       or not all(isinstance(v, int) and not isinstance(v, bool) for v in obj[1:])
     ):
-      raise ValueError(f"op: {obj!r}; expected [type, target, source, kernel] with type one of {OP_TYPES}")
+      raise ValueError(f"op: {show(obj)}; expected [type, target, source, kernel] with type one of {OP_TYPES}")
     return cls(*obj)
 
 
@@ -100,7 +101,7 @@ def _why_not(chain: main_chain.Chain, op: Op) -> str:
   """Why `op` does not apply ("" when it does)."""
   convs, fcs = chain.convs, chain.fcs
   if op.type not in OP_TYPES:
-    return f"type {op.type!r} is unknown; allowed: {', '.join(OP_TYPES)}"
+    return f"type {show(op.type)} is unknown; allowed: {', '.join(OP_TYPES)}"
   if op.type == "deep":
     if op.target in convs:
       return "" if op.kernel in (3, 5) else f"a new conv block has kernel 3 or 5, not {op.kernel}"
@@ -213,9 +214,9 @@ def initial_architectures(*, width: int = 64, n_blocks: int = 3) -> list[Archite
   -> softmax, and G1 = G0 deepened on blocks A, A, B, C with add-skips (1, 3), (3, 5), (5, 7)
   (code 0.2.x) when n_blocks = 3; only G0 otherwise."""
   if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-    raise ValueError(f"width: {width!r}; expected an integer >= 1")
+    raise ValueError(f"width: {show(width)}; expected an integer >= 1")
   if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
-    raise ValueError(f"n_blocks: {n_blocks!r}; expected an integer >= 1")
+    raise ValueError(f"n_blocks: {show(n_blocks)}; expected an integer >= 1")
   names = ["ip"] + ["conv3", "max-pool"] * n_blocks + ["gap", "softmax", "op"]
   n = len(names)
   adj = np.zeros((n, n), bool)

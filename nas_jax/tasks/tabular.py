@@ -35,6 +35,7 @@ __all__ = [
 DATASETS = ("cifar10", "cifar100", "imagenet16")
 REPORT_METRICS = ("test", "valtest")
 NB201_FILE = "nb201_200epochs.csv.gz"
+NB201_CELLS = 15625  # 5 ops on each of 6 edges
 
 
 class Nb201Table(NamedTuple):
@@ -72,8 +73,13 @@ def _resolve(path: str) -> str:
 @functools.lru_cache(maxsize=8)
 def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
   opener = gzip.open if path.endswith(".gz") else open
-  with opener(path, "rt", newline="") as f:
-    rows = list(csv.DictReader(f))
+  try:
+    with opener(path, "rt", newline="") as f:
+      rows = list(csv.DictReader(f))
+  except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:  # gzip.BadGzipFile is an OSError
+    raise ValueError(
+      f"path: {path!r} is not a readable CSV{' (gzip)' if opener is gzip.open else ''} table: {e}"
+    ) from None
   valid_col = f"{dataset}_valid_acc"
   test_col = f"{dataset}_test_acc" if report_metric == "test" or dataset == "cifar10" else (f"{dataset}_valtest_acc")
   header = set(rows[0]) if rows else set()
@@ -81,15 +87,19 @@ def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
   if missing:
     raise ValueError(f"path: {path!r} lacks columns {missing}; see nas_jax.tasks.tabular docs")
   arch_strs = tuple(r["arch_str"] for r in rows)
+  try:
+    valid, test = np.array([float(r[valid_col]) for r in rows]), np.array([float(r[test_col]) for r in rows])
+  except (TypeError, ValueError) as e:
+    raise ValueError(f"path: {path!r}: {valid_col} or {test_col} holds a non-number ({e})") from None
   return Nb201Table(
     arch_strs=arch_strs,
     row={s: i for i, s in enumerate(arch_strs)},
     index=np.array([int(r.get("index", i)) for i, r in enumerate(rows)]),
     iso_class=np.array([int(r["iso_class"]) for r in rows]) if "iso_class" in header else None,
-    valid=np.array([float(r[valid_col]) for r in rows]),
-    test=np.array([float(r[test_col]) for r in rows]),
-    best_valid=max(float(r[valid_col]) for r in rows),
-    best_test=max(float(r[test_col]) for r in rows),
+    valid=valid,
+    test=test,
+    best_valid=float(valid.max()),
+    best_test=float(test.max()),
   )
 
 
@@ -138,10 +148,12 @@ def nb201_evaluate(arch_json: Any, seed: int, *, path: str, dataset: str, report
 def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test") -> Task:
   """A `Task` (goal "max" on validation accuracy, test_value = reported accuracy) on the table.
 
-  The table is loaded here, so a missing or malformed file fails at construction.
+  The table is loaded here, so a missing, malformed or partial file fails at construction.
   """
   table_path = _resolve(path)
-  load_nb201(table_path, dataset, report_metric)
+  n = len(load_nb201(table_path, dataset, report_metric).row)
+  if n != NB201_CELLS:  # a search proposes any cell: a partial table would fail its trials
+    raise ValueError(f"path: {table_path!r} holds {n} distinct cells; a search needs all {NB201_CELLS} of NB201")
   evaluate = functools.partial(nb201_evaluate, path=table_path, dataset=dataset, report_metric=report_metric)
   return Task(name=f"nb201_{dataset}", goal="max", evaluate=evaluate)
 

@@ -88,6 +88,21 @@ def test_bad_arguments_are_named(tmp_path):
     tabular.load_nb201(str(bad))
 
 
+def test_unreadable_and_partial_tables_are_named(tmp_path):
+  fake = tmp_path / "nb201_200epochs.csv.gz"
+  fake.write_text("not gzip")
+  with pytest.raises(ValueError, match=r"is not a readable CSV \(gzip\) table"):
+    tabular.load_nb201(str(fake))
+  few = tmp_path / "few.csv"
+  few.write_text(f"arch_str,cifar10_valid_acc,cifar10_test_acc\n{BEST},50.0,60.0\n")
+  with pytest.raises(ValueError, match="holds 1 distinct cells; a search needs all 15625"):
+    tabular.nb201_task(str(few))
+  words = tmp_path / "words.csv"  # another file: tables are cached by path
+  words.write_text(f"arch_str,cifar10_valid_acc,cifar10_test_acc\n{BEST},fifty,60.0\n")
+  with pytest.raises(ValueError, match="holds a non-number"):
+    tabular.load_nb201(str(words))
+
+
 def test_own_file_in_the_documented_format(tmp_path):
   f = tmp_path / "mine.csv"
   f.write_text(f"arch_str,cifar10_valid_acc,cifar10_test_acc\n{BEST},50.0,60.0\n")
