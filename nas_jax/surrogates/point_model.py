@@ -201,6 +201,13 @@ def fit(
   inputs = _inputs(model, pair, c, c)
   y = np.zeros(c)
   y[:n_ok] = scores if model.target_offset is None else model.target_offset - np.asarray(scores)
+  with np.errstate(over="ignore", invalid="ignore"):
+    spread = np.std(y[:n_ok])
+  if not np.isfinite(spread):  # normalising would give NaN predictions that look like a fit
+    raise ValueError(
+      f"scores: values up to {np.max(np.abs(y[:n_ok])):.3g} overflow the surrogate's normalisation"
+      " (their variance is not finite); rescale the objective, e.g. to its logarithm"
+    )
   slots = np.arange(c)
   ok, pending = jnp.asarray(slots < n_ok), jnp.asarray((slots >= n_ok) & (slots < n))
   state = model.surrogate.fit(key, inputs, jnp.asarray(y), ok)

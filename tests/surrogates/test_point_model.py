@@ -1,6 +1,7 @@
 """Surrogates over points: the target offset maps predictions back to scores, pending points are
 hallucinated (same mean, smaller std), the fixed GP draws joint samples, the traceable value
-model equals the host prediction, and bad pairings are refused by name."""
+model equals the host prediction, overflowing scores fail loudly, and bad pairings are refused by
+name."""
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +43,13 @@ def test_pending_points_keep_the_mean_and_shrink_the_std(surrogate, options):
   pred, pred_p = pm.predict(_fit(model, n_pending=2), CELLS[10:12])
   np.testing.assert_allclose(np.asarray(pred_p.mean), np.asarray(pred.mean), atol=1e-6)
   assert np.all(np.asarray(pred_p.std) < 0.5 * np.asarray(pred.std))  # a fitted GP keeps its noise floor
+
+
+def test_scores_that_overflow_the_normalisation_fail_loudly():
+  model = pm.point_model("gp", make_featurizer("path", NB201), n_starts=2, fit_steps=5)
+  train = CELLS[:10]
+  with pytest.raises(ValueError, match=r"scores: values up to 1e\+300 overflow the surrogate's normalisation"):
+    pm.fit(model, jax.random.key(1), model.featurizer.init(train), train, np.linspace(-1e300, 1e300, 10), 10)
 
 
 def test_the_fixed_gp_draws_joint_samples():
