@@ -25,8 +25,8 @@ setuptools.setup(
   ],
   extras_require={
     # CI installs only this extra: it runs the notebooks (nbclient), where a system Chromium is
-    # found the report in a headless browser (selenium), and the format/lint check (ruff, pinned:
-    # formatting may change between releases).
+    # found the report in a headless browser (selenium), the Ray executor on a local head (ray),
+    # and the format/lint check (ruff, pinned: formatting may change between releases).
     "test": [
       "pytest>=7.4",
       "hypothesis>=6.90",
@@ -36,6 +36,7 @@ setuptools.setup(
       "ipykernel>=6.25",
       "selenium>=4.10",
       "ruff==0.17.6",
+      "ray>=2.9",
     ],
     "ray": ["ray>=2.9"],
     "colab": ["nbclient>=0.10", "ipykernel>=6.25", "nbformat>=5.9"],

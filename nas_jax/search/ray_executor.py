@@ -41,7 +41,14 @@ class RayExecutor:
     self._ray = ray
     self._owns = not ray.is_initialized()
     if self._owns:
-      ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
+      try:
+        ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
+      except ConnectionError as e:
+        raise ConnectionError(
+          f"ray_address={address!r}: {e}. A head started by `ray start` may require its token"
+          " (RAY_AUTH_MODE=token on this machine), and Ray connects to the address the head"
+          " advertises: start it with --node-ip-address=<an address this machine reaches>"
+        ) from None
     self.num_workers = num_workers
     self.timeout_s = timeout_s
     self._x64 = x64_enabled()

@@ -111,7 +111,6 @@ def test_process_rejects_bad_arguments():
     ProcessExecutor(-1)
 
 
-@pytest.mark.slow
 def test_ray_executor_same_semantics():
   ray = pytest.importorskip("ray")
   here = os.path.dirname(os.path.abspath(__file__))
