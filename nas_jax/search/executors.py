@@ -279,9 +279,14 @@ class ProcessExecutor:
         slot.process.join()
         code = slot.process.exitcode
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-        out.append(
-          (ticket, Outcome(error=f"worker {slot.name} {how} during the evaluation", seconds=elapsed, worker=slot.name))
-        )
+        error = f"worker {slot.name} {how} during the evaluation"
+        if not slot.ready:  # it died importing: most often a script that starts a search unguarded
+          error = (
+            f"worker {slot.name} {how} while starting, before any evaluation (its stderr says why). A"
+            " spawned worker imports the script that started the search: start the search under"
+            ' `if __name__ == "__main__":`, and keep the task importable'
+          )
+        out.append((ticket, Outcome(error=error, seconds=elapsed, worker=slot.name)))
         self._retire(slot)
       elif slot.ready and self.timeout_s is not None and elapsed > self.timeout_s:
         out.append(

@@ -2,16 +2,20 @@
 crashed workers reported (never a hang), parallel workers, x64 copied into workers; Ray likewise."""
 
 import os
+import subprocess
 import sys
 import time
 
 import pytest
 
+from nas_jax.search import journal
 from nas_jax.search.executors import InlineExecutor, Outcome, ProcessExecutor
 from nas_jax.search.ray_executor import RayExecutor
 
 sys.path.insert(0, os.path.dirname(__file__))
 import executor_helpers as h  # noqa: E402  (worker processes import it by name)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def wait_all(ex, n, limit_s=60.0):
@@ -141,3 +145,18 @@ def test_ray_executor_same_semantics():
 def test_outcome_defaults_mean_success():
   o = Outcome(result=1)
   assert (o.error, o.timed_out) == ("", False)
+
+
+def test_a_script_without_a_main_guard_is_named_in_every_failed_trial(tmp_path):
+  script = tmp_path / "unguarded.py"  # starts a search at import time, as each spawned worker imports it
+  script.write_text(
+    "import sys\n"
+    "from nas_jax.wiring import config, config_files\n"
+    f"c = config_files.load_config({os.path.join(ROOT, 'configs', 'ea_synthetic.py')!r} + ':smoke')\n"
+    f"c.workdir, c.executor, c.num_workers, c.budget = {str(tmp_path / 'w')!r}, 'local', 1, 2\n"
+    "config.search_from_config(c, progress=False)\n"
+  )
+  env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": "", "PYTHONPATH": ROOT}
+  subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, timeout=300)
+  done = journal.replay(tmp_path / "w" / "journal.jsonl")
+  assert len(done) == 2 and all('if __name__ == "__main__":' in o.error for o in done)
