@@ -1,4 +1,4 @@
-"""A short search with every valid combination of the bo strategy's parts (`search.combinations`).
+"""A short search with every valid combination of the bo strategy's parts (`experiments.combinations`).
 
   python launch/combinations.py --budget=12 --out=runs/combinations [--spaces=nb201,cnn,...] \
     [--data=../shared/data/nasbench201] [--seed=0] [--featurizers=...] [--optimizers=...]
