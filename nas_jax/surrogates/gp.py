@@ -18,6 +18,7 @@ __all__ = [
   "Hypers",
   "add_point",
   "check_ok",
+  "note_jitter",
   "cholesky",
   "cholesky_with_jitter",
   "condition",
@@ -53,7 +54,8 @@ class GPPosterior:
 
   hypers: Hypers; chol: [C, C] float, lower Cholesky factor of K + noise (identity rows at
   padding); alpha: [C] float, (K + noise)^-1 z; z: [C] float, normalised targets (0 at padding);
-  y_shift, y_scale: [] float; mask: [C] bool; ok: [] bool, False if the factorisation failed.
+  y_shift, y_scale: [] float; mask: [C] bool; ok: [] bool, False if the factorisation failed;
+  jitter: [] float, the jitter added to factorise, relative to the mean diagonal (0 when none).
   """
 
   hypers: Hypers
@@ -64,6 +66,7 @@ class GPPosterior:
   y_scale: jax.Array
   mask: jax.Array
   ok: jax.Array
+  jitter: jax.Array
 
 
 @jax.custom_jvp
@@ -203,7 +206,35 @@ def condition(
     chol = jnp.linalg.cholesky(gram)
     ok = jnp.all(jnp.isfinite(chol))
   alpha = cho_solve((chol, True), z)
-  return GPPosterior(hypers, chol, alpha, z, jnp.asarray(y_shift), jnp.asarray(y_scale), mask, ok)
+  added = jax.lax.stop_gradient(_jitter_added(gram, chol))
+  return GPPosterior(hypers, chol, alpha, z, jnp.asarray(y_shift), jnp.asarray(y_scale), mask, ok, added)
+
+
+def _jitter_added(a: jax.Array, chol: jax.Array) -> jax.Array:
+  """The j of chol = cholesky(a + j mean(|diag a|) I): trace(L L^T) - trace(a) = n j mean(|diag a|)."""
+  scale = jnp.mean(jnp.abs(jnp.diag(a)))
+  return jnp.maximum(jnp.sum(chol**2) - jnp.trace(a), 0.0) / (a.shape[0] * scale)
+
+
+_JITTER_NOTED = []  # `note_jitter` logs once per process
+
+
+def note_jitter(jitter: Any, where: str) -> None:
+  """Logs, once per process, that a factorisation needed jitter, with its size (host values only).
+
+  Values below 1e-12 are round-off of the trace identity, not jitter (the smallest one is 1e-10).
+  """
+  if _JITTER_NOTED or isinstance(jitter, jax.core.Tracer):
+    return
+  worst = float(np.nanmax(np.asarray(jitter), initial=0.0))
+  if worst > 1e-12:
+    _JITTER_NOTED.append(worst)
+    log.warning(
+      "%s: the kernel matrix was factorised with %.0e x mean(diag) added to its diagonal (jitter;"
+      " near-duplicate points or a tiny noise). Logged once per process.",
+      where,
+      worst,
+    )
 
 
 @jax.jit

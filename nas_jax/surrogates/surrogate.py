@@ -130,6 +130,7 @@ def gp_surrogate(
     gp.validate_data(inputs, y, mask, where="gp_surrogate.fit")
     state = _fit(key, box, inputs, jnp.asarray(y), jnp.asarray(mask), config=config)
     gp.check_ok(state.ok, "gp_surrogate.fit")
+    gp.note_jitter(state.posterior.jitter, "gp_surrogate.fit")
     return state
 
   def predict(state, inputs):
@@ -140,6 +141,7 @@ def gp_surrogate(
     gp.validate_data(inputs, y if y.ndim == 1 else y[0], mask, where="gp_surrogate.condition")
     new_state = _condition(state, inputs, y, jnp.asarray(mask), project=project)
     gp.check_ok(new_state.ok, "gp_surrogate.condition")
+    gp.note_jitter(new_state.posterior.jitter, "gp_surrogate.condition")
     return new_state
 
   return Surrogate(fit, predict, condition)
