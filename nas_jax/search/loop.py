@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import tqdm
 
+from nas_jax.arch.json_io import show
 from nas_jax.search import journal
 from nas_jax.search.executors import Executor, Outcome
 from nas_jax.search.state import Observation, Status, to_score
@@ -73,9 +74,9 @@ def _result_problem(result: Any) -> str:
   if not isinstance(result, TaskResult):
     return f"task.evaluate returned a {type(result).__name__}; expected a TaskResult"
   if not _is_number(result.value):
-    return f"task.evaluate returned TaskResult(value={result.value!r:.80}); expected a number"
+    return f"task.evaluate returned TaskResult(value={show(result.value)}); expected a number"
   if result.test_value is not None and not _is_number(result.test_value):
-    return f"task.evaluate returned TaskResult(test_value={result.test_value!r:.80}); expected a number or None"
+    return f"task.evaluate returned TaskResult(test_value={show(result.test_value)}); expected a number or None"
   if not isinstance(result.info, dict):
     return f"task.evaluate returned TaskResult(info={type(result.info).__name__}); expected a dict"
   return ""
