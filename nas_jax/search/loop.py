@@ -25,7 +25,7 @@ from nas_jax.search.state import Observation, Status, to_score
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task, TaskResult, check_task
 
-__all__ = ["JOURNAL", "SUMMARY", "CONFIG", "WorkdirInUse", "run", "trial_seed", "summarize"]
+__all__ = ["JOURNAL", "SUMMARY", "CONFIG", "WorkdirInUse", "run", "trial_seed", "summarize", "in_flight"]
 
 JOURNAL, SUMMARY, CONFIG = "journal.jsonl", "summary.json", "config.json"
 _META = "search.json"
@@ -160,6 +160,16 @@ def _check_meta(workdir: str, task: Task) -> None:
     raise ValueError(f"workdir {workdir!r} holds a search of {old}, not {meta}; use another workdir")
 
 
+def in_flight(pending: Sequence[tuple[int, str, float]], now: float) -> str:
+  """The progress bar's word on the oldest evaluation in flight: "#id origin Ns", from
+  (trial_id, origin, submitted at) triples; "" when nothing runs. It moves from the first second,
+  while the first networks of a search spend minutes compiling."""
+  if not pending:
+    return ""
+  trial_id, origin, t0 = min(pending, key=lambda p: p[2])
+  return " ".join(x for x in (f"#{trial_id}", origin, f"{now - t0:.0f}s") if x)
+
+
 def _best(score: float, goal: str) -> float | None:
   return None if score == -np.inf else float(to_score(score, goal))
 
@@ -245,6 +255,7 @@ def run(
       state = strategy.update(state, done)
     next_id = 1 + max((o.trial_id for o in done), default=-1)
     pending: dict[int, tuple[int, Any, dict, dict]] = {}  # ticket -> (trial_id, point, arch_json, info)
+    submitted: dict[int, float] = {}  # trial_id -> monotonic time of its submission
     scores = to_score([o.value for o in done], task.goal)
     best = np.nanmax(scores) if np.any(~np.isnan(scores)) else -np.inf
     bar = tqdm.tqdm(total=budget, initial=min(len(done), budget), desc=task.name, disable=not progress)
@@ -257,15 +268,22 @@ def run(
           arch_json = space.to_json(points[0])
           info = {"seed": trial_seed(seed, next_id), "strategy": strategy.notes(state, points[0])}
           pending[executor.submit(task.evaluate, arch_json, info["seed"])] = (next_id, points[0], arch_json, info)
+          submitted[next_id] = time.monotonic()
           next_id += 1
         if not pending:
           log.warning("search stopped after %d evaluations: the strategy has no unseen point left", len(done))
           break
-        # Redrawn every poll, so the clock and the evaluations in flight show from the first second
-        # (the first networks of a search spend minutes compiling).
-        bar.set_postfix(running=len(pending), failed=sum(not o.ok for o in done), best=_best(best, task.goal))
+        # Redrawn every poll, so the clock and the evaluations in flight show from the first second.
+        flying = [(t, str(i["strategy"].get("origin", "")), submitted[t]) for t, _, _, i in pending.values()]
+        bar.set_postfix(
+          running=len(pending),
+          oldest=in_flight(flying, time.monotonic()),
+          failed=sum(not o.ok for o in done),
+          best=_best(best, task.goal),
+        )
         for ticket, outcome in executor.wait(timeout=_POLL_S):
           trial_id, _, arch_json, info = pending.pop(ticket)
+          submitted.pop(trial_id)
           obs = _observe(trial_id, arch_json, outcome, info)
           journal.append(path, obs)  # durable before the strategy (and the next proposal) sees it
           done.append(obs)

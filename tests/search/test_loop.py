@@ -190,6 +190,29 @@ def test_timeouts_through_a_process_pool(tmp_path):
   assert json.loads((tmp_path / loop.SUMMARY).read_text())["best_value"] is None
 
 
+def test_in_flight_names_the_oldest_evaluation_and_its_age():
+  assert loop.in_flight([], 5.0) == ""
+  assert loop.in_flight([(4, "ei", 3.0), (2, "initial_pool", 1.0), (5, "", 4.5)], 42.4) == "#2 initial_pool 41s"
+  assert loop.in_flight([(7, "", 2.0)], 2.2) == "#7 0s"
+
+
+def test_the_bar_shows_the_evaluation_in_flight_before_any_finishes(tmp_path, capsys):
+  task = Task(name="onemax", goal="max", evaluate=functools.partial(h.slow_onemax, 2.5))
+  with ProcessExecutor(num_workers=1) as ex:
+    loop.run(
+      baselines.random_search(h.bits_space(), "max"),
+      task,
+      ex,
+      str(tmp_path),
+      space=h.bits_space(),
+      budget=1,
+      key=jax.random.key(0),
+      progress=True,
+    )
+  err = capsys.readouterr().err
+  assert "0/1" in err and "oldest=#0" in err and "running=1" in err
+
+
 def _returns(result, arch_json, seed):
   return result
 
