@@ -30,6 +30,8 @@ class Context(NamedTuple):
     exclude: canonical keys never to return (observed, pending, already chosen).
     value_fn: for optimisers with `needs_values`: values [P] -> [] acquisition, traceable and
       differentiable (a `jax.tree_util.Partial`); else None.
+    task_infos: what each observed evaluation's task reported (e.g. "weights", where a trained
+      network is stored); empty when unknown.
   """
 
   space: Any
@@ -38,6 +40,7 @@ class Context(NamedTuple):
   trial_ids: tuple
   exclude: frozenset
   value_fn: Any = None
+  task_infos: tuple = ()
 
   @property
   def ok(self) -> np.ndarray:

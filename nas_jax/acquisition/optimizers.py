@@ -168,6 +168,13 @@ def _expander(space: Any, rng: np.random.Generator, n_children: int, max_ops: in
   return (lambda p: p), expand_any
 
 
+def _stored_as(ctx: Context, i: int) -> str:
+  """The name under which observation i's trained weights were stored, as its journalled task info
+  records it ("weights"); its architecture's `weights_id` when the task stores none."""
+  stored = ctx.task_infos[i].get("weights") if i < len(ctx.task_infos) else None
+  return stored if isinstance(stored, str) and stored else weights_id(ctx.points[i].arch.to_json())
+
+
 def tree(
   *, n_children: int = 8, t0: float = 1.0, r: float = 0.9, t_low: float = 1e-4, variant: str = "paper", max_ops: int = 0
 ) -> AcqOptimiser:
@@ -200,9 +207,7 @@ def tree(
     point = res.point
     if ctx.space.kind == "autokeras":
       anc = int(idx[res.ancestor])
-      point = MorphPoint(
-        point.arch, weights_id(ctx.points[anc].arch.to_json()), int(ctx.trial_ids[anc]), tuple(res.ops)
-      )
+      point = MorphPoint(point.arch, _stored_as(ctx, anc), int(ctx.trial_ids[anc]), tuple(res.ops))
       notes["parent_trial"] = point.parent_trial
     return [(point, float(res.score), notes)]
 

@@ -1,9 +1,9 @@
 """Points of the Auto-Keras space (autokeras.md 1.4, 2.4, 7.2): a network and where it came from, so
 that training can warm-start from its parent's weights; their keys and JSON.
 
-A `MorphPoint` is the architecture and, when it was made by morphing an evaluated network, that
-parent's weights id and the ops from it. Its JSON is the architecture's JSON plus a "morph" entry,
-so the journal records each network's parent and op list. Duplicates are networks with equal
+A `MorphPoint` is the architecture and, when it was made by morphing an evaluated network, the
+name of that parent's stored weights and the ops from it. Its JSON is the architecture's JSON
+plus a "morph" entry, so the journal records each network's parent and op list. Duplicates are networks with equal
 descriptors (spec 6.2). The space over these points is `nas_jax.spaces.morph_space`.
 """
 
@@ -28,7 +28,8 @@ class MorphPoint(NamedTuple):
 
   Attributes:
     arch: the autokeras Architecture (trimmed to its layers).
-    parent: `weights_id` of the evaluated network it is morphed from, or None (trained from scratch).
+    parent: the name under which the evaluated network it is morphed from stored its weights (the
+      "weights" its evaluation journalled, e.g. `<weights_id>-<seed>`), or None (from scratch).
     parent_trial: that network's trial id, for readers of the journal; None without a parent.
     ops: the morphs from the parent, in order (empty without a parent).
   """
@@ -40,8 +41,8 @@ class MorphPoint(NamedTuple):
 
 
 def weights_id(arch_json: dict) -> str:
-  """The name under which a network's trained weights are stored: a digest of its layers and
-  edges (slot order included, since parameters are named by slot)."""
+  """A digest of a network's layers and edges (slot order included, since parameters are named by
+  slot): the first part of the name its trained weights are stored under."""
   body = {k: arch_json[k] for k in ("kind", "layers", "edges")}
   return hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=12).hexdigest()
 
@@ -82,7 +83,9 @@ def morph_point_from_json(obj: Any, limits: Limits) -> MorphPoint:
     raise ValueError(f"morph: {show(morph)}; expected an object with keys parent, parent_trial, ops")
   parent, trial, ops = morph["parent"], morph["parent_trial"], morph["ops"]
   if not isinstance(parent, str) or not parent:
-    raise ValueError(f"morph.parent: {show(parent)}; expected the parent's weights id (omit morph without a parent)")
+    raise ValueError(
+      f"morph.parent: {show(parent)}; expected the parent's stored weights name (omit morph without a parent)"
+    )
   if trial is not None and (isinstance(trial, bool) or not isinstance(trial, int) or trial < 0):
     raise ValueError(f"morph.parent_trial: {show(trial)}; expected a trial id >= 0 or null")
   if not isinstance(ops, list):

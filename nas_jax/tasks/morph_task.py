@@ -3,9 +3,12 @@ evaluated parent starts from the parent's trained weights, morphed by the same o
 network's weights are stored under the weights directory, so a killed search resumes with
 nothing lost and its children still warm-start.
 
-Storage: `<weights_dir>/<weights_id>.json` (the architecture, written first) and
-`<weights_id>.msgpack` (the best epoch's variables), both written atomically by the worker
-before it returns, so a journalled network always has its weights.
+Storage: `<weights_dir>/<name>.json` (the architecture, written first) and `<name>.msgpack` (the
+best epoch's variables), both written atomically by the worker before it returns, so a journalled
+network always has its weights. The name is `<weights_id>-<evaluation seed>`, returned in the
+task's info ("weights") and so recorded in the journal, and a child names its parent's file from
+that record: weights left by an evaluation that was never journalled (its search was killed) are
+read by no one, and a retrained network never replaces the file of a journalled one.
 """
 
 from __future__ import annotations
@@ -28,29 +31,31 @@ from nas_jax.tasks.train_task import load_dataset, task_result
 __all__ = ["morph_train_task", "save_network", "load_network"]
 
 
-def _paths(weights_dir: str, wid: str) -> tuple[str, str]:
-  return os.path.join(weights_dir, f"{wid}.json"), os.path.join(weights_dir, f"{wid}.msgpack")
+def _paths(weights_dir: str, name: str) -> tuple[str, str]:
+  return os.path.join(weights_dir, f"{name}.json"), os.path.join(weights_dir, f"{name}.msgpack")
 
 
-def save_network(weights_dir: str, arch_json: dict, variables: dict) -> str:
-  """Stores a trained network (architecture, then variables; each atomically); returns its id."""
+def save_network(weights_dir: str, arch_json: dict, variables: dict, seed: int) -> str:
+  """Stores a network trained with evaluation seed `seed` (architecture, then variables; each
+  atomically); returns the name it is stored under, `<weights_id>-<seed>`."""
   body = {k: arch_json[k] for k in ("kind", "layers", "edges")}
-  wid = weights_id(body)
-  arch_path, var_path = _paths(weights_dir, wid)
+  name = f"{weights_id(body)}-{int(seed)}"
+  arch_path, var_path = _paths(weights_dir, name)
   os.makedirs(weights_dir, exist_ok=True)
   with open(arch_path + ".tmp", "w") as f:
     json.dump(body, f)
   os.replace(arch_path + ".tmp", arch_path)
   weights.save_variables(var_path, variables)
-  return wid
+  return name
 
 
-def load_network(weights_dir: str, wid: str) -> tuple[Architecture, dict]:
-  """The architecture and variables stored under `wid`; FileNotFoundError naming what is missing."""
-  arch_path, var_path = _paths(weights_dir, wid)
+def load_network(weights_dir: str, name: str) -> tuple[Architecture, dict]:
+  """The architecture and variables stored under `name` (`save_network`'s result, as the journal
+  records it); FileNotFoundError naming what is missing."""
+  arch_path, var_path = _paths(weights_dir, name)
   if not os.path.exists(var_path):
     raise FileNotFoundError(
-      f"warm start: no weights {var_path} for parent {wid}; was the parent trained with"
+      f"warm start: no weights {var_path} for parent {name}; was the parent trained with"
       f" this weights_dir ({weights_dir})?"
     )
   with open(arch_path) as f:
@@ -82,8 +87,8 @@ def _evaluate(
         f"morph: replaying ops {morph['ops']} on parent {morph['parent']} does not give this architecture"
       )
   r = training.evaluate(arch, data, train_config, k_train, init_variables=init, keep_variables=True)
-  wid = save_network(weights_dir, body, r.variables) if r.variables is not None else None
-  return task_result(r, data, weights=wid, warm_start=morph is not None)
+  stored = save_network(weights_dir, body, r.variables, seed) if r.variables is not None else None
+  return task_result(r, data, weights=stored, warm_start=morph is not None)
 
 
 def morph_train_task(
@@ -93,7 +98,8 @@ def morph_train_task(
   parent when their JSON names one (`arch.morph_point.MorphPoint`), and stores every trained network.
 
   value = the best validation accuracy, test_value = its test accuracy, goal "max"; info adds
-  "weights" (the stored id) and "warm_start". The optimizer state is always fresh (spec 7.4);
+  "weights" (the name it is stored under, which its children's "morph.parent" names) and
+  "warm_start". The optimizer state is always fresh (spec 7.4);
   `train_config.patience` gives the early stopping of spec 7.4.
 
   Args:

@@ -53,9 +53,9 @@ def test_journal_records_parents_ops_and_weights(searched):
   children = [o for o in obs if "morph" in o.arch_json]
   assert children, "after the initial networks, proposals come from the tree search"
   for o in obs:
-    wid = weights_id(o.arch_json)
-    assert o.info["task"]["weights"] == wid
-    assert os.path.exists(os.path.join(workdir, "weights", f"{wid}.msgpack"))
+    stored = f"{weights_id(o.arch_json)}-{o.info['seed']}"  # only the journal knows the seed
+    assert o.info["task"]["weights"] == stored
+    assert os.path.exists(os.path.join(workdir, "weights", f"{stored}.msgpack"))
   for o in children:
     morph = o.arch_json["morph"]
     parent = by_weights[morph["parent"]]
@@ -163,10 +163,35 @@ def test_cross_overs_propose_new_networks():
 def test_saved_network_round_trips(tmp_path):
   g0 = SPACE.initial()[0].arch
   variables = {"params": {"1_conv3": {"conv": {"kernel": np.ones((3, 3, 1, 8), np.float32)}}}}
-  wid = morph_task.save_network(str(tmp_path), g0.to_json(), variables)
-  arch, back = morph_task.load_network(str(tmp_path), wid)
+  name = morph_task.save_network(str(tmp_path), g0.to_json(), variables, 7)
+  assert name == f"{weights_id(g0.to_json())}-7"
+  arch, back = morph_task.load_network(str(tmp_path), name)
   assert arch.to_json() == g0.to_json()
   np.testing.assert_array_equal(back["params"]["1_conv3"]["conv"]["kernel"], 1.0)
+  # Another evaluation of the same network (a resumed trial has another seed) gets its own file.
+  other = morph_task.save_network(str(tmp_path), g0.to_json(), {"params": {}}, 8)
+  assert other != name and morph_task.load_network(str(tmp_path), name)[1]["params"]
+  with pytest.raises(FileNotFoundError, match="no weights"):
+    morph_task.load_network(str(tmp_path), weights_id(g0.to_json()))
+
+
+def test_children_name_the_weights_their_parent_journalled():
+  strategy = ak.autokeras(SPACE, "max", max_ops=2)
+  obs = [
+    Observation(
+      trial_id=i,
+      arch_json=SPACE.to_json(p),
+      value=v,
+      status=Status.OK,
+      error="",
+      seconds=1.0,
+      worker="w",
+      info={"seed": 5 + i, "task": {"weights": f"stored-{i}"}},
+    )
+    for i, (p, v) in enumerate(zip(SPACE.initial(), (0.9, 0.8)))
+  ]
+  _, (a,) = strategy.propose(strategy.update(strategy.init(jax.random.key(0)), obs), 1, [])
+  assert a.parent == f"stored-{a.parent_trial}"
 
 
 @pytest.mark.slow

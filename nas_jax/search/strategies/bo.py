@@ -139,7 +139,9 @@ def bo(
     """[(point, value, notes)] of one optimisation, best first; notes hold the seconds spent."""
     k_fit, k_opt, k_aux = keys
     history = state.history
-    ctx = Context(space, history.points, history.scores, history.trial_ids, frozenset(exclude))
+    ctx = Context(
+      space, history.points, history.scores, history.trial_ids, frozenset(exclude), task_infos=history.task_infos
+    )
     t0 = time.perf_counter()
     if model is None:  # RAND: the optimiser on Unif(0, 1) values, one host stream per call
       rng = common.host_rng(k_aux)

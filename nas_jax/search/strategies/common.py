@@ -36,12 +36,15 @@ class History:
     trial_ids: [n] their trial ids.
     scores: [n] float64 scores (`to_score`, so higher is better); NaN unless OK.
     keys: canonical keys of all observed points.
+    task_infos: [n] what each evaluation's task reported (`info["task"]`, {} if nothing), e.g.
+      the name under which a trained network's weights are stored.
   """
 
   points: tuple = ()
   trial_ids: tuple[int, ...] = ()
   scores: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
   keys: frozenset = frozenset()
+  task_infos: tuple[dict, ...] = ()
 
   def __len__(self) -> int:
     return len(self.points)
@@ -67,6 +70,7 @@ def add_observations(history: History, space: Any, goal: str, observations: Sequ
     trial_ids=history.trial_ids + tuple(o.trial_id for o in observations),
     scores=np.concatenate([history.scores, to_score(values, goal)]),
     keys=history.keys | {space.canonical_key(p) for p in points},
+    task_infos=history.task_infos + tuple(o.info.get("task") or {} for o in observations),
   )
 
 
