@@ -25,13 +25,14 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     {
       "featurizer": "otmann",
       "surrogate": "gp",
-      "surrogate_config": {"n_starts": 2 if smoke else 16, "fit_steps": 20 if smoke else 200},
+      "surrogate_config": {"n_starts": 2 if smoke else 16, "fit_steps": 20 if smoke else 200, "warm_steps": 20},
       "acquisition": "ei",
       "optimizer": "ea",
       # NASBOT's schedule n_EA = clip(25 sqrt(t), 50, 500); no pool: the initial cells are random
       "optimizer_config": {"lo": 10 if smoke else 50, "hi": 10 if smoke else 500, "pool": False},
       "initial": "random",
       "n_init": 10,
+      "refit_every": 1,  # k > 1: the full fit every k evaluations, warm refits between (a speed option)
     }
   )
   return c

@@ -31,6 +31,8 @@ def nasbot_options(smoke: bool) -> ml_collections.ConfigDict:
       "n_hyper_samples": 0,  # 0: maximum likelihood; > 0: posterior samples (App. B.1)
       "n_starts": 4 if smoke else 8,
       "fit_steps": 30 if smoke else 100,
+      "refit_every": 1,  # k > 1: full GP fit every k evaluations, warm_steps-step refits between
+      "warm_steps": 20,
       "ea_scale": 25.0,  # n_EA = clip(ea_scale sqrt(t), ea_min, ea_max) (App. R)
       "ea_min": 10 if smoke else 50,
       "ea_max": 20 if smoke else 500,

@@ -135,7 +135,8 @@ def point_model(name: str, featurizer: Featurizer, *, target_offset: float | Non
 
   gp: kernel (OTMANN: "combined", "d", "d_bar"; vectors: "exp_squared", "matern52", "matern12",
     "hamming"), p, p_bar (OTMANN), ard (vectors), or box: a `gp_fit.Box` of any kernel that reads
-    the featurizer's pairs (a new kernel); n_starts, fit_steps, n_hyper_samples, n_chains.
+    the featurizer's pairs (a new kernel); n_starts, fit_steps, n_hyper_samples, n_chains,
+    warm_steps (of a warm-started refit, `fit(..., warm=...)`).
   gp_fixed: kernel ("hamming" or "matern12"), variance, length_scale (BANANAS' GP-BO: the
     Hamming kernel alpha^2 exp(-d / l^2) is variance alpha^2, length_scale l^2).
   ensemble (vector featurizers only): n_members, hidden, epochs, batch_size, lr, ddof, loss.
@@ -144,7 +145,7 @@ def point_model(name: str, featurizer: Featurizer, *, target_offset: float | Non
     raise ValueError(f"surrogate: {name!r} is unknown; allowed: {', '.join(SURROGATES)}")
   try:
     if name == "gp":
-      fit_keys = ("n_starts", "fit_steps", "n_hyper_samples", "n_chains")
+      fit_keys = ("n_starts", "fit_steps", "n_hyper_samples", "n_chains", "warm_steps")
       fit_opts = {k: options.pop(k) for k in fit_keys if k in options}
       _check_hamming(featurizer, options.get("kernel"))
       box = options.pop("box", None)
@@ -160,6 +161,7 @@ def point_model(name: str, featurizer: Featurizer, *, target_offset: float | Non
         n_hyper_samples=samples,
         n_chains=fit_opts.get("n_chains", 4 if samples else 1),
         project=featurizer.pair_type is OtmannPair,
+        warm_steps=fit_opts.get("warm_steps", 20),
       )
       return PointModel(name, featurizer, surrogate, False, 16, 8, target_offset)
     if name == "gp_fixed":
@@ -189,12 +191,23 @@ def _inputs(model: PointModel, pair: Any, rows: int, cols: int):
 
 
 def fit(
-  model: PointModel, key: jax.Array, cache: FeatureCache, train: Sequence, scores: np.ndarray, n_ok: int
+  model: PointModel,
+  key: jax.Array,
+  cache: FeatureCache,
+  train: Sequence,
+  scores: np.ndarray,
+  n_ok: int,
+  *,
+  warm: Fitted | None = None,
 ) -> Fitted:
   """Fits the model on train[:n_ok] with `scores` [n_ok] and hallucinates train[n_ok:].
 
   Every train point must be in `cache` (`featurizer.extend` it with the pending points first).
+  With `warm` (an earlier fit of this model), the surrogate's `refit` starts from its
+  hyper-parameters instead of a full fit (GPs with fitted hyper-parameters only).
   """
+  if warm is not None and model.surrogate.refit is None:
+    raise ValueError(f"fit: warm given, but surrogate {model.name!r} has no warm refit (a GP with fitted hypers has)")
   n = len(train)
   c = capacity(n, model.min_train)
   pair, _ = model.featurizer.pairs(cache, train, [])
@@ -210,7 +223,10 @@ def fit(
     )
   slots = np.arange(c)
   ok, pending = jnp.asarray(slots < n_ok), jnp.asarray((slots >= n_ok) & (slots < n))
-  state = model.surrogate.fit(key, inputs, jnp.asarray(y), ok)
+  if warm is None:
+    state = model.surrogate.fit(key, inputs, jnp.asarray(y), ok)
+  else:
+    state = model.surrogate.refit(key, warm.state, inputs, jnp.asarray(y), ok)
   state_p = state
   if n > n_ok:  # the key refits only surrogates without a cheaper `condition` (the ensemble)
     state_p = hallucinate(model.surrogate, state, inputs, jnp.asarray(y), ok, pending, key=jax.random.fold_in(key, 1))

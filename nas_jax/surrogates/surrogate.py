@@ -52,11 +52,14 @@ class Surrogate(NamedTuple):
   predict(state, inputs) -> Predictive over the m points in inputs.
   condition(state, inputs, y, mask) -> state: new data, same hyper-parameters; None if the
     surrogate has no cheaper way than `fit`.
+  refit(key, state, inputs, y, mask) -> state: a short fit on new data that starts from the
+    hyper-parameters of `state` (a warm start); None if the surrogate has none.
   """
 
   fit: Callable[..., Any]
   predict: Callable[[Any, Any], Predictive]
   condition: Callable[..., Any] | None = None
+  refit: Callable[..., Any] | None = None
 
 
 @flax.struct.dataclass
@@ -87,6 +90,7 @@ def gp_surrogate(
   burn_in: int = 100,
   project: bool = False,
   n_samples: int = 16,
+  warm_steps: int = 20,
 ) -> Surrogate:
   """A GP surrogate whose inputs are Pairwise values (the pair (C, C) for fit and condition).
 
@@ -99,6 +103,8 @@ def gp_surrogate(
       and std get a leading axis [S].
     project: clip the Gram matrix's eigenvalues at 0 (set it for NasbotKernel, nasbot.md 7.4).
     n_samples: joint draws per hyper-parameter sample when predict gets JointInputs.
+    warm_steps: Adam steps of `refit`, from the fitted hyper-parameters (maximum likelihood only;
+      a surrogate that samples its hyper-parameters has no refit).
 
   Returns:
     Surrogate. fit raises LinAlgError when, outside jit, the GP cannot be factorised.
@@ -114,6 +120,7 @@ def gp_surrogate(
   _check_count("n_chains", n_chains, 1)
   _check_count("burn_in", burn_in, 0)
   _check_count("n_samples", n_samples, 1)
+  _check_count("warm_steps", warm_steps, 1)
   if batch_size is not None:
     _check_count("batch_size", batch_size, 1)
   if not lr > 0:
@@ -144,7 +151,15 @@ def gp_surrogate(
     gp.note_jitter(new_state.posterior.jitter, "gp_surrogate.condition")
     return new_state
 
-  return Surrogate(fit, predict, condition)
+  def refit(key, state, inputs, y, mask):
+    gp.validate_data(inputs, y, mask, where="gp_surrogate.refit")
+    warm = config._replace(n_starts=1, steps=warm_steps)
+    new_state = _refit(key, box, state.posterior.hypers, inputs, jnp.asarray(y), jnp.asarray(mask), config=warm)
+    gp.check_ok(new_state.ok, "gp_surrogate.refit")
+    gp.note_jitter(new_state.posterior.jitter, "gp_surrogate.refit")
+    return new_state
+
+  return Surrogate(fit, predict, condition, refit if n_hyper_samples == 0 else None)
 
 
 # Module-level jitted cores with static options: surrogates built with equal options share
@@ -158,6 +173,25 @@ class _FitConfig(NamedTuple):
   n_chains: int
   burn_in: int
   project: bool
+
+
+def _state(k_state, hypers, pair, y, mask, project) -> GPState:
+  """The GPState of hyper-parameters [S, ...] on the data."""
+  post = jax.vmap(lambda h: gp.condition(h, pair, y, mask, project=project))(hypers)
+  lml = jax.vmap(lambda h: gp.log_marginal_likelihood(h, pair, y, mask, project=project))(hypers)
+  return GPState(post, lml, k_state, jnp.all(post.ok) & jnp.all(jnp.isfinite(lml)))
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def _refit(key, box, hypers, pair, y, mask, *, config: _FitConfig) -> GPState:
+  """config.steps Adam steps from the first of `hypers` [S, ...]; its start wins if they end worse
+  (or not finite), so a warm refit never leaves a better fit behind."""
+  start = jax.tree.map(lambda x: x[:1], hypers)
+  end, lml = gp_fit.optimise(start, box, pair, y, mask, steps=config.steps, lr=config.lr, project=config.project)
+  lml0 = gp.log_marginal_likelihood(jax.tree.map(lambda x: x[0], start), pair, y, mask, project=config.project)
+  better = jnp.isfinite(lml[0]) & ~(lml[0] < lml0)
+  best = jax.tree.map(lambda e, s: jnp.where(better, e, s), end, start)
+  return _state(jax.random.split(key)[1], best, pair, y, mask, config.project)
 
 
 @functools.partial(jax.jit, static_argnames=("config",))
@@ -190,9 +224,7 @@ def _fit(key, box, pair, y, mask, *, config: _FitConfig) -> GPState:
       burn_in=c.burn_in,
       project=c.project,
     )
-  post = jax.vmap(lambda h: gp.condition(h, pair, y, mask, project=c.project))(hypers)
-  lml = jax.vmap(lambda h: gp.log_marginal_likelihood(h, pair, y, mask, project=c.project))(hypers)
-  return GPState(post, lml, k_state, jnp.all(post.ok) & jnp.all(jnp.isfinite(lml)))
+  return _state(k_state, hypers, pair, y, mask, c.project)
 
 
 @functools.partial(jax.jit, static_argnames=("n_samples", "squeeze"))

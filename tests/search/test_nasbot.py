@@ -83,6 +83,38 @@ def test_replay_rebuilds_the_same_distance_cache(setup):
   assert s.propose(one_by_one, 1, [])[1][0].to_json() == s.propose(at_once, 1, [])[1][0].to_json()
 
 
+def test_warm_refits_fit_in_full_every_k_and_replay_exactly(setup):
+  """refit_every=3: the anchor (full fit) moves at 3, 6, ... successes; a search resumed between
+  anchors recomputes its anchor from the journal and proposes what the uninterrupted one did."""
+  space, task = setup
+  s = nasbot_lib.nasbot(space, task.goal, refit_every=3, warm_steps=5, **FAST)
+  obs = _observe(space, task, space.initial() + space.sample(jax.random.key(7), 6))
+  state = s.update(s.init(jax.random.key(8)), obs[:2])
+  state, _ = s.propose(state, 1, [])
+  assert state.anchor[0] == 2  # fewer successes than k: the anchor is every fit
+  anchors, proposals = [], []
+  for m in range(3, 9):
+    state = s.update(state, [obs[m - 1]])
+    state, (p,) = s.propose(state, 1, [])
+    anchors.append(state.anchor[0])
+    proposals.append(p)
+    fresh = s.update(s.init(jax.random.key(8)), obs[:m])  # a resume: no anchor yet
+    fresh, (q,) = s.propose(fresh, 1, [])
+    assert space.to_json(q) == space.to_json(p) and fresh.anchor[0] == state.anchor[0]
+  assert anchors == [3, 3, 3, 6, 6, 6]
+  kept = state.anchor[1]
+  state, _ = s.propose(state, 1, proposals[-1:])  # same successes: the anchor is reused, not refitted
+  assert state.anchor[1] is kept
+
+
+def test_warm_refits_need_a_fitted_gp(setup):
+  space, task = setup
+  with pytest.raises(ValueError, match="refit_every=4 needs a surrogate with warm refits"):
+    nasbot_lib.nasbot(space, task.goal, refit_every=4, n_hyper_samples=4)
+  with pytest.raises(ValueError, match="refit_every=0"):
+    nasbot_lib.nasbot(space, task.goal, refit_every=0)
+
+
 def test_failed_evaluations_are_kept_but_not_modelled(setup):
   space, task = setup
   s = nasbot_lib.nasbot(space, task.goal, **FAST)

@@ -98,9 +98,28 @@ def test_hallucinate_refits_a_surrogate_without_condition(data, map_model):
   )
 
 
+def test_a_warm_refit_climbs_from_its_start_and_never_ends_below_it(data, map_model):
+  x, y, mask, _ = data
+  surrogate, state = map_model
+  pair = pairwise.vector_pair(x)
+  more = np.arange(C) < 14  # two more observations
+  y2 = np.where(more, np.sin(x).sum(1), 0.0)
+  bad = jax.tree.map(lambda lo: lo[None], BOX.lower)  # the box's corner: a poor fit
+  from_bad = state.replace(posterior=state.posterior.replace(hypers=bad))
+  lml_bad = gp.log_marginal_likelihood(BOX.lower, pair, y2, more)
+  climbed = surrogate.refit(jax.random.key(1), from_bad, pair, y2, more)
+  assert float(climbed.lml[0]) > float(lml_bad) + 1.0
+  # From the fitted hypers on their own data, 20 more steps cannot end lower than the start.
+  again = surrogate.refit(jax.random.key(1), state, pair, np.nan_to_num(y), mask)
+  assert float(again.lml[0]) >= float(state.lml[0]) - 1e-6
+  np.testing.assert_allclose(surrogate.predict(again, pair).mean[:12], y[:12], atol=0.2)
+  assert gp_surrogate(BOX, n_hyper_samples=4, n_chains=2).refit is None  # sampled hypers: no warm start
+
+
 @pytest.mark.parametrize(
   "kwargs, error, message",
   [
+    (dict(warm_steps=0), ValueError, "gp_surrogate: warm_steps=0"),
     (dict(n_starts=0), ValueError, "gp_surrogate: n_starts=0"),
     (dict(n_hyper_samples=6, n_chains=4), ValueError, "not a multiple of n_chains=4"),
     (dict(lr=-1.0), ValueError, "lr=-1.0"),

@@ -15,6 +15,12 @@ acquisition; with `batch` > 1 its next-best points are queued for the next calls
 Replay determinism: every draw comes from `step_key(key, history, pending)`, folded per slot and
 split into (fit, optimiser, auxiliary) keys, and the featurizer's cache is a function of the
 observed points alone, so `update(init(key), journal)` proposes what the uninterrupted run did.
+
+Warm refits (`refit_every` = k > 1, GPs with fitted hyper-parameters): with m successful
+observations, the full multi-start fit is made on the first m0 of them, m0 = m rounded down to a
+multiple of k (m0 = m while m < k), with a key of m0 alone; each proposal then refits from its
+hyper-parameters with the surrogate's `warm_steps`. The anchor is kept in the state and, after a
+resume, recomputed from the journal, so replay stays exact; k = 1 is the full fit every time.
 """
 
 from __future__ import annotations
@@ -44,19 +50,22 @@ __all__ = ["INITIAL", "BOState", "bo", "bo_factory"]
 INITIAL = ("pool", "random")
 _ACQ_DEFAULTS = (("kappa", 2.0), ("xi", 0.0), ("sigma_scale", 1.0))  # `functions.acquire`'s
 _ACQ_OPTIONS = tuple(k for k, _ in _ACQ_DEFAULTS)
+_ANCHOR_STREAM = 0x3FFF_FFF1  # folds the state key for anchor fits, apart from the step keys
 
 
 @dataclasses.dataclass(frozen=True)
 class BOState:
   """key: the search key; history: every observation; cache: the featurizer's cache of the
   observed points (None without a model); queue: chosen points not proposed yet; notes: canonical
-  key -> notes of proposed points."""
+  key -> notes of proposed points; anchor: (m0, point_model.Fitted) of the last anchor fit of
+  warm refits, or ()."""
 
   key: jax.Array
   history: common.History
   cache: FeatureCache | None = None
   queue: tuple = ()
   notes: dict = dataclasses.field(default_factory=dict)
+  anchor: tuple = ()
 
 
 def _options(name: str, value: Any) -> dict:
@@ -84,6 +93,7 @@ def bo(
   n_init: int = 10,
   min_ok: int = 1,
   batch: int = 1,
+  refit_every: int = 1,
 ) -> Strategy:
   """BO over any Space from registered parts; every option is checked here, before any evaluation.
 
@@ -97,12 +107,16 @@ def bo(
     optimizer, optimizer_config: an `OPTIMISERS` name and its options.
     initial: "pool" or "random" (see the module docstring); n_init: random points first with
       "random"; min_ok: successes before the model is fitted; batch: points per optimisation.
+    refit_every: k > 1 makes the full surrogate fit every k successful observations and warm
+      refits in between (see the module docstring); 1, the default, is the full fit every time.
   """
   if goal not in GOALS:
     raise ValueError(f"bo: goal={goal!r}; allowed: {', '.join(GOALS)}")
   if initial not in INITIAL:
     raise ValueError(f"bo: initial={initial!r}; allowed: {', '.join(INITIAL)}")
-  check_counts("bo: ", {"n_init": (n_init, 0), "min_ok": (min_ok, 1), "batch": (batch, 1)})
+  check_counts(
+    "bo: ", {"n_init": (n_init, 0), "min_ok": (min_ok, 1), "batch": (batch, 1), "refit_every": (refit_every, 1)}
+  )
   acq_options = _options("acquisition_config", acquisition_config)
   unknown = sorted(set(acq_options) - set(_ACQ_OPTIONS))
   if unknown:
@@ -119,6 +133,11 @@ def bo(
   model = point_model.point_model(surrogate, feats, **_options("surrogate_config", surrogate_config))
   if acquisition == "random":
     model = None
+  if refit_every > 1 and (model is None or model.surrogate.refit is None):
+    raise ValueError(
+      f"bo: refit_every={refit_every} needs a surrogate with warm refits (surrogate 'gp' with fitted,"
+      f" not sampled, hyper-parameters); this one ({'none' if model is None else surrogate}) has none: use 1"
+    )
   joint = acquisition == "ts" and model is not None and not model.vectors
   if optimiser.needs_values and (
     model is None or model.vectors or model.featurizer.encode_values is None or acquisition not in ("ei", "pi", "ucb")
@@ -135,14 +154,25 @@ def bo(
 
     return score
 
-  def choose(keys, state, taken: list, exclude: set) -> list:
-    """[(point, value, notes)] of one optimisation, best first; notes hold the seconds spent."""
+  def anchor_of(state, ok: np.ndarray) -> tuple:
+    """(m0, the full fit on the first m0 successes) for warm refits: the state's, or made now."""
+    m0 = len(ok) if len(ok) < refit_every else len(ok) - len(ok) % refit_every
+    if state.anchor and state.anchor[0] == m0:
+      return state.anchor
+    key = jax.random.fold_in(jax.random.fold_in(state.key, _ANCHOR_STREAM), m0)
+    points = [state.history.points[i] for i in ok[:m0]]
+    return m0, point_model.fit(model, key, state.cache, points, state.history.scores[ok[:m0]], m0)
+
+  def choose(keys, state, taken: list, exclude: set) -> tuple[list, tuple]:
+    """([(point, value, notes)] of one optimisation, best first; notes hold the seconds spent),
+    and the anchor of warm refits (or ())."""
     k_fit, k_opt, k_aux = keys
     history = state.history
     ctx = Context(
       space, history.points, history.scores, history.trial_ids, frozenset(exclude), task_infos=history.task_infos
     )
     t0 = time.perf_counter()
+    anchor = state.anchor
     if model is None:  # RAND: the optimiser on Unif(0, 1) values, one host stream per call
       rng = common.host_rng(k_aux)
       score = lambda cands: rng.uniform(size=len(cands))
@@ -150,7 +180,10 @@ def bo(
       ok = np.flatnonzero(history.ok)
       train = [history.points[i] for i in ok] + taken
       cache = model.featurizer.extend(state.cache, taken)
-      fitted = point_model.fit(model, k_fit, cache, train, history.scores[ok], len(ok))
+      if refit_every > 1:
+        anchor = anchor_of(state, ok)
+      warm = anchor[1] if anchor else None
+      fitted = point_model.fit(model, k_fit, cache, train, history.scores[ok], len(ok), warm=warm)
       best = float(history.scores[ok].max())
       if optimiser.needs_values:
         va = ValueAcquisition(
@@ -161,7 +194,7 @@ def bo(
     t1 = time.perf_counter()
     chosen = optimiser.maximize((k_opt, k_aux), score, ctx, batch)
     seconds = {"fit": round(t1 - t0, 4), "acquisition": round(time.perf_counter() - t1, 4)}
-    return [(p, v, {**x, "seconds": seconds}) for p, v, x in chosen]
+    return [(p, v, {**x, "seconds": seconds}) for p, v, x in chosen], anchor
 
   parts = {"optimizer": optimizer}
   if model is not None:
@@ -186,7 +219,10 @@ def bo(
       if len(out) >= n:
         break
       keys = jax.random.split(jax.random.fold_in(key, j), 3)
-      chosen = choose(keys, state, list(pending) + out, exclude) if warm else []
+      chosen = []
+      if warm:
+        chosen, anchor = choose(keys, state, list(pending) + out, exclude)
+        state = dataclasses.replace(state, anchor=anchor)
       if chosen:
         for point, value, extra in chosen:
           notes[space.canonical_key(point)] = {"origin": acquisition, **parts, "acquisition": value, **extra}

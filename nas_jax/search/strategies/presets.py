@@ -58,10 +58,14 @@ def nasbot(
   ea_max: int = 500,
   selection: str = "paper",
   chunk_size: int = 256,
+  refit_every: int = 1,
+  warm_steps: int = 20,
 ) -> Strategy:
   """NASBOT: the initial pool, then EI (hallucinated pending networks) from a GP with the OTMANN
   kernel of eq. (7), maximised by the EA with n_EA = clip(ea_scale sqrt(t), ea_min, ea_max).
-  kernel "d"/"d_bar" and p, p_bar are the App. C.4 ablations; acquisition="random" is RAND."""
+  kernel "d"/"d_bar" and p, p_bar are the App. C.4 ablations; acquisition="random" is RAND.
+  refit_every > 1 fits the GP in full every that many evaluations and refits it from there with
+  warm_steps steps in between (not in the paper: a speed option, `bo`'s warm refits)."""
   return bo(
     space,
     goal,
@@ -69,12 +73,19 @@ def nasbot(
     featurizer_config=dict(nu_str=nu_str, solver=solver, params=otmann_params, chunk_size=chunk_size),
     surrogate="gp",
     surrogate_config=dict(
-      kernel=kernel, p=p, p_bar=p_bar, n_hyper_samples=n_hyper_samples, n_starts=n_starts, fit_steps=fit_steps
+      kernel=kernel,
+      p=p,
+      p_bar=p_bar,
+      n_hyper_samples=n_hyper_samples,
+      n_starts=n_starts,
+      fit_steps=fit_steps,
+      warm_steps=warm_steps,
     ),
     acquisition=acquisition,
     optimizer="ea",
     optimizer_config=dict(scale=ea_scale, lo=ea_min, hi=ea_max, selection=selection),
     initial="pool",
+    refit_every=refit_every if acquisition != "random" else 1,
   )
 
 
