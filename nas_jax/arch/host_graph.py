@@ -4,7 +4,9 @@ layer graph, which searches de-duplicate by: host-side views that no jit workloa
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -68,8 +70,20 @@ def _digest(text: str) -> str:
   return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
 
 
+# id(arch) -> (weak reference, key): a search asks for the key of one architecture object many
+# times (its mutations, the EA's de-duplication, the featurizer's cache rows), and architectures
+# are values, never changed in place. An entry dies with its architecture.
+_KEYS: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def _forget(i: int, ref: weakref.ref) -> None:
+  if _KEYS.get(i, (None,))[0] is ref:
+    del _KEYS[i]
+
+
 def canonical_key(arch: Architecture) -> str:
-  """A key of the labelled graph that does not depend on slot order or padding.
+  """A key of the labelled graph that does not depend on slot order or padding (computed once
+  per architecture object).
 
   Colour refinement (1-dimensional Weisfeiler-Lehman on the directed graph): a layer starts with
   its (label, units, stride) and is recoloured from its colour and the sorted colours of its
@@ -85,7 +99,17 @@ def canonical_key(arch: Architecture) -> str:
   Returns:
     "<kind>:<hex digest>".
   """
-  g = from_arch(arch)
+  hit = _KEYS.get(id(arch))
+  if hit is not None and hit[0]() is arch:
+    return hit[1]
+  key = _refined_key(from_arch(arch))
+  ref = weakref.ref(arch, functools.partial(_forget, id(arch)))
+  _KEYS[id(arch)] = (ref, key)
+  return key
+
+
+def _refined_key(g: HostGraph) -> str:
+  """canonical_key of a HostGraph (colour refinement, see `canonical_key`)."""
   names = labels_lib.label_table(g.kind).names
   signature = [(names[l], int(u), int(st)) for l, u, st in zip(g.labels, g.units, g.strides)]
   parents, children = adjacency_lists(g.adj)

@@ -13,7 +13,7 @@ poor_man      the poor man's embedding: unit values, inactive ones at -1 (also v
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +32,15 @@ from nas_jax.features.featurizer import (
   vector_featurizer,
   vector_to_pair,
 )
-from nas_jax.features.otmann import KERNEL_NU_STR, check_options, otmann_distances
+from nas_jax.features.otmann import (
+  KERNEL_NU_STR,
+  check_options,
+  feature_distances,
+  feature_rows,
+  host_features,
+  stack_features,
+)
+from nas_jax.features.otmann_costs import OtmannFeatures
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
 
 __all__ = [
@@ -68,6 +76,15 @@ def _to_architecture(space: Any) -> Callable:
   return cell_graphs.cell_layer_graph
 
 
+class OtmannItem(NamedTuple):
+  """What the OTMANN featurizer keeps of a point: its network's canonical key and kind, and the
+  network's host features (`otmann.feature_rows`), built once per point."""
+
+  key: str
+  kind: str
+  features: OtmannFeatures
+
+
 def otmann_featurizer(
   space: Any, *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper", chunk_size: int = 256
 ) -> Featurizer:
@@ -76,35 +93,42 @@ def otmann_featurizer(
   nus = tuple(float(v) for v in np.atleast_1d(nu_str))
   to_arch = _to_architecture(space)
 
+  def prepare(points: list) -> list:
+    archs = [to_arch(p) for p in points]
+    keys = [arch_key(a) for a in archs]
+    first = {k: i for i, k in reversed(list(enumerate(keys)))}  # one feature row per network
+    rows = dict(zip(first, feature_rows(host_features([archs[i] for i in first.values()], params))))
+    return [OtmannItem(k, a.kind, rows[k]) for k, a in zip(keys, archs)]
+
   def dist(a: list, b: list) -> tuple:
     # Solve each distinct network once: conditional points share networks, cells share graphs.
     unique_a, inv_a = _unique(a)
     unique_b, inv_b = _unique(b)
-    out = otmann_distances(unique_a, unique_b, solver=solver, nu_str=nus, params=params, chunk_size=chunk_size)
+    out = feature_distances(
+      stack_features([x.features for x in unique_a]),
+      stack_features([x.features for x in unique_b]),
+      a[0].kind,
+      solver=solver,
+      nu_str=nus,
+      params=params,
+      chunk_size=chunk_size,
+    )
     return out.d[:, inv_a][:, :, inv_b], out.d_bar[:, inv_a][:, :, inv_b]
 
   return distance_featurizer(
-    "otmann",
-    OTMANN_SPACES,
-    space.canonical_key,
-    lambda pts: [to_arch(p) for p in pts],
-    dist,
-    otmann_to_pair,
-    OtmannPair,
-    len(nus),
+    "otmann", OTMANN_SPACES, space.canonical_key, prepare, dist, otmann_to_pair, OtmannPair, len(nus)
   )
 
 
-def _unique(archs: list) -> tuple[list, np.ndarray]:
+def _unique(items: list) -> tuple[list, np.ndarray]:
   """(distinct networks by canonical key, [n] index of each input among them)."""
   index, unique = {}, []
-  inverse = np.empty(len(archs), np.int64)
-  for i, a in enumerate(archs):
-    k = arch_key(a)
-    if k not in index:
-      index[k] = len(unique)
-      unique.append(a)
-    inverse[i] = index[k]
+  inverse = np.empty(len(items), np.int64)
+  for i, x in enumerate(items):
+    if x.key not in index:
+      index[x.key] = len(unique)
+      unique.append(x)
+    inverse[i] = index[x.key]
   return unique, inverse
 
 

@@ -24,6 +24,10 @@ __all__ = [
   "OtmannDistances",
   "otmann_distances",
   "extend_distances",
+  "host_features",
+  "feature_rows",
+  "stack_features",
+  "feature_distances",
 ]
 
 SOLVERS = ("exact", "sinkhorn")
@@ -85,10 +89,11 @@ def _features(batch: Architecture, params: costs.OtmannParams) -> costs.OtmannFe
   return jax.vmap(lambda a: costs.otmann_features(a, params))(batch)
 
 
-def _host_features(batch: Architecture, params: costs.OtmannParams) -> costs.OtmannFeatures:
-  """Features of every architecture as numpy arrays. The batch is padded to a power-of-two count,
-  and its slots cut or padded to the smallest multiple of `solvers.SLOTS` holding every real
-  layer (the path-length relaxation costs O(slots^3)), so growing sets compile O(log n) times."""
+def host_features(archs: Archs, params: str | costs.OtmannParams = "paper") -> costs.OtmannFeatures:
+  """Features of every architecture as numpy arrays, leaves [n, ...] on the smallest multiple of
+  `otmann_solvers.SLOTS` slots holding every real layer (the path-length relaxation costs
+  O(slots^3)); the batch is padded to a power-of-two count, so growing sets compile O(log n) times."""
+  batch, params = _as_batch(archs, "archs"), costs.otmann_params(params)
   mask = np.asarray(batch.mask)
   n, slots = mask.shape
   used = np.flatnonzero(mask.any(0))
@@ -103,6 +108,33 @@ def _host_features(batch: Architecture, params: costs.OtmannParams) -> costs.Otm
     return np.pad(x, [(0, to_n - n)] + [(0, to_s - min(slots, to_s))] * (x.ndim - 1))
 
   return jax.tree.map(lambda x: np.asarray(x)[:n], _features(jax.tree.map(fit, batch), params))
+
+
+def _slots(n: int) -> int:
+  return max(solvers.SLOTS, -(-n // solvers.SLOTS) * solvers.SLOTS)
+
+
+def feature_rows(feats: costs.OtmannFeatures) -> list[costs.OtmannFeatures]:
+  """The features of each architecture of a batch on its own slot count (a multiple of
+  `SLOTS`): a network's features, kept between calls, that `stack_features` batches again."""
+  out = []
+  for i, n in enumerate(np.asarray(feats.n)):
+    s = _slots(int(n))
+    out.append(costs.OtmannFeatures(feats.labels[i, :s], feats.masses[i, :s], feats.paths[i, :, :s], feats.n[i]))
+  return out
+
+
+def stack_features(rows: Sequence[costs.OtmannFeatures]) -> costs.OtmannFeatures:
+  """Rows of `feature_rows` as one batch, padded with zero-mass slots to the widest; the same
+  arrays as `host_features` of their architectures (padding slots carry nothing)."""
+  s = max(len(r.labels) for r in rows)
+  pad = lambda x: np.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, s - x.shape[-1])])
+  return costs.OtmannFeatures(
+    np.stack([pad(r.labels) for r in rows]),
+    np.stack([pad(r.masses) for r in rows]),
+    np.stack([pad(r.paths) for r in rows]),
+    np.stack([r.n for r in rows]),
+  )
 
 
 def otmann_distances(
@@ -139,24 +171,48 @@ def otmann_distances(
     ValueError / TypeError naming the bad argument.
   """
   _check(solver, chunk_size, sinkhorn)
-  nus, scalar = _nu_values(nu_str)
+  _nu_values(nu_str)
   params = costs.otmann_params(params)
   batch_a = _as_batch(archs_a, "archs_a")
   batch_b = batch_a if archs_b is None else _as_batch(archs_b, "archs_b")
   if batch_a.kind != batch_b.kind:
     raise ValueError(f"archs_b: kind {batch_b.kind!r} differs from archs_a's {batch_a.kind!r}; compare one kind")
-  fa = _host_features(batch_a, params)
-  fb = fa if archs_b is None else _host_features(batch_b, params)
+  fa = host_features(batch_a, params)
+  fb = None if archs_b is None else host_features(batch_b, params)
+  return feature_distances(
+    fa, fb, batch_a.kind, solver=solver, nu_str=nu_str, params=params, chunk_size=chunk_size, sinkhorn=sinkhorn
+  )
+
+
+def feature_distances(
+  fa: costs.OtmannFeatures,
+  fb: costs.OtmannFeatures | None,
+  kind: str,
+  *,
+  solver: str = "exact",
+  nu_str=0.5,
+  params: str | costs.OtmannParams = "paper",
+  chunk_size: int = 256,
+  sinkhorn: solvers.SinkhornConfig = solvers.SinkhornConfig(),
+) -> OtmannDistances:
+  """`otmann_distances` of architectures given by their `host_features` (made with the same
+  params), for callers that keep each network's features between calls; fb None: the symmetric
+  matrix of fa. kind: the architectures' kind."""
+  _check(solver, chunk_size, sinkhorn)
+  nus, scalar = _nu_values(nu_str)
+  params = costs.otmann_params(params)
+  symmetric = fb is None
+  fb = fa if symmetric else fb
   n_a, n_b = len(fa.n), len(fb.n)
-  ia, ib = np.triu_indices(n_a, 1) if archs_b is None else (x.ravel() for x in np.indices((n_a, n_b)))
+  ia, ib = np.triu_indices(n_a, 1) if symmetric else (x.ravel() for x in np.indices((n_a, n_b)))
   d_bar = np.zeros((len(nus), n_a, n_b))
   if len(ia):
     if solver == "exact":
-      vals = solvers.exact_pairs(fa, fb, ia, ib, nus, batch_a.kind, params, chunk_size)
+      vals = solvers.exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size)
     else:
-      vals = solvers.sinkhorn_pairs(fa, fb, ia, ib, nus, batch_a.kind, params, chunk_size, sinkhorn)
+      vals = solvers.sinkhorn_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size, sinkhorn)
     d_bar[:, ia, ib] = vals
-    if archs_b is None:
+    if symmetric:
       d_bar[:, ib, ia] = d_bar[:, ia, ib]
   tm = fa.masses.sum(-1, dtype=np.float64)[:, None] + fb.masses.sum(-1, dtype=np.float64)[None, :]
   d = d_bar * tm

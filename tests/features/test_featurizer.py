@@ -36,6 +36,24 @@ def test_otmann_pairs_equal_direct_distances_in_any_extend_order():
     np.testing.assert_allclose(x.d_bar, ref_cross.d_bar, atol=1e-9)
 
 
+def test_otmann_features_kept_per_network_give_the_direct_distances_across_slot_sizes():
+  """Each network's features are built once on its own slot count and batched again with others
+  (padding slots carry no mass): the same distances as from the stacked architectures."""
+  cnn = layer_graph_space("cnn")
+  pool = cnn.initial()
+  sizes = [int(np.asarray(a.mask).sum()) for a in pool]
+  assert len({-(-n // 8) for n in sizes}) >= 2  # networks of different slot multiples
+  f = F.make_featurizer("otmann", cnn, nu_str=(0.1, 0.4))
+  cache = f.init(pool[:6])
+  t, x = f.pairs(cache, pool[:6], pool[6:])
+  ref_train = otmann_distances(pool[:6], pool[:6], nu_str=(0.1, 0.4))
+  ref_cross = otmann_distances(pool[6:], pool[:6], nu_str=(0.1, 0.4))
+  np.testing.assert_allclose(t.d, ref_train.d, rtol=1e-12, atol=1e-9)
+  np.testing.assert_allclose(x.d, ref_cross.d, rtol=1e-12, atol=1e-9)
+  np.testing.assert_allclose(x.d_bar, ref_cross.d_bar, rtol=1e-12, atol=1e-12)
+  assert all(len(item.features.labels) % 8 == 0 for item in cache.items)
+
+
 def test_extend_computes_only_new_keys_and_repeats_are_one_row():
   f = F.make_featurizer("path", NB201)
   cells = NB201.sample(jax.random.key(2), 5)

@@ -89,6 +89,29 @@ def test_canonical_key_separates_close_graphs():
   assert canonical_key(from_json(chain("mlp", "relu:16", "linear"))).startswith("mlp:")
 
 
+def test_canonical_keys_are_computed_once_per_object_and_forgotten_with_it():
+  import gc
+
+  from nas_jax.arch import host_graph
+
+  obj = chain("cnn", "conv3:16 conv3:32 fc:16", "softmax")
+  arch, twin = from_json(obj), from_json(obj)
+  key = canonical_key(arch)
+  assert host_graph._KEYS[id(arch)][1] == key
+  calls = []
+  real = host_graph._refined_key
+  host_graph._refined_key = lambda g: calls.append(g) or real(g)
+  try:
+    assert canonical_key(arch) == key and not calls  # remembered
+    assert canonical_key(twin) == key and len(calls) == 1  # an equal object is keyed afresh
+  finally:
+    host_graph._refined_key = real
+  i = id(arch)
+  del arch
+  gc.collect()
+  assert i not in host_graph._KEYS
+
+
 def test_canonical_keys_of_all_short_chains_differ():
   # Chains that agree locally (same neighbour triples) differ only after several refinement
   # rounds; all 2 + 4 + ... + 128 chains of 1-7 layers over two widths are non-isomorphic.
