@@ -55,6 +55,11 @@ def _need(ok: bool, field: str, value: Any, allowed: str) -> None:
     raise ValueError(f"config.{field}: {value!r} is not allowed; {allowed}")
 
 
+def _need_count(field: str, value: Any, least: int, note: str = "") -> None:
+  """`value` must be an integer >= least; note follows the message's "expected ..." part."""
+  _need(_is_int(value) and value >= least, field, value, f"expected an integer >= {least}{note}")
+
+
 def _get(section: Any, field: str, where: str) -> Any:
   try:
     return section[field]
@@ -90,8 +95,8 @@ def _check_train(c: Any, kind: str) -> None:
     "expected 'digits', 'diabetes' or a path to a .csv/.npz table",
   )
   for f in ("epochs", "batch_size"):
-    _need(_is_int(c[f]) and c[f] >= 1, f"task.{f}", c[f], "expected an integer >= 1")
-  _need(_is_int(c.data_seed) and c.data_seed >= 0, "task.data_seed", c.data_seed, "expected an integer >= 0")
+    _need_count(f"task.{f}", c[f], 1)
+  _need_count("task.data_seed", c.data_seed, 0)
   for f, positive in (("learning_rate", True), ("weight_decay", False)):
     v = c[f]
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -118,12 +123,7 @@ def _check_train(c: Any, kind: str) -> None:
     "choose one of: regression, classification (used for tables)",
   )
   # Layer-graph spaces give CNNs softmax and MLPs linear decision layers.
-  _need(
-    _is_int(c.get("patience", 0)) and c.get("patience", 0) >= 0,
-    "task.patience",
-    c.get("patience"),
-    "expected an integer >= 0 (0: no early stopping)",
-  )
+  _need_count("task.patience", c.get("patience", 0), 0, " (0: no early stopping)")
   problem = {"digits": "classification", "diabetes": "regression"}.get(c.dataset, c.task_type)
   want = "regression" if kind == "mlp" else "classification"
   _need(
@@ -179,14 +179,9 @@ def _check_conditional(c: Any, kind: str) -> None:
     c.dataset,
     "expected 'digits', 'diabetes' or a path to a regression table",
   )
-  _need(_is_int(c.epochs) and c.epochs >= 1, "task.epochs", c.epochs, "expected an integer >= 1")
-  _need(_is_int(c.data_seed) and c.data_seed >= 0, "task.data_seed", c.data_seed, "expected an integer >= 0")
-  _need(
-    _is_int(c.max_depth) and c.max_depth >= 1,
-    "task.max_depth",
-    c.max_depth,
-    "expected an integer >= 1, the space's max_depth",
-  )
+  _need_count("task.epochs", c.epochs, 1)
+  _need_count("task.data_seed", c.data_seed, 0)
+  _need_count("task.max_depth", c.max_depth, 1, ", the space's max_depth")
 
 
 _TASK_CHECKS = {
@@ -231,7 +226,7 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
   if space_name == "layer_graph":
     _need(kind in ("cnn", "mlp"), "space.kind", kind, "choose one of: cnn, mlp")
     m = _get(config.space, "max_layers", "space.")
-    _need(_is_int(m) and 4 <= m, "space.max_layers", m, "expected an integer >= 4 (the paper uses 60)")
+    _need_count("space.max_layers", m, 4, " (the paper uses 60)")
   _TASK_CHECKS.get(task_name, lambda section, kind: None)(config.task, kind)  # user tasks check themselves
   if task_name == "conditional":
     _need(
@@ -240,13 +235,8 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
       config.task.max_depth,
       f"it must equal config.space.max_depth ({config.space.get('max_depth', 3)})",
     )
-  _need(_is_int(config.budget) and config.budget >= 1, "budget", config.budget, "expected an integer >= 1")
-  _need(
-    _is_int(config.num_workers) and config.num_workers >= 1,
-    "num_workers",
-    config.num_workers,
-    "expected an integer >= 1",
-  )
+  _need_count("budget", config.budget, 1)
+  _need_count("num_workers", config.num_workers, 1)
   _need(config.executor in EXECUTORS, "executor", config.executor, f"choose one of: {', '.join(EXECUTORS)}")
   _need(
     isinstance(config.ray_address, str),
@@ -267,11 +257,6 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     t,
     "the inline executor cannot stop an evaluation; use executor 'local' or 'ray', or 0",
   )
-  _need(_is_int(config.seed) and config.seed >= 0, "seed", config.seed, "expected an integer >= 0")
+  _need_count("seed", config.seed, 0)
   prefetch = config.get("prefetch", 0)
-  _need(
-    _is_int(prefetch) and prefetch >= 0,
-    "prefetch",
-    prefetch,
-    "expected an integer >= 0: proposals queued beyond the busy workers",
-  )
+  _need_count("prefetch", prefetch, 0, ": proposals queued beyond the busy workers")
