@@ -1,6 +1,9 @@
 """NASBOT on NAS-Bench-201 CIFAR-10: the OTMANN GP (cells as layer graphs) with EI maximised by
 NASBOT's EA, starting from 10 random cells (BANANAS' t0) so that seeds differ.
 
+`:warm` fits the GP in full every 10 evaluations and refits it from there with 20 steps in between
+(`refit_every`, a speed option that is not in the paper).
+
 Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never downloaded):
   python launch/search.py --config=configs/nasbot_nb201.py[:smoke] --config.workdir=runs/nasbot_nb201 \\
     --config.task.path=../shared/data/nasbench201
@@ -18,7 +21,9 @@ _BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_nb201.py"
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  if arg not in ("", "smoke", "warm"):
+    raise ValueError(f"get_config: arg must be '', 'smoke' or 'warm', got {arg!r}")
+  c = _BASE("smoke" if arg == "smoke" else "")
   smoke = arg == "smoke"
   c.strategy = "bo"
   c.strategy_config = ml_collections.ConfigDict(
@@ -32,7 +37,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "optimizer_config": {"lo": 10 if smoke else 50, "hi": 10 if smoke else 500, "pool": False},
       "initial": "random",
       "n_init": 10,
-      "refit_every": 1,  # k > 1: the full fit every k evaluations, warm refits between (a speed option)
+      "refit_every": 10 if arg == "warm" else 1,  # k > 1: the full fit every k evaluations, warm refits between
     }
   )
   return c

@@ -37,6 +37,7 @@ NAMES = {
   "bananas_nb201-paper": "BANANAS (paper preset)",
   "gp_nb201": "GP-BO (Hamming on path encodings)",
   "nasbot_nb201": "NASBOT (OTMANN GP + EI + EA)",
+  "nasbot_nb201-warm": "NASBOT, warm GP refits (refit_every=10)",
 }
 flags.DEFINE_list("configs", list(METHODS), "Config specs, path.py[:arg].")
 flags.DEFINE_list("datasets", list(tabular.DATASETS), "NB201 datasets.")
