@@ -1,8 +1,12 @@
 """OTMANN distance matrices: per-pair baseline (as kirthevasank/nasbot) vs exact vs batched Sinkhorn.
 
-Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_otmann.py [--n_large=1000] [--repeats=5]
+Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_otmann.py [--sizes=100,250,500,1000] [--repeats=5]
 All three methods run in this process on the same 60 CNNs (the paper's 10 plus 50 random ones),
 at the kernel's four nu_str values; the script asserts that they agree before printing ratios.
+Then the exact solver on growing sets of random CNNs (--sizes, at --large_nu): seconds, pairs
+per second, the growth against n^2 and the process's peak memory after each size (sizes run in
+increasing order, so the peak belongs to the largest so far). --sinkhorn_large=N adds Sinkhorn
+on an N x N matrix (slow on CPU: about 130 pairs/s per nu_str value).
 """
 
 import argparse
@@ -106,8 +110,9 @@ def lp_share(archs):
 
 def main():
   ap = argparse.ArgumentParser()
-  ap.add_argument("--n_large", type=int, default=1000, help="size of the large sinkhorn matrix (0 skips it)")
-  ap.add_argument("--large_nu", type=float, nargs="+", default=[0.5], help="nu_str values of the large matrix")
+  ap.add_argument("--sizes", default="100,250,500,1000", help="set sizes of the exact growth run ('' skips it)")
+  ap.add_argument("--large_nu", type=float, nargs="+", default=[0.5], help="nu_str values of the large matrices")
+  ap.add_argument("--sinkhorn_large", type=int, default=0, help="size of a Sinkhorn matrix (0 skips it)")
   ap.add_argument("--repeats", type=int, default=5)
   args = ap.parse_args()
   rng = np.random.default_rng(0)
@@ -149,10 +154,30 @@ def main():
     )
   print(f"network simplex alone inside one exact run: {lp_share(archs):.3f} s")
 
-  if args.n_large:
-    large = archs + [random_arch.random_architecture("cnn", rng) for _ in range(args.n_large - len(archs))]
+  nu = args.large_nu[0] if len(args.large_nu) == 1 else args.large_nu
+  sizes = sorted(int(s) for s in args.sizes.split(",") if s)
+  pool = archs + [random_arch.random_architecture("cnn", rng) for _ in range(max(sizes + [0]) - len(archs))]
+  first = None
+  for n in sizes:
+    run = lambda: otmann.otmann_distances(pool[:n], solver="exact", nu_str=nu, params=PARAMS)
+    t0 = time.perf_counter()
+    run()
+    cold = time.perf_counter() - t0
+    t, r = timed(run, 1)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    assert np.all(np.isfinite(r.d)) and np.array_equal(r.d, np.swapaxes(r.d, -1, -2))
+    first = first or (n, t)
+    growth = (t / first[1]) / (n / first[0]) ** 2
+    print(
+      f"exact {n}x{n} ({n * (n - 1) // 2} pairs, nu_str {args.large_nu}): {t:.2f} s warm ({cold:.2f} s with"
+      f" compiles), {n * (n - 1) / 2 / t:.0f} pairs/s, time / n^2 relative to n={first[0]}: {growth:.2f},"
+      f" peak RSS {rss:.0f} MiB"
+    )
+  if args.sinkhorn_large:
+    large = pool[: args.sinkhorn_large] + [
+      random_arch.random_architecture("cnn", rng) for _ in range(args.sinkhorn_large - len(pool))
+    ]
     n = len(large)
-    nu = args.large_nu[0] if len(args.large_nu) == 1 else args.large_nu
     t0 = time.perf_counter()
     r = otmann.otmann_distances(large, solver="sinkhorn", nu_str=nu, params=PARAMS)
     t = time.perf_counter() - t0
