@@ -238,17 +238,26 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
 
   Pairs are grouped by trimmed size (a multiple of SLOTS covering both networks) so the cost
   tensors moved to the host stay small; each chunk is padded, by repeating its first pair, to a
-  power of two <= chunk_size, so that few shapes are ever compiled.
+  power of two <= chunk_size, so that few shapes are ever compiled. The next chunk's costs are
+  dispatched before this chunk's LPs are solved, so XLA builds them while the host solves.
   """
   out = np.empty((len(nus), len(ia)))
   size = -(-np.maximum(fa.n[ia], fb.n[ib]) // SLOTS) * SLOTS
+  chunks = []
   for s in np.unique(size):
     group = np.flatnonzero(size == s)
-    for start in range(0, len(group), chunk_size):
-      sel = group[start : start + chunk_size]
-      width = min(chunk_size, 1 << (len(sel) - 1).bit_length())
-      idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
-      pa, pb = _take(fa, ia[idx], s), _take(fb, ib[idx], s)
-      cost, a, b = (np.asarray(x, np.float64)[: len(sel)] for x in _exact_problems(pa, pb, nus, kind, params))
-      out[:, sel] = _solve_lps(cost, a, b, pa.n[: len(sel)], pb.n[: len(sel)])
+    chunks += [(group[start : start + chunk_size], s) for start in range(0, len(group), chunk_size)]
+
+  def dispatch(sel, s):
+    width = min(chunk_size, 1 << (len(sel) - 1).bit_length())
+    idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
+    pa, pb = _take(fa, ia[idx], s), _take(fb, ib[idx], s)
+    return sel, pa.n[: len(sel)], pb.n[: len(sel)], _exact_problems(pa, pb, nus, kind, params)
+
+  ahead = dispatch(*chunks[0]) if chunks else None
+  for k in range(len(chunks)):
+    sel, na, nb, problems = ahead
+    ahead = dispatch(*chunks[k + 1]) if k + 1 < len(chunks) else None
+    cost, a, b = (np.asarray(x, np.float64)[: len(sel)] for x in problems)
+    out[:, sel] = _solve_lps(cost, a, b, na, nb)
   return out
