@@ -261,6 +261,22 @@ def test_stack_pads_to_powers_of_two_and_keeps_real_entries_first():
   np.testing.assert_array_equal(back.conv[0], [5, 6, 7])
 
 
+def test_stack_equals_padding_each_descriptor_and_refuses_holes():
+  rng = np.random.default_rng(3)
+  widths_ = lambda most: list(rng.integers(1, 300, rng.integers(0, most + 1)))
+  skips = lambda: [
+    (1, int(v), ("add", "concat")[int(t)]) for v, t in rng.integers((2, 0), (5, 2), (rng.integers(0, 4), 2))
+  ]
+  descs = [ed.descriptor(widths_(7), widths_(3), skips()) for _ in range(12)]
+  batch = ed.stack_descriptors(descs, sizes=(8, 4, 4))
+  one_by_one = [ed.pad_descriptor(d, (8, 4, 4)) for d in descs]
+  for field in ("conv", "conv_mask", "dense", "dense_mask", "skips", "skip_mask"):
+    np.testing.assert_array_equal(getattr(batch, field), np.stack([getattr(d, field) for d in one_by_one]))
+  holed = descs[0].replace(conv_mask=np.array([False, True] + [False] * (len(descs[0].conv_mask) - 2)))
+  with pytest.raises(ValueError, match=r"descs\[1\].conv_mask has a real entry after a padded one"):
+    ed.stack_descriptors([descs[1], holed])
+
+
 @pytest.mark.parametrize(
   "args, error, message",
   [
