@@ -96,7 +96,9 @@ def otmann_featurizer(
   def prepare(points: list) -> list:
     archs = [to_arch(p) for p in points]
     keys = [arch_key(a) for a in archs]
-    first = {k: i for i, k in reversed(list(enumerate(keys)))}  # one feature row per network
+    first: dict[str, int] = {}  # one feature row per distinct network
+    for i, k in enumerate(keys):
+      first.setdefault(k, i)
     rows = dict(zip(first, feature_rows(host_features([archs[i] for i in first.values()], params))))
     return [OtmannItem(k, a.kind, rows[k]) for k, a in zip(keys, archs)]
 

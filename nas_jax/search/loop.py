@@ -170,6 +170,11 @@ def in_flight(pending: Sequence[tuple[int, str, float]], now: float) -> str:
   return " ".join(x for x in (f"#{trial_id}", origin, f"{now - t0:.0f}s") if x)
 
 
+def _origin(notes: Any) -> str:
+  """The "origin" a strategy noted for a point ("" if it noted none)."""
+  return str(notes.get("origin", "")) if isinstance(notes, dict) else ""
+
+
 def _best(score: float, goal: str) -> float | None:
   return None if score == -np.inf else float(to_score(score, goal))
 
@@ -274,7 +279,7 @@ def run(
           log.warning("search stopped after %d evaluations: the strategy has no unseen point left", len(done))
           break
         # Redrawn every poll, so the clock and the evaluations in flight show from the first second.
-        flying = [(t, str(i["strategy"].get("origin", "")), submitted[t]) for t, _, _, i in pending.values()]
+        flying = [(t, _origin(i["strategy"]), submitted[t]) for t, _, _, i in pending.values()]
         bar.set_postfix(
           running=len(pending),
           oldest=in_flight(flying, time.monotonic()),
