@@ -6,6 +6,9 @@ rectangular assignment on the host.
 
 from __future__ import annotations
 
+import functools
+import itertools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -77,11 +80,32 @@ def skip_edit_distances(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> n
   """D_s (eq. 7) of each pair: [W] float64 from cost [W, Sa, Sb] and real counts n_a, n_b [W].
 
   The optimal matching pairs min(n_a, n_b) skips (d_s <= 1 < 2, autokeras.md 3.3); each
-  unmatched skip of the larger set costs 1.
+  unmatched skip of the larger set costs 1. Pairs with at most _BRUTE_MAX skips a side are solved
+  together by trying every matching, array-wide (networks rarely have more skips); the others
+  one by one by scipy's assignment.
   """
   out = np.abs(n_a - n_b).astype(np.float64)
-  for p in np.flatnonzero((n_a > 0) & (n_b > 0)):
+  both = (n_a > 0) & (n_b > 0)
+  small = both & (np.maximum(n_a, n_b) <= _BRUTE_MAX)
+  for ka, kb in {(int(x), int(y)) for x, y in zip(n_a[small], n_b[small])}:
+    ps = np.flatnonzero(small & (n_a == ka) & (n_b == kb))
+    c = cost[ps, :ka, :kb]
+    if ka > kb:  # match the smaller side's skips into the larger's
+      c = np.swapaxes(c, 1, 2)
+    rows, cols = _matchings(min(ka, kb), max(ka, kb))
+    out[ps] += c[:, rows, cols].sum(-1).min(-1)
+  for p in np.flatnonzero(both & ~small):
     c = cost[p, : n_a[p], : n_b[p]]
     rows, cols = linear_sum_assignment(c)
     out[p] += c[rows, cols].sum()
   return out
+
+
+_BRUTE_MAX = 5  # at most 5! = 120 matchings per pair
+
+
+@functools.lru_cache(maxsize=None)
+def _matchings(k: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+  """Every way to match k items into m >= k: (rows [M, k], cols [M, k]) index arrays."""
+  cols = np.array(list(itertools.permutations(range(m), k)), np.int64)
+  return np.broadcast_to(np.arange(k), cols.shape), cols

@@ -261,6 +261,23 @@ def test_stack_pads_to_powers_of_two_and_keeps_real_entries_first():
   np.testing.assert_array_equal(back.conv[0], [5, 6, 7])
 
 
+def test_skip_terms_match_scipys_assignment_for_small_and_large_skip_sets():
+  """Pairs with up to 5 skips a side are solved by trying every matching at once, larger ones by
+  scipy; both must equal scipy's optimal assignment plus 1 per unmatched skip."""
+  from scipy.optimize import linear_sum_assignment
+
+  rng = np.random.default_rng(7)
+  cost = rng.random((600, 8, 8))
+  n_a, n_b = rng.integers(0, 9, 600), rng.integers(0, 9, 600)
+  want = np.abs(n_a - n_b).astype(float)
+  for p in np.flatnonzero((n_a > 0) & (n_b > 0)):
+    c = cost[p, : n_a[p], : n_b[p]]
+    r, k = linear_sum_assignment(c)
+    want[p] += c[r, k].sum()
+  assert ((n_a > 5) & (n_b > 0)).any() and ((n_a <= 5) & (n_a > n_b) & (n_b > 0)).any()
+  np.testing.assert_allclose(edit_terms.skip_edit_distances(cost, n_a, n_b), want, rtol=0, atol=1e-12)
+
+
 def test_stack_equals_padding_each_descriptor_and_refuses_holes():
   rng = np.random.default_rng(3)
   widths_ = lambda most: list(rng.integers(1, 300, rng.integers(0, most + 1)))
