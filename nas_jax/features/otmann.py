@@ -13,6 +13,7 @@ from typing import NamedTuple, Sequence, Union
 import jax
 import numpy as np
 
+from nas_jax.arch import labels
 from nas_jax.arch.architecture import Architecture, stack
 from nas_jax.features import otmann_costs as costs
 from nas_jax.features import otmann_solvers as solvers
@@ -198,6 +199,11 @@ def feature_distances(
   """`otmann_distances` of architectures given by their `host_features` (made with the same
   params), for callers that keep each network's features between calls; fb None: the symmetric
   matrix of fa. kind: the architectures' kind."""
+  for name, f in (("fa", fa), ("fb", fb)):
+    if not isinstance(f, costs.OtmannFeatures) and not (name == "fb" and f is None):
+      raise TypeError(f"feature_distances: {name} is a {type(f).__name__}; expected OtmannFeatures (host_features)")
+  if kind not in labels.KINDS:
+    raise ValueError(f"feature_distances: kind={kind!r}; allowed: {', '.join(labels.KINDS)}")
   _check(solver, chunk_size, sinkhorn)
   nus, scalar = _nu_values(nu_str)
   params = costs.otmann_params(params)

@@ -8,6 +8,7 @@ import pytest
 from nas_jax.arch.conditional_point import stack_points, to_unit
 from nas_jax.features import encodings
 from nas_jax.features import featurizers as F
+from nas_jax.features import otmann
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.spaces.cells import nb201_space
 from nas_jax.spaces.conditional import conditional_space
@@ -52,6 +53,10 @@ def test_otmann_features_kept_per_network_give_the_direct_distances_across_slot_
   np.testing.assert_allclose(x.d, ref_cross.d, rtol=1e-12, atol=1e-9)
   np.testing.assert_allclose(x.d_bar, ref_cross.d_bar, rtol=1e-12, atol=1e-12)
   assert all(len(item.features.labels) % 8 == 0 for item in cache.items)
+  with pytest.raises(TypeError, match="feature_distances: fa is a list; expected OtmannFeatures"):
+    otmann.feature_distances(pool, None, "cnn")
+  with pytest.raises(ValueError, match="feature_distances: kind='rnn'"):
+    otmann.feature_distances(cache.items[0].features, None, "rnn")
 
 
 def test_extend_computes_only_new_keys_and_repeats_are_one_row():
