@@ -76,6 +76,9 @@ def layer_edit_distance(a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: j
   return _levenshtein(sub, a_mask.sum(), b_mask.sum())
 
 
+_BRUTE_MAX = 5  # pairs with at most this many skips a side try all (<= 5! = 120) matchings
+
+
 def skip_edit_distances(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
   """D_s (eq. 7) of each pair: [W] float64 from cost [W, Sa, Sb] and real counts n_a, n_b [W].
 
@@ -93,15 +96,14 @@ def skip_edit_distances(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> n
     if ka > kb:  # match the smaller side's skips into the larger's
       c = np.swapaxes(c, 1, 2)
     rows, cols = _matchings(min(ka, kb), max(ka, kb))
-    out[ps] += c[:, rows, cols].sum(-1).min(-1)
+    # Each matching's costs summed in sorted order: reordering the skips permutes the matchings
+    # but not their cost multisets, so the result is bit-for-bit independent of skip order.
+    out[ps] += np.sort(c[:, rows, cols], -1).sum(-1).min(-1)
   for p in np.flatnonzero(both & ~small):
     c = cost[p, : n_a[p], : n_b[p]]
     rows, cols = linear_sum_assignment(c)
     out[p] += c[rows, cols].sum()
   return out
-
-
-_BRUTE_MAX = 5  # at most 5! = 120 matchings per pair
 
 
 @functools.lru_cache(maxsize=None)
