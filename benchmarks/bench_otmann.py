@@ -108,6 +108,12 @@ def lp_share(archs):
   return spent[0]
 
 
+def checked_peak_rss(r) -> float:
+  """The process's peak RSS in MiB, after checking that a large matrix is finite and symmetric."""
+  assert np.all(np.isfinite(r.d)) and np.array_equal(r.d, np.swapaxes(r.d, -1, -2))
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("--sizes", default="100,250,500,1000", help="set sizes of the exact growth run ('' skips it)")
@@ -164,8 +170,7 @@ def main():
     run()
     cold = time.perf_counter() - t0
     t, r = timed(run, 1)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    assert np.all(np.isfinite(r.d)) and np.array_equal(r.d, np.swapaxes(r.d, -1, -2))
+    rss = checked_peak_rss(r)
     first = first or (n, t)
     growth = (t / first[1]) / (n / first[0]) ** 2
     print(
@@ -181,8 +186,7 @@ def main():
     t0 = time.perf_counter()
     r = otmann.otmann_distances(large, solver="sinkhorn", nu_str=nu, params=PARAMS)
     t = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    assert np.all(np.isfinite(r.d)) and np.array_equal(r.d, np.swapaxes(r.d, -1, -2))
+    rss = checked_peak_rss(r)
     print(
       f"sinkhorn {n}x{n} ({n * (n - 1) // 2} pairs, nu_str {args.large_nu}): {t:.1f} s incl. compilation, "
       f"{n * (n - 1) / 2 / t:.0f} pairs/s, peak RSS {rss:.0f} MiB"

@@ -160,6 +160,16 @@ def _fit(x, size: int, axis: int, fill) -> np.ndarray:
   return np.concatenate([x, tail], axis)
 
 
+def _real_counts(desc: Descriptor, where: str) -> np.ndarray:
+  """[..., 3] real entries (conv, dense, skips) of a descriptor or a batch; ValueError naming the
+  mask that has a real entry after a padded one."""
+  for name in ("conv_mask", "dense_mask", "skip_mask"):
+    mask = np.asarray(getattr(desc, name))
+    if not np.array_equal(mask, np.arange(mask.shape[-1]) < mask.sum(-1, keepdims=True)):
+      raise ValueError(f"{where}: {name} has a real entry after a padded one; real entries come first")
+  return _counts(desc)
+
+
 def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
   """desc (one or a batch) at capacities (Lc, Ld, S); padding never changes a distance.
 
@@ -168,11 +178,7 @@ def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
     a padded one.
   """
   axis = np.ndim(desc.conv) - 1  # the slot axis, after any batch axis
-  for name in ("conv_mask", "dense_mask", "skip_mask"):
-    mask = np.asarray(getattr(desc, name))
-    if not np.array_equal(mask, np.arange(mask.shape[-1]) < mask.sum(-1, keepdims=True)):
-      raise ValueError(f"pad_descriptor: {name} has a real entry after a padded one; real entries come first")
-  counts = tuple(int(c) for c in _counts(desc).reshape(-1, 3).max(0))
+  counts = tuple(int(c) for c in _real_counts(desc, "pad_descriptor").reshape(-1, 3).max(0))
   lc, ld, ls = _check_sizes(sizes, counts, "pad_descriptor")
   return Descriptor(
     conv=_fit(desc.conv, lc, axis, _PAD_WIDTH),
@@ -206,16 +212,7 @@ def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
   # Filled slot by slot on the host: a search stacks its whole history for every batch of
   # candidates, and padding each descriptor on its own (`pad_descriptor`) costs ten times more.
   host = [jax.tree.map(np.asarray, d) for d in descs]
-  counts = []
-  for i, d in enumerate(host):
-    n = []
-    for name in ("conv_mask", "dense_mask", "skip_mask"):
-      mask = getattr(d, name)
-      k = int(mask.sum())
-      if not mask[:k].all():
-        raise ValueError(f"stack_descriptors: descs[{i}].{name} has a real entry after a padded one")
-      n.append(k)
-    counts.append(n)
+  counts = [_real_counts(d, f"stack_descriptors: descs[{i}]") for i, d in enumerate(host)]
   lc, ld, ls = _check_sizes(sizes, tuple(int(c) for c in np.max(counts, 0)), "stack_descriptors")
   b = len(host)
   out = Descriptor(

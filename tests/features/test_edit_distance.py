@@ -290,7 +290,7 @@ def test_stack_equals_padding_each_descriptor_and_refuses_holes():
   for field in ("conv", "conv_mask", "dense", "dense_mask", "skips", "skip_mask"):
     np.testing.assert_array_equal(getattr(batch, field), np.stack([getattr(d, field) for d in one_by_one]))
   holed = descs[0].replace(conv_mask=np.array([False, True] + [False] * (len(descs[0].conv_mask) - 2)))
-  with pytest.raises(ValueError, match=r"descs\[1\].conv_mask has a real entry after a padded one"):
+  with pytest.raises(ValueError, match=r"descs\[1\]: conv_mask has a real entry after a padded one"):
     ed.stack_descriptors([descs[1], holed])
 
 
