@@ -19,7 +19,16 @@ from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
 
-__all__ = ["Node", "ArchNet", "network_nodes", "build_model", "init_variables", "ACTIVATIONS", "KERNEL_INIT"]
+__all__ = [
+  "Node",
+  "ArchNet",
+  "network_nodes",
+  "build_model",
+  "init_variables",
+  "kernel_sampler",
+  "ACTIVATIONS",
+  "KERNEL_INIT",
+]
 
 Role = labels_lib.Role
 _F32 = jnp.float32
@@ -351,6 +360,13 @@ def _fan_in(shape: tuple[int, ...]) -> int:
   return math.prod(shape[:-1])
 
 
+def kernel_sampler(key: jax.Array) -> Callable[[tuple[int, ...]], np.ndarray]:
+  """`draw(shape)`: successive host draws of `KERNEL_INIT`'s N(0, 1/fan_in) kernels, float32, from a
+  numpy Generator seeded with the key's data; the draws of `init_variables`, in the order it makes them."""
+  rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist())
+  return lambda shape: rng.standard_normal(shape, np.float32) / np.float32(math.sqrt(_fan_in(shape)))
+
+
 def init_variables(model: nn.Module, key: jax.Array, x: jax.Array) -> dict[str, Any]:
   """`model.init` (inference mode), with the kernels drawn on the host.
 
@@ -377,7 +393,6 @@ def init_variables(model: nn.Module, key: jax.Array, x: jax.Array) -> dict[str, 
     return [leaf for leaf, k in zip(leaves, is_kernel) if not k]
 
   rest = iter(jax.jit(non_kernels)(key, x))
-  rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist())
-  draw = lambda shape: rng.standard_normal(shape, np.float32) / np.float32(math.sqrt(_fan_in(shape)))
+  draw = kernel_sampler(key)
   leaves = [jnp.asarray(draw(leaf.shape)) if k else next(rest) for (_, leaf), k in zip(paths, is_kernel)]
   return jax.tree.unflatten(tree, leaves)

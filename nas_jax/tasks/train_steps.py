@@ -4,14 +4,27 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-__all__ = ["TrainState", "initial_state", "example_losses", "train_epoch", "eval_sums", "padded_batches"]
+__all__ = [
+  "TrainState",
+  "Apply",
+  "flax_apply",
+  "initial_state",
+  "example_losses",
+  "train_epoch",
+  "eval_sums",
+  "padded_batches",
+]
+
+# apply(params, batch_stats, x, train) -> (outputs, batch_stats): a network's forward pass; in
+# training mode it also returns the updated batch statistics (unchanged where there are none).
+Apply = Callable[[Any, Any, jax.Array, bool], tuple[jax.Array, Any]]
 
 
 class TrainState(NamedTuple):
@@ -28,6 +41,19 @@ def initial_state(tx: optax.GradientTransformation, variables: dict[str, Any]) -
   return TrainState(variables["params"], variables.get("batch_stats", {}), tx.init(variables["params"]))
 
 
+def flax_apply(model) -> Apply:
+  """The `Apply` of a Flax module whose `__call__` takes `train` (an ArchNet)."""
+
+  def apply(params, batch_stats, x, train):
+    variables = {"params": params, "batch_stats": batch_stats}
+    if not train:
+      return model.apply(variables, x, train=False), batch_stats
+    out, updates = model.apply(variables, x, train=True, mutable=["batch_stats"])
+    return out, updates.get("batch_stats", batch_stats)
+
+  return apply
+
+
 def example_losses(out: jax.Array, y: jax.Array, classification: bool) -> tuple[jax.Array, jax.Array]:
   """Per-example loss and error. out: [B, K] log-probs or [B] predictions; y: [B]."""
   if classification:
@@ -38,11 +64,12 @@ def example_losses(out: jax.Array, y: jax.Array, classification: bool) -> tuple[
   return sq, sq
 
 
-def train_epoch(model, tx, classification, steps, batch_size, state: TrainState, x, y, perm):
+def train_epoch(apply: Apply, tx, classification, steps, batch_size, state: TrainState, x, y, perm):
   """One pass over the training split in the order `perm`, as a scan over minibatches; the
   remainder after `steps` full batches is dropped.
 
   Args:
+    apply: the network's forward pass.
     state: the TrainState.
     x: [n, ...] training inputs; y: [n] targets.
     perm: [n] int, this epoch's permutation of the examples. It is drawn outside: a threefry
@@ -55,10 +82,8 @@ def train_epoch(model, tx, classification, steps, batch_size, state: TrainState,
 
   def step(state, idx):
     def loss_fn(params):
-      out, updates = model.apply(
-        {"params": params, "batch_stats": state.batch_stats}, x[idx], train=True, mutable=["batch_stats"]
-      )
-      return example_losses(out, y[idx], classification)[0].mean(), updates.get("batch_stats", state.batch_stats)
+      out, batch_stats = apply(params, state.batch_stats, x[idx], True)
+      return example_losses(out, y[idx], classification)[0].mean(), batch_stats
 
     (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     updates, opt_state = tx.update(grads, state.opt_state, state.params)
@@ -70,12 +95,12 @@ def train_epoch(model, tx, classification, steps, batch_size, state: TrainState,
   return state, losses.mean()
 
 
-def eval_sums(model, classification, state: TrainState, x, y, valid):
+def eval_sums(apply: Apply, classification, state: TrainState, x, y, valid):
   """Per-batch summed loss and error. x: [nb, b, ...]; y, valid: [nb, b]. Returns two [nb]."""
 
   def body(_, batch):
     xb, yb, vb = batch
-    out = model.apply({"params": state.params, "batch_stats": state.batch_stats}, xb, train=False)
+    out, _ = apply(state.params, state.batch_stats, xb, False)
     loss, err = example_losses(out, yb, classification)
     return None, (jnp.sum(loss * vb), jnp.sum(err * vb))
 

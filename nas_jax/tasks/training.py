@@ -29,7 +29,13 @@ __all__ = [
   "OPTIMIZERS",
   "SCHEDULES",
   "make_optimizer",
+  "check_config",
+  "check_match",
+  "best_epoch",
   "evaluate",
+  "epoch_record",
+  "stops",
+  "result_of",
   "format_header",
   "format_row",
 ]
@@ -119,7 +125,8 @@ def _check_number(name: str, value: Any, kinds: tuple[type, ...], what: str, ok:
     raise ValueError(f"train_config.{name}: {value!r}; expected {what}")
 
 
-def _check_config(config: TrainConfig) -> None:
+def check_config(config: TrainConfig) -> None:
+  """TypeError / ValueError, naming the field, unless `config` is a valid TrainConfig."""
   if not isinstance(config, TrainConfig):
     raise TypeError(f"train_config: got {type(config).__name__}; expected a TrainConfig")
   for name in ("epochs", "batch_size", "eval_batch_size"):
@@ -138,7 +145,7 @@ def _check_config(config: TrainConfig) -> None:
     raise ValueError(f"train_config.schedule: {config.schedule!r} is unknown; choose one of: {', '.join(SCHEDULES)}")
 
 
-def _check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple[models.Node, ...]:
+def check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple[models.Node, ...]:
   """The architecture must fit the data: its kind the input rank, its decision layer the task.
 
   Returns the architecture's layers (`models.network_nodes`)."""
@@ -186,7 +193,7 @@ def _release_freed_memory() -> None:
     _MALLOC_TRIM(0)
 
 
-def _best_epoch(val_errors: list[float]) -> int:
+def best_epoch(val_errors: list[float]) -> int:
   """1-based epoch of the smallest validation error, the earliest on ties; NaN epochs never win;
   0 when every epoch is NaN."""
   finite = [(e, k) for k, e in enumerate(val_errors, start=1) if not math.isnan(e)]
@@ -227,8 +234,8 @@ def evaluate(
     ValueError / TypeError: a bad config, an architecture that does not fit the data, or
       `init_variables` that do not fit the network.
   """
-  _check_config(train_config)
-  nodes = _check_match(arch, dataset, train_config)
+  check_config(train_config)
+  nodes = check_match(arch, dataset, train_config)
   model = models.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
   result = _train(model, dataset, train_config, key, init_variables, keep_variables)
   _release_freed_memory()  # a worker that evaluates many networks starts each one lean
@@ -262,11 +269,12 @@ def _train(
   # Compiled from shapes before any parameter exists, so that XLA's compile-time memory is reused
   # for the parameters and optimizer moments instead of adding to them (peak RSS).
   abstract = jax.eval_shape(functools.partial(train_steps.initial_state, tx), shapes)
-  epoch_fn = functools.partial(train_steps.train_epoch, model, tx, classification, steps, train_config.batch_size)
+  apply = train_steps.flax_apply(model)
+  epoch_fn = functools.partial(train_steps.train_epoch, apply, tx, classification, steps, train_config.batch_size)
   perm = lambda epoch: jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), x_train.shape[0])
   # Donating the state lets XLA update parameters and optimizer moments in place.
   run_epoch = jax.jit(epoch_fn, donate_argnums=0).lower(abstract, x_train, y_train, perm(0)).compile()
-  eval_fn = functools.partial(train_steps.eval_sums, model, classification)
+  eval_fn = functools.partial(train_steps.eval_sums, apply, classification)
   run_eval = jax.jit(eval_fn).lower(abstract, x_eval, y_eval, valid).compile()
   _release_freed_memory()
   if warm is None:
@@ -282,31 +290,54 @@ def _train(
     t0 = time.perf_counter()
     state, _ = jax.block_until_ready(run_epoch(state, x_train, y_train, perm(epoch)))
     t1 = time.perf_counter()
-    loss, err = (np.asarray(v, np.float64) for v in run_eval(state, x_eval, y_eval, valid))
+    loss, err = run_eval(state, x_eval, y_eval, valid)
     eval_s += time.perf_counter() - t1
     train_s += t1 - t0
-    records.append(
-      (err[:n_val_batches].sum() / n_val, loss[:n_val_batches].sum() / n_val, err[n_val_batches:].sum() / n_test)
-    )
-    if keep_variables and _best_epoch([r[0] for r in records]) == epoch:
+    records.append(epoch_record(loss, err, n_val_batches, n_val, n_test))
+    if keep_variables and best_epoch([r[0] for r in records]) == epoch:
       # Copies, not views: the state's buffers are donated to (and overwritten by) the next epoch.
       kept = jax.tree.map(np.array, {"params": state.params, "batch_stats": state.batch_stats})
-    if early_stopping.should_stop([r[1] for r in records], train_config.patience, train_config.min_delta):
+    if stops(records, train_config):
       break
-  best_epoch = _best_epoch([r[0] for r in records])
-  val_error, val_loss, test_error = records[best_epoch - 1] if best_epoch else (math.nan,) * 3
+  return result_of(dataset.task, records, train_s, eval_s, compile_seconds, kept)
+
+
+def epoch_record(loss, err, n_val_batches: int, n_val: int, n_test: int) -> tuple[float, float, float]:
+  """(validation error, validation loss, test error) of one epoch from `train_steps.eval_sums`'
+  per-batch sums over the validation batches and then the test batches."""
+  loss, err = np.asarray(loss, np.float64), np.asarray(err, np.float64)
+  nv = n_val_batches
+  return float(err[:nv].sum() / n_val), float(loss[:nv].sum() / n_val), float(err[nv:].sum() / n_test)
+
+
+def stops(records: list[tuple[float, float, float]], train_config: TrainConfig) -> bool:
+  """Whether early stopping ends training after these epochs' records (their validation losses)."""
+  return early_stopping.should_stop([r[1] for r in records], train_config.patience, train_config.min_delta)
+
+
+def result_of(
+  task: str,
+  records: list[tuple[float, float, float]],
+  train_seconds: float,
+  eval_seconds: float,
+  compile_seconds: float,
+  variables: Any = None,
+) -> EvalResult:
+  """The EvalResult of the epochs' `epoch_record`s: the best validation epoch's metrics."""
+  best = best_epoch([r[0] for r in records])
+  val_error, val_loss, test_error = records[best - 1] if best else (math.nan,) * 3
   return EvalResult(
-    task=dataset.task,
+    task=task,
     val_error=float(val_error),
     val_loss=float(val_loss),
     test_error=float(test_error),
-    best_epoch=best_epoch,
+    best_epoch=best,
     epochs=len(records),
-    train_seconds=train_s,
-    eval_seconds=eval_s,
+    train_seconds=train_seconds,
+    eval_seconds=eval_seconds,
     compile_seconds=compile_seconds,
     val_errors=tuple(float(r[0]) for r in records),
-    variables=kept,
+    variables=variables,
   )
 
 

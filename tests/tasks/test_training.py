@@ -120,7 +120,7 @@ def test_weight_decay_changes_training_and_momentum_trains(digits_mlp):
   "val_errors, best", [([0.5, 0.3, 0.4], 2), ([0.3, math.nan, 0.2, 0.2], 3), ([math.nan, math.nan], 0), ([0.1], 1)]
 )
 def test_best_epoch_is_the_earliest_smallest_finite_error(val_errors, best):
-  assert training._best_epoch(val_errors) == best
+  assert training.best_epoch(val_errors) == best
 
 
 @pytest.mark.parametrize(
