@@ -1,0 +1,176 @@
+"""Trains populations of MLPs through one compiled program (the padded MLP under `jax.vmap`).
+
+`training.evaluate` compiles a program per network. Here the networks are data (`padded_mlp`): P
+networks of one padding train together, each with its own key, data order and early stopping,
+through programs compiled once per (padding, data shapes, TrainConfig, P) in a process and reused
+by every later population of that shape. Each network's result equals training it alone with the
+same key (the same initial kernels and shuffles as `training.evaluate`, to float tolerance).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas_jax.arch.architecture import Architecture
+from nas_jax.tasks import padded_mlp, train_steps, training
+from nas_jax.tasks.datasets import Dataset
+
+__all__ = ["train_population", "evaluate"]
+
+
+@functools.lru_cache(maxsize=16)
+def _programs(padding, num_inputs, num_outputs, classification, train_config, steps, population, shapes):
+  """(run_epoch, run_eval, tx): the population's compiled epoch and evaluation, and its optimizer.
+
+  shapes: ((n, D) training inputs, (nb, b, D) evaluation batches); the compiled programs take
+  stacked states, nets and permutations (leading axis `population`).
+  """
+  tx = training.make_optimizer(train_config, steps * train_config.epochs)
+  decision = "softmax" if classification else "linear"
+
+  def forward(net):
+    return lambda params, batch_stats, x, train: (padded_mlp.apply(params, net, x, decision), batch_stats)
+
+  def epoch(state, net, x, y, perm):
+    return train_steps.train_epoch(forward(net), tx, classification, steps, train_config.batch_size, state, x, y, perm)
+
+  def evaluate(state, net, x, y, valid):
+    return train_steps.eval_sums(forward(net), classification, state, x, y, valid)
+
+  (n, d), eval_shape = shapes
+  spec = lambda shape, dtype=jnp.float32: jax.ShapeDtypeStruct((population, *shape), dtype)
+  params = jax.tree.map(lambda a: spec(a.shape, a.dtype), padded_mlp.param_shapes(padding, num_inputs, num_outputs))
+  state = jax.eval_shape(jax.vmap(lambda p: train_steps.initial_state(tx, {"params": p})), params)
+  net = jax.tree.map(lambda a: spec(a.shape, a.dtype), padded_mlp.net_shapes(padding))
+  y_dtype = jnp.int32 if classification else jnp.float32
+  x_train, y_train = jax.ShapeDtypeStruct((n, d), jnp.float32), jax.ShapeDtypeStruct((n,), y_dtype)
+  x_eval = jax.ShapeDtypeStruct(eval_shape, jnp.float32)
+  y_eval, valid = jax.ShapeDtypeStruct(eval_shape[:2], y_dtype), jax.ShapeDtypeStruct(eval_shape[:2], jnp.float32)
+  # Donating the stacked state lets XLA update parameters and optimizer moments in place.
+  run_epoch = jax.jit(jax.vmap(epoch, (0, 0, None, None, 0)), donate_argnums=0)
+  run_epoch = run_epoch.lower(state, net, x_train, y_train, spec((n,), jnp.int32)).compile()
+  run_eval = jax.jit(jax.vmap(evaluate, (0, 0, None, None, None))).lower(state, net, x_eval, y_eval, valid).compile()
+  return run_epoch, run_eval, tx
+
+
+def _stack(trees: Sequence[Any]) -> Any:
+  return jax.tree.map(lambda *leaves: jnp.stack([jnp.asarray(a) for a in leaves]), *trees)
+
+
+def train_population(
+  archs: Sequence[Architecture],
+  dataset: Dataset,
+  train_config: training.TrainConfig,
+  keys: Sequence[jax.Array],
+  *,
+  padding: padded_mlp.Padding | None = None,
+  keep_variables: bool = False,
+) -> list[training.EvalResult]:
+  """Trains mlp networks together and scores each by its best validation error, as `training.evaluate`.
+
+  Args:
+    archs: P unbatched mlp Architectures that fit the dataset (`training.check_match`).
+    dataset: the data.
+    train_config: a TrainConfig, shared by the population.
+    keys: P jax PRNG keys; network i's initialisation and shuffles derive from keys[i] exactly as
+      in `training.evaluate(archs[i], ..., keys[i])`.
+    padding: the padding to run them in; `padded_mlp.padding_for(archs)` when None.
+    keep_variables: return each network's best-epoch `ArchNet` params in `EvalResult.variables`.
+
+  Returns:
+    P EvalResults. Their train, eval and compile seconds are each network's share (1/P) of the
+    population's; compile seconds are 0 when this process already compiled the programs.
+
+  Raises:
+    ValueError / TypeError: a bad config, a network that is not an mlp or does not fit the data or
+      the padding, or keys that do not match the networks.
+  """
+  training.check_config(train_config)
+  archs = list(archs)
+  if not archs or len(keys) != len(archs):
+    raise ValueError(
+      f"train_population: {len(archs)} networks and {len(keys)} keys; expected one key per network (>= 1)"
+    )
+  for arch in archs:
+    if getattr(arch, "kind", None) != "mlp":
+      raise ValueError(
+        f"train_population: a {getattr(arch, 'kind', '?')!r} network; the padded trainer runs mlp networks"
+      )
+    training.check_match(arch, dataset, train_config)
+  padding = padded_mlp.padding_for(archs) if padding is None else padding
+  classification = dataset.task == "classification"
+  num_inputs, num_outputs = dataset.x_train.shape[1], dataset.num_classes if classification else 1
+  encoded = [padded_mlp.encode(a, padding, num_inputs, num_outputs) for a in archs]
+  nets, layouts = _stack([e[0] for e in encoded]), [e[1] for e in encoded]
+  steps = dataset.x_train.shape[0] // train_config.batch_size
+  n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
+  batch = min(train_config.eval_batch_size, max(n_val, n_test))
+  x_eval, y_eval, valid, (_, n_val_batches, _) = train_steps.padded_batches(
+    [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch
+  )
+  # The dtypes the programs were compiled for, whatever the data's (and jax_enable_x64).
+  y_dtype = jnp.int32 if classification else jnp.float32
+  x_train, y_train = jnp.asarray(dataset.x_train, jnp.float32), jnp.asarray(dataset.y_train, y_dtype)
+  x_eval, y_eval, valid = (
+    jnp.asarray(x_eval, jnp.float32),
+    jnp.asarray(y_eval, y_dtype),
+    jnp.asarray(valid, jnp.float32),
+  )
+
+  t0 = time.perf_counter()
+  shapes = (tuple(x_train.shape), tuple(x_eval.shape))
+  run_epoch, run_eval, tx = _programs(
+    padding, num_inputs, num_outputs, classification, train_config, steps, len(archs), shapes
+  )
+  compile_s = time.perf_counter() - t0
+  split = [jax.random.split(k) for k in keys]
+  params = [padded_mlp.init_params(k[0], lay, padding, num_inputs) for k, lay in zip(split, layouts)]
+  state = _stack([train_steps.initial_state(tx, {"params": p}) for p in params])
+  n = x_train.shape[0]
+  perms = lambda epoch: jnp.stack([jax.random.permutation(jax.random.fold_in(k[1], epoch), n) for k in split]).astype(
+    jnp.int32
+  )
+
+  records = [[] for _ in archs]
+  kept: list[Any] = [None] * len(archs)
+  running = list(range(len(archs)))
+  train_s = eval_s = 0.0
+  for epoch in range(1, train_config.epochs + 1):
+    t0 = time.perf_counter()
+    state, _ = jax.block_until_ready(run_epoch(state, nets, x_train, y_train, perms(epoch)))
+    t1 = time.perf_counter()
+    loss, err = (np.asarray(v) for v in run_eval(state, nets, x_eval, y_eval, valid))
+    eval_s += time.perf_counter() - t1
+    train_s += t1 - t0
+    for i in running:
+      records[i].append(training.epoch_record(loss[i], err[i], n_val_batches, n_val, n_test))
+      if keep_variables and training.best_epoch([r[0] for r in records[i]]) == epoch:
+        mine = jax.tree.map(lambda a, i=i: np.array(a[i]), state.params)
+        kept[i] = {"params": padded_mlp.to_specialised(mine, layouts[i])}
+    # A stopped network's state keeps changing with the population's, but its records are closed.
+    running = [i for i in running if not training.stops(records[i], train_config)]
+    if not running:
+      break
+  share = 1.0 / len(archs)
+  return [
+    training.result_of(dataset.task, r, train_s * share, eval_s * share, compile_s * share, v)
+    for r, v in zip(records, kept)
+  ]
+
+
+def evaluate(
+  arch: Architecture,
+  dataset: Dataset,
+  train_config: training.TrainConfig,
+  key: jax.Array,
+  *,
+  padding: padded_mlp.Padding | None = None,
+) -> training.EvalResult:
+  """`training.evaluate` through the padded program: a population of one."""
+  return train_population([arch], dataset, train_config, [key], padding=padding)[0]
