@@ -34,6 +34,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "data_seed": 0,  # the train/validation/test split; fixed across trials and seeds
       "target": "",
       "task_type": "classification",
+      # "specialised" (a program per network) | "padded" (mlp: one program per padding) | "auto"
+      "trainer": "auto",
     }
   )
   c.budget = 2 if smoke else 60

@@ -126,6 +126,22 @@ def test_missing_workdir_and_train_mismatch_are_named(tmp_path):
     config_lib.check_search_config(c)
 
 
+def test_the_padded_trainer_runs_an_mlp_search_and_is_refused_for_cnns(tmp_path):
+  c = smoke(os.path.join(ROOT, "configs", "random_mlp_diabetes.py"), tmp_path)
+  c.task.trainer = "padded"
+  done = config_lib.search_from_config(c, progress=False)
+  assert len(done) == c.budget and {r.info["task"]["trainer"] for r in done} == {"padded"}
+  c.task.trainer = "fast"
+  with pytest.raises(ValueError, match=r"config\.task\.trainer: 'fast'.*choose one of: specialised, padded, auto"):
+    config_lib.check_search_config(c)
+  c = smoke(os.path.join(ROOT, "configs", "random_cnn_digits.py"), tmp_path)
+  c.task.trainer = "padded"
+  with pytest.raises(
+    ValueError, match=r"config\.task\.trainer: 'padded'.*specialised, auto \(the padded trainer runs mlp"
+  ):
+    config_lib.check_search_config(c)
+
+
 @pytest.mark.parametrize(
   "arg, strategy, kind, function, kernel, modifiers, powers",
   [

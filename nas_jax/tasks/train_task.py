@@ -10,7 +10,7 @@ import jax
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import datasets, training
+from nas_jax.tasks import datasets, trainers, training
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
 __all__ = ["train_task", "task_result", "load_dataset"]
@@ -29,6 +29,7 @@ def _evaluate(
   data_seed: int,
   target: str,
   task: str,
+  trainer: str,
   arch_json: dict,
   seed: int,
 ) -> TaskResult:
@@ -38,7 +39,8 @@ def _evaluate(
   if arch.kind != kind:
     raise ValueError(f"train task: a {arch.kind} architecture; this task trains {kind} networks")
   data = load_dataset(name, kind, data_seed, target, task)
-  return task_result(training.evaluate(arch, data, train_config, jax.random.key(seed)), data)
+  result, chosen = trainers.evaluate(trainer, arch, data, train_config, jax.random.key(seed))
+  return task_result(result, data, trainer=chosen)
 
 
 def task_result(r: training.EvalResult, data: datasets.Dataset, **extra) -> TaskResult:
@@ -66,6 +68,7 @@ def train_task(
   data_seed: int = 0,
   target: str = "",
   task: str = "regression",
+  trainer: str = "specialised",
 ) -> Task:
   """A Task that trains each architecture on `dataset` and returns its best validation metric.
 
@@ -79,6 +82,9 @@ def train_task(
     train_config: a `training.TrainConfig`.
     data_seed: seed of the train/validation/test split.
     target, task: for tables only: the target column and "regression" or "classification".
+    trainer: "specialised" (a program compiled per network), "padded" (mlp networks through one
+      program per padding, `padded_training`) or "auto" (`trainers.choose`); the info of each
+      result names the trainer used.
 
   Raises:
     ValueError / TypeError for an unknown dataset, a bad kind or a bad train_config.
@@ -87,10 +93,13 @@ def train_task(
     raise ValueError(f"train_task: kind={kind!r}; allowed: cnn, mlp")
   if not isinstance(train_config, training.TrainConfig):
     raise TypeError(f"train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
+  if trainer not in trainers.TRAINERS or (trainer == "padded" and kind != "mlp"):
+    allowed = trainers.TRAINERS if kind == "mlp" else ("specialised", "auto")
+    raise ValueError(f"train_task: trainer={trainer!r}; for {kind} networks choose one of: {', '.join(allowed)}")
   data = load_dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
   goal = "max" if data.task == "classification" else "min"
   return Task(
     name=f"train-{data.name}-{kind}",
     goal=goal,
-    evaluate=functools.partial(_evaluate, dataset, kind, train_config, data_seed, target, task),
+    evaluate=functools.partial(_evaluate, dataset, kind, train_config, data_seed, target, task, trainer),
   )

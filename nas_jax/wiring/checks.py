@@ -11,7 +11,7 @@ import ml_collections
 
 from nas_jax.search.strategies.registry import STRATEGIES
 from nas_jax.spaces.registry import SPACES
-from nas_jax.tasks import synthetic, tabular, training
+from nas_jax.tasks import synthetic, tabular, trainers, training
 from nas_jax.wiring.registries import EXECUTORS, TASKS
 
 __all__ = ["check_search_config"]
@@ -121,6 +121,14 @@ def _check_train(c: Any, kind: str) -> None:
     "task.task_type",
     c.task_type,
     "choose one of: regression, classification (used for tables)",
+  )
+  trainer = c.get("trainer", "specialised")
+  allowed = trainers.TRAINERS if kind == "mlp" else ("specialised", "auto")
+  _need(
+    trainer in allowed,
+    "task.trainer",
+    trainer,
+    f"choose one of: {', '.join(allowed)}" + ("" if kind == "mlp" else " (the padded trainer runs mlp networks)"),
   )
   # Layer-graph spaces give CNNs softmax and MLPs linear decision layers.
   _need_count("task.patience", c.get("patience", 0), 0, " (0: no early stopping)")

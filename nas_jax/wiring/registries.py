@@ -31,7 +31,15 @@ def train_config_of(c: Any) -> training.TrainConfig:
 
 def _train_task(c: Any, kind: str) -> Task:
   train_config = train_config_of(c)
-  return train_task.train_task(c.dataset, kind, train_config, data_seed=c.data_seed, target=c.target, task=c.task_type)
+  return train_task.train_task(
+    c.dataset,
+    kind,
+    train_config,
+    data_seed=c.data_seed,
+    target=c.target,
+    task=c.task_type,
+    trainer=c.get("trainer", "specialised"),
+  )
 
 
 def _morph_train_task(c: Any, kind: str) -> Task:
