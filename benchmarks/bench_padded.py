@@ -1,0 +1,125 @@
+"""Specialised vs padded training of MLPs on diabetes: seconds per network, end to end.
+
+Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_padded.py [--epochs=50] [--random=10]
+
+The networks are the paper's 10 pool MLPs and `--random` random MLPs (`random_arch`, seeds 0..).
+Each trainer runs in its own fresh process (no compiled program carried over; jax's persistent
+cache off), over the same networks and keys, as a worker of a search would:
+  specialised  `training.evaluate` per network: a program compiled per network (the baseline).
+  padded       `padded_training.evaluate` per network, each in its power-of-two padding: programs
+               compiled once per padding and reused by later networks of that padding.
+  population   `padded_training.train_population` per group of networks of one padding (each group
+               one program, vmapped over its networks).
+  auto         `trainers.evaluate("auto", ...)`: per network, the cheaper by `trainers.choose`.
+Prints the wall time of each (ratio = specialised / trainer; above 1 the trainer is faster), its
+compile share, and the largest difference of a network's best validation MSE from specialised.
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+MODES = ("specialised", "padded", "population", "auto")
+
+
+def _networks(n_random: int):
+  import numpy as np
+
+  from nas_jax.spaces import pools, random_arch
+
+  return list(pools.initial_pool("mlp")) + [
+    random_arch.random_architecture("mlp", np.random.default_rng(s), max_layers=20) for s in range(n_random)
+  ]
+
+
+def child(mode: str, epochs: int, n_random: int) -> None:
+  """Trains every network with `mode` and prints one JSON line."""
+  import jax
+
+  from nas_jax.tasks import datasets, padded_mlp, padded_training, trainers, training
+
+  data = datasets.get_dataset("diabetes", kind="mlp", seed=0)
+  config = training.TrainConfig(epochs=epochs)
+  archs = _networks(n_random)
+  keys = [jax.random.key(i) for i in range(len(archs))]
+  t0 = time.perf_counter()
+  chosen = []
+  if mode == "population":
+    groups = {}
+    for i, a in enumerate(archs):
+      groups.setdefault(padded_mlp.padding_for([a]), []).append(i)
+    results = [None] * len(archs)
+    for members in groups.values():
+      trained = padded_training.train_population([archs[i] for i in members], data, config, [keys[i] for i in members])
+      for i, r in zip(members, trained):
+        results[i] = r
+  elif mode == "padded":
+    results = [padded_training.evaluate(a, data, config, k) for a, k in zip(archs, keys)]
+  elif mode == "auto":
+    pairs = [trainers.evaluate("auto", a, data, config, k) for a, k in zip(archs, keys)]
+    results, chosen = [p[0] for p in pairs], [p[1] for p in pairs]
+  else:
+    results = [training.evaluate(a, data, config, k) for a, k in zip(archs, keys)]
+  wall = time.perf_counter() - t0
+  out = {
+    "mode": mode,
+    "wall": wall,
+    "compile": sum(r.compile_seconds for r in results),
+    "val_errors": [r.val_error for r in results],
+    "padded_chosen": sum(c == "padded" for c in chosen),
+    "device": f"{jax.default_backend()} {jax.devices()[0].device_kind}",
+    "jax": jax.__version__,
+  }
+  print(json.dumps(out))
+
+
+def _cpu_model() -> str:
+  with open("/proc/cpuinfo") as f:
+    return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.processor())
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--epochs", type=int, default=50, help="the MLP configs' epochs")
+  parser.add_argument("--random", type=int, default=10, help="random MLPs besides the 10 pool networks")
+  parser.add_argument("--modes", default=",".join(MODES))
+  parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+  args = parser.parse_args()
+  if args.child:
+    return child(args.child, args.epochs, args.random)
+  modes = args.modes.split(",")
+  unknown = sorted(set(modes) - set(MODES))
+  if unknown:
+    sys.exit(f"--modes: {', '.join(unknown)} unknown; choose from {', '.join(MODES)}")
+  rows, loads = {}, []
+  env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}
+  for mode in modes:
+    cmd = [sys.executable, __file__, f"--child={mode}", f"--epochs={args.epochs}", f"--random={args.random}"]
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if p.returncode != 0:
+      sys.exit(f"{mode} failed:\n{p.stderr[-3000:]}")
+    rows[mode] = json.loads(p.stdout.strip().splitlines()[-1])
+    loads.append(os.getloadavg()[0])
+  n = 10 + args.random
+  first = rows[modes[0]]
+  print(
+    f"{n} MLPs (10 pool + {args.random} random) on diabetes, {args.epochs} epochs, batch 32; {first['device']},"
+    f" jax {first['jax']}; {len(os.sched_getaffinity(0))} cores of {_cpu_model()}; load average after each"
+    f" trainer {', '.join(f'{x:.1f}' for x in loads)}"
+  )
+  base = rows.get("specialised")
+  print(f"{'trainer':>12} {'wall s':>8} {'s/network':>9} {'compile s':>9} {'ratio':>6} {'max |dMSE|':>10}")
+  for mode in modes:
+    r = rows[mode]
+    ratio = f"{base['wall'] / r['wall']:.2f}" if base else "-"
+    diff = max(abs(a - b) for a, b in zip(r["val_errors"], base["val_errors"])) if base else float("nan")
+    extra = f"  (padded for {r['padded_chosen']} of {n})" if mode == "auto" else ""
+    print(f"{mode:>12} {r['wall']:>8.1f} {r['wall'] / n:>9.2f} {r['compile']:>9.1f} {ratio:>6} {diff:>10.2e}{extra}")
+
+
+if __name__ == "__main__":
+  main()
