@@ -13,6 +13,10 @@ cache off), over the same networks and keys, as a worker of a search would:
   auto         `trainers.evaluate("auto", ...)`: per network, the cheaper by `trainers.choose`.
 Prints the wall time of each (ratio = specialised / trainer; above 1 the trainer is faster), its
 compile share, and the largest difference of a network's best validation MSE from specialised.
+
+`--sizes=1,8,32` then trains populations of P copies of the first pool MLP (P keys, one program
+per P; the second of two runs is timed) and prints networks trained per second for each P: what
+vmap buys on this device (on an accelerator the goal of issue 19; on a CPU, nothing to expect).
 """
 
 import argparse
@@ -77,6 +81,25 @@ def child(mode: str, epochs: int, n_random: int) -> None:
   print(json.dumps(out))
 
 
+def scaling(sizes: list[int], epochs: int) -> None:
+  """Networks per second of populations of P copies of the first pool MLP, one JSON line."""
+  import jax
+
+  from nas_jax.spaces import pools
+  from nas_jax.tasks import datasets, padded_training, training
+
+  data = datasets.get_dataset("diabetes", kind="mlp", seed=0)
+  config, arch = training.TrainConfig(epochs=epochs), pools.initial_pool("mlp")[0]
+  rates = {}
+  for p in sizes:
+    keys = [jax.random.key(i) for i in range(p)]
+    padded_training.train_population([arch] * p, data, config, keys)  # compiles the programs
+    t0 = time.perf_counter()
+    padded_training.train_population([arch] * p, data, config, keys)
+    rates[p] = p / (time.perf_counter() - t0)
+  print(json.dumps({"rates": rates}))
+
+
 def _cpu_model() -> str:
   with open("/proc/cpuinfo") as f:
     return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.processor())
@@ -86,12 +109,25 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--epochs", type=int, default=50, help="the MLP configs' epochs")
   parser.add_argument("--random", type=int, default=10, help="random MLPs besides the 10 pool networks")
-  parser.add_argument("--modes", default=",".join(MODES))
+  parser.add_argument("--modes", default=",".join(MODES), help="'' for none")
+  parser.add_argument("--sizes", default="", help="population sizes for the scaling run, e.g. 1,8,32")
   parser.add_argument("--child", default="", help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if args.child == "scaling":
+    return scaling([int(p) for p in args.sizes.split(",")], args.epochs)
   if args.child:
     return child(args.child, args.epochs, args.random)
-  modes = args.modes.split(",")
+  if args.sizes:
+    cmd = [sys.executable, __file__, "--child=scaling", f"--sizes={args.sizes}", f"--epochs={args.epochs}"]
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+      sys.exit(f"scaling failed:\n{p.stderr[-3000:]}")
+    rates = json.loads(p.stdout.strip().splitlines()[-1])["rates"]
+    print(f"populations of the first pool MLP, {args.epochs} epochs, load average {os.getloadavg()[0]:.1f}:")
+    print("  " + ", ".join(f"P = {k}: {v:.2f} networks/s" for k, v in rates.items()))
+  modes = [m for m in args.modes.split(",") if m]
+  if not modes:
+    return
   unknown = sorted(set(modes) - set(MODES))
   if unknown:
     sys.exit(f"--modes: {', '.join(unknown)} unknown; choose from {', '.join(MODES)}")
