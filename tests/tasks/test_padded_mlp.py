@@ -83,8 +83,7 @@ def test_outputs_and_gradients_match_archnet(decision, num_outputs):
         np.testing.assert_allclose(got[name][leaf], want[name][leaf], rtol=1e-5, atol=1e-5, err_msg=f"{i} {name}")
     # Padding gets exactly zero gradient: the round trip through the layout keeps every nonzero.
     again = padded_mlp.to_padded(got, layout, padding, D)
-    for k in grads:
-      np.testing.assert_array_equal(np.asarray(grads[k]), again[k])
+    jax.tree.map(lambda g, a: np.testing.assert_array_equal(np.asarray(g), a), grads, again)
 
 
 @hypothesis.settings(max_examples=15, deadline=None)
@@ -96,7 +95,7 @@ def test_whatever_fills_the_padding_changes_nothing(i, seed):
   clean = padded_mlp.init_params(jax.random.key(seed), layout, padding, D)
   rng = np.random.default_rng(seed)
   real = padded_mlp.to_padded(jax.tree.map(np.ones_like, padded_mlp.to_specialised(clean, layout)), layout, padding, D)
-  noisy = {k: v + (1 - real[k]) * rng.normal(0, 3, v.shape).astype(np.float32) for k, v in clean.items()}
+  noisy = jax.tree.map(lambda v, r: v + (1 - r) * rng.normal(0, 3, v.shape).astype(np.float32), clean, real)
   np.testing.assert_allclose(_padded("linear")(noisy, net, x)[0], _padded("linear")(clean, net, x)[0], rtol=1e-6)
 
 
