@@ -31,8 +31,9 @@ TRAINERS = ("specialised", "padded", "auto")
 # benchmarks/bench_padded.py (jax 0.10, quiet machine). A lower bound elsewhere: bigger inputs
 # and networks compile longer.
 SPECIALISED_COMPILE_SECONDS = 1.2
-# A padded training step reaches 15-23% of a lone [256, 512] x [512, 512] product's rate on that
-# CPU (16-26 GMAC/s against 109): the backward pass, Adam on every padded parameter, the scan.
+# A padded training step of a pool MLP reaches 20-27% of a lone [256, 512] x [512, 512] product's
+# rate on that CPU (22-29 GMAC/s against 109: the backward pass, Adam on every padded parameter);
+# 0.15 leaves a margin, so that auto errs towards the specialised program.
 TRAINING_EFFICIENCY = 0.15
 # How many networks of each padding `evaluate` has trained in this process (a worker's history).
 _SEEN: collections.Counter = collections.Counter()
