@@ -35,7 +35,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "target": "",
       "task_type": "classification",
       # "specialised" (a program per network) | "padded" (mlp: one program per padding) | "auto"
-      "trainer": "auto",
+      "trainer": "specialised",
     }
   )
   c.budget = 2 if smoke else 60
