@@ -40,7 +40,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   )
   c.budget = 2 if smoke else 60
   c.num_workers = 1 if smoke else 2
-  c.executor = "inline" if smoke else "local"  # "inline" | "local" (process pool) | "ray"
+  # "inline" | "local" (process pool) | "ray" | "population" (num_workers proposals trained together)
+  c.executor = "inline" if smoke else "local"
   c.ray_address = ""  # ray: "" starts a local Ray, "auto" or "ray://host:10001" joins a cluster
   c.eval_timeout_s = 0.0 if smoke else 3600.0  # 0: no limit
   c.seed = 0

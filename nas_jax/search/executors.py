@@ -19,7 +19,7 @@ import time
 import traceback
 from typing import Any, Callable, NamedTuple, Protocol
 
-__all__ = ["Outcome", "Executor", "InlineExecutor", "ProcessExecutor"]
+__all__ = ["Outcome", "Executor", "InlineExecutor", "ProcessExecutor", "run_inline"]
 
 
 class Outcome(NamedTuple):
@@ -55,7 +55,8 @@ class Executor(Protocol):
     """Stops every worker; calls still running are abandoned."""
 
 
-# check_workers, call, x64_enabled and worker_setup are shared with `ray_executor`.
+# check_workers, call, x64_enabled and worker_setup are shared with `ray_executor`; check_workers,
+# call and run_inline with `population_executor`.
 def check_workers(name: str, num_workers: Any, timeout_s: Any) -> None:
   if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
     raise ValueError(f"{name}: num_workers={num_workers!r}; expected an integer >= 1")
@@ -73,6 +74,14 @@ def call(fn: Callable, args: tuple) -> tuple[bool, Any, float]:
     return True, fn(*args), time.perf_counter() - t0
   except Exception:  # the evaluation's failure is recorded, not raised (STYLE 5)
     return False, traceback.format_exc(), time.perf_counter() - t0
+
+
+def run_inline(fn: Callable, args: tuple) -> Outcome:
+  """The Outcome of fn(*args) run in the caller's process (`call`)."""
+  ok, payload, seconds = call(fn, args)
+  if ok:
+    return Outcome(result=payload, seconds=seconds, worker="inline")
+  return Outcome(error=payload, seconds=seconds, worker="inline")
 
 
 def x64_enabled() -> bool:
@@ -106,13 +115,7 @@ class InlineExecutor:
 
   def submit(self, fn: Callable, *args: Any) -> int:
     ticket = next(self._tickets)
-    ok, payload, seconds = call(fn, args)
-    outcome = (
-      Outcome(result=payload, seconds=seconds, worker="inline")
-      if ok
-      else Outcome(error=payload, seconds=seconds, worker="inline")
-    )
-    self._done.append((ticket, outcome))
+    self._done.append((ticket, run_inline(fn, args)))
     return ticket
 
   def wait(self, timeout: float | None = None) -> list[tuple[int, Outcome]]:

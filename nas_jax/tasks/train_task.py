@@ -5,15 +5,16 @@ validation metric (accuracy, maximised, for classification; MSE, minimised, for 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import datasets, trainers, training
+from nas_jax.tasks import datasets, padded_mlp, padded_training, trainers, training
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
-__all__ = ["train_task", "task_result", "load_dataset"]
+__all__ = ["train_task", "TrainEvaluate", "task_result", "load_dataset"]
 
 
 @functools.lru_cache(maxsize=4)
@@ -22,25 +23,49 @@ def load_dataset(name: str, kind: str, data_seed: int, target: str, task: str) -
   return datasets.get_dataset(name, kind=kind, seed=data_seed, target=target, task=task)
 
 
-def _evaluate(
-  name: str,
-  kind: str,
-  train_config: training.TrainConfig,
-  data_seed: int,
-  target: str,
-  task: str,
-  trainer: str,
-  arch_json: dict,
-  seed: int,
-) -> TaskResult:
-  """Task.evaluate of `train_task` (top level, so it pickles). `seed` seeds initialisation and
-  shuffling; the data split depends on `data_seed` only, so every trial sees the same split."""
-  arch = Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS)
-  if arch.kind != kind:
-    raise ValueError(f"train task: a {arch.kind} architecture; this task trains {kind} networks")
-  data = load_dataset(name, kind, data_seed, target, task)
-  result, chosen = trainers.evaluate(trainer, arch, data, train_config, jax.random.key(seed))
-  return task_result(result, data, trainer=chosen)
+class TrainEvaluate(NamedTuple):
+  """Task.evaluate of `train_task`: `(arch_json, seed) -> TaskResult` (a NamedTuple of plain
+  values, so it pickles into workers). `seed` seeds initialisation and shuffling; the data split
+  depends on `data_seed` only, so every trial sees the same split. `many` evaluates a batch (for
+  `PopulationExecutor`): with the padded trainer, mlp networks of one padding train together."""
+
+  name: str
+  kind: str
+  train_config: training.TrainConfig
+  data_seed: int
+  target: str
+  task: str
+  trainer: str
+
+  def _read(self, arch_json: dict) -> tuple[Architecture, datasets.Dataset]:
+    arch = Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS)
+    if arch.kind != self.kind:
+      raise ValueError(f"train task: a {arch.kind} architecture; this task trains {self.kind} networks")
+    return arch, load_dataset(self.name, self.kind, self.data_seed, self.target, self.task)
+
+  def __call__(self, arch_json: dict, seed: int) -> TaskResult:
+    arch, data = self._read(arch_json)
+    result, chosen = trainers.evaluate(self.trainer, arch, data, self.train_config, jax.random.key(seed))
+    return task_result(result, data, trainer=chosen)
+
+  def many(self, calls: list[tuple[dict, int]]) -> list[TaskResult]:
+    """The results of [(arch_json, seed), ...], in order: with trainer "padded", the mlp networks
+    of each padding train as one population (`padded_training.train_population`); otherwise
+    (and for a padding that only one network has) each trains as `__call__` trains it."""
+    if self.trainer != "padded":
+      return [self(*c) for c in calls]
+    read = [self._read(arch_json) for arch_json, _ in calls]
+    groups: dict[padded_mlp.Padding, list[int]] = {}
+    for i, (arch, _) in enumerate(read):
+      groups.setdefault(padded_mlp.padding_for([arch]), []).append(i)
+    results: list[TaskResult | None] = [None] * len(calls)
+    data = read[0][1]
+    for padding, members in groups.items():
+      archs, keys = [read[i][0] for i in members], [jax.random.key(calls[i][1]) for i in members]
+      trained = padded_training.train_population(archs, data, self.train_config, keys, padding=padding)
+      for i, r in zip(members, trained):
+        results[i] = task_result(r, data, trainer="padded", population=len(members))
+    return results
 
 
 def task_result(r: training.EvalResult, data: datasets.Dataset, **extra) -> TaskResult:
@@ -101,5 +126,5 @@ def train_task(
   return Task(
     name=f"train-{data.name}-{kind}",
     goal=goal,
-    evaluate=functools.partial(_evaluate, dataset, kind, train_config, data_seed, target, task, trainer),
+    evaluate=TrainEvaluate(dataset, kind, train_config, data_seed, target, task, trainer),
   )

@@ -260,10 +260,10 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     "expected a number of seconds > 0, or 0 for no limit",
   )
   _need(
-    t == 0 or config.executor != "inline",
+    t == 0 or config.executor not in ("inline", "population"),
     "eval_timeout_s",
     t,
-    "the inline executor cannot stop an evaluation; use executor 'local' or 'ray', or 0",
+    f"the {config.executor} executor cannot stop an evaluation; use executor 'local' or 'ray', or 0",
   )
   _need_count("seed", config.seed, 0)
   prefetch = config.get("prefetch", 0)

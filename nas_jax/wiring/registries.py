@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from nas_jax.search.executors import Executor, InlineExecutor, ProcessExecutor
+from nas_jax.search.population_executor import PopulationExecutor
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.task import Task
 from nas_jax.tasks import conditional_training, morph_task, synthetic, tabular, train_task, training
@@ -72,4 +73,6 @@ EXECUTORS: dict[str, Callable[[Any], Executor]] = {
   "inline": lambda c: InlineExecutor(c.num_workers),
   "local": lambda c: ProcessExecutor(c.num_workers, timeout_s=c.eval_timeout_s or None),
   "ray": lambda c: RayExecutor(c.num_workers, address=c.ray_address, timeout_s=c.eval_timeout_s or None),
+  # num_workers proposals at a time, trained together in this process (the padded mlp trainer)
+  "population": lambda c: PopulationExecutor(c.num_workers),
 }

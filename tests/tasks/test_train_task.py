@@ -35,7 +35,7 @@ def test_goal_follows_the_dataset_and_the_task_pickles():
   reg = train_task.train_task("diabetes", "mlp", ONE_EPOCH)
   assert (cls.name, cls.goal) == ("train-digits-cnn", "max")
   assert (reg.name, reg.goal) == ("train-diabetes-mlp", "min")
-  assert pickle.loads(pickle.dumps(reg.evaluate)).args == reg.evaluate.args
+  assert pickle.loads(pickle.dumps(reg.evaluate)) == reg.evaluate
 
 
 def test_train_task_rejects_bad_arguments():
