@@ -50,8 +50,8 @@ class TrainEvaluate(NamedTuple):
 
   def many(self, calls: list[tuple[dict, int]]) -> list[TaskResult]:
     """The results of [(arch_json, seed), ...], in order: with trainer "padded", the mlp networks
-    of each padding train as one population (`padded_training.train_population`); otherwise
-    (and for a padding that only one network has) each trains as `__call__` trains it."""
+    of each padding (`padded_mlp.padding_for`) train as one population, each as if alone
+    (`padded_training.train_population`); with another trainer each trains as `__call__` trains it."""
     if self.trainer != "padded":
       return [self(*c) for c in calls]
     read = [self._read(arch_json) for arch_json, _ in calls]
