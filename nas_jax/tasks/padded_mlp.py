@@ -121,17 +121,21 @@ def padding_for(archs: Sequence[Architecture]) -> Padding:
   """
   if not archs:
     raise ValueError("padding_for: no architectures given")
-  layers = width = fan_in = decisions = 1
-  crelu = False
-  for arch in archs:
-    nodes = _mlp_nodes(arch)
-    body = [n for n in nodes if n.role == Role.ACT]
-    layers = max(layers, len(body))
-    width = max([width] + [n.units for n in body])
-    fan_in = max([fan_in] + [len(n.parents) for n in nodes if n.role in (Role.ACT, Role.DECISION)])
-    decisions = max(decisions, sum(n.role == Role.DECISION for n in nodes))
-    crelu = crelu or any(n.label == "crelu" for n in body)
-  return Padding(_pow2(layers, 8), _pow2(width, 16), _pow2(fan_in, 1), _pow2(decisions, 1), crelu)
+  layers, width, fan_in, decisions, crelu = (max(v) for v in zip(*(_needs(a) for a in archs)))
+  return Padding(_pow2(layers, 8), _pow2(width, 16), _pow2(fan_in, 1), _pow2(decisions, 1), bool(crelu))
+
+
+def _needs(arch: Architecture) -> tuple[int, int, int, int, bool]:
+  """What the network needs of each `Padding` field, unrounded."""
+  nodes = _mlp_nodes(arch)
+  body = [n for n in nodes if n.role == Role.ACT]
+  return (
+    len(body),
+    max([1] + [n.units for n in body]),
+    max([1] + [len(n.parents) for n in nodes if n.role in (Role.ACT, Role.DECISION)]),
+    max(1, sum(n.role == Role.DECISION for n in nodes)),
+    any(n.label == "crelu" for n in body),
+  )
 
 
 def encode(arch: Architecture, padding: Padding, num_inputs: int, num_outputs: int) -> tuple[PaddedNet, Layout]:
@@ -149,15 +153,7 @@ def encode(arch: Architecture, padding: Padding, num_inputs: int, num_outputs: i
   if not isinstance(padding, Padding):
     raise TypeError(f"padding: got {type(padding).__name__}; expected a padded_mlp.Padding")
   nodes = _mlp_nodes(arch)
-  need = padding_for([arch])
-  body = [n for n in nodes if n.role == Role.ACT]
-  counts = (
-    len(body),
-    max(n.units for n in body) if body else 0,
-    need.fan_in,
-    sum(n.role == Role.DECISION for n in nodes),
-  )
-  for field, have, got in zip(Padding._fields, padding, (*counts, need.crelu)):
+  for field, have, got in zip(Padding._fields, padding, _needs(arch)):
     if got > have:
       raise ValueError(f"padding.{field}: the network needs {got}, the padding has {have}; use padding_for")
   lay, dec, p, w = padding.layers, padding.decisions, padding.fan_in, padding.width

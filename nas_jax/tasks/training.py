@@ -290,7 +290,7 @@ def _train(
     t0 = time.perf_counter()
     state, _ = jax.block_until_ready(run_epoch(state, x_train, y_train, perm(epoch)))
     t1 = time.perf_counter()
-    loss, err = run_eval(state, x_eval, y_eval, valid)
+    loss, err = jax.block_until_ready(run_eval(state, x_eval, y_eval, valid))
     eval_s += time.perf_counter() - t1
     train_s += t1 - t0
     records.append(epoch_record(loss, err, n_val_batches, n_val, n_test))
