@@ -21,7 +21,7 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.tasks import padded_mlp, train_steps, training
 from nas_jax.tasks.datasets import Dataset
 
-__all__ = ["train_population", "evaluate"]
+__all__ = ["train_population", "evaluate", "data_widths"]
 
 
 @functools.lru_cache(maxsize=16)
@@ -57,6 +57,13 @@ def _programs(padding, num_inputs, num_outputs, classification, train_config, st
   run_epoch = run_epoch.lower(state, net, x_train, y_train, spec((n,), jnp.int32)).compile()
   run_eval = jax.jit(jax.vmap(evaluate, (0, 0, None, None, None))).lower(state, net, x_eval, y_eval, valid).compile()
   return run_epoch, run_eval, tx
+
+
+def data_widths(dataset: Dataset) -> tuple[int, int]:
+  """(D, K): the padded program's input features and decision outputs (the class count for
+  classification, 1 for regression)."""
+  k = dataset.num_classes if dataset.task == "classification" else 1
+  return dataset.x_train.shape[1], k
 
 
 def _stack(trees: Sequence[Any]) -> Any:
@@ -105,7 +112,7 @@ def train_population(
     training.check_match(arch, dataset, train_config)
   padding = padded_mlp.padding_for(archs) if padding is None else padding
   classification = dataset.task == "classification"
-  num_inputs, num_outputs = dataset.x_train.shape[1], dataset.num_classes if classification else 1
+  num_inputs, num_outputs = data_widths(dataset)
   encoded = [padded_mlp.encode(a, padding, num_inputs, num_outputs) for a in archs]
   nets, layouts = _stack([e[0] for e in encoded]), [e[1] for e in encoded]
   steps = dataset.x_train.shape[0] // train_config.batch_size

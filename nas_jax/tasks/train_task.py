@@ -118,9 +118,9 @@ def train_task(
     raise ValueError(f"train_task: kind={kind!r}; allowed: cnn, mlp")
   if not isinstance(train_config, training.TrainConfig):
     raise TypeError(f"train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
-  if trainer not in trainers.TRAINERS or (trainer == "padded" and kind != "mlp"):
-    allowed = trainers.TRAINERS if kind == "mlp" else ("specialised", "auto")
-    raise ValueError(f"train_task: trainer={trainer!r}; for {kind} networks choose one of: {', '.join(allowed)}")
+  if trainer not in trainers.allowed(kind):
+    allowed = ", ".join(trainers.allowed(kind))
+    raise ValueError(f"train_task: trainer={trainer!r}; for {kind} networks choose one of: {allowed}")
   data = load_dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
   goal = "max" if data.task == "classification" else "min"
   return Task(

@@ -24,7 +24,15 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.tasks import padded_mlp, padded_training, training
 from nas_jax.tasks.datasets import Dataset
 
-__all__ = ["TRAINERS", "SPECIALISED_COMPILE_SECONDS", "TRAINING_EFFICIENCY", "choose", "evaluate", "macs_per_second"]
+__all__ = [
+  "TRAINERS",
+  "SPECIALISED_COMPILE_SECONDS",
+  "TRAINING_EFFICIENCY",
+  "allowed",
+  "choose",
+  "evaluate",
+  "macs_per_second",
+]
 
 TRAINERS = ("specialised", "padded", "auto")
 # Compiling one pool MLP's epoch and evaluation for diabetes: 1.1-1.7 s on the 2-core CPU of
@@ -37,6 +45,11 @@ SPECIALISED_COMPILE_SECONDS = 1.2
 TRAINING_EFFICIENCY = 0.15
 # How many networks of each padding `evaluate` has trained in this process (a worker's history).
 _SEEN: collections.Counter = collections.Counter()
+
+
+def allowed(kind: str) -> tuple[str, ...]:
+  """The trainers a network kind can use: all for mlp, not "padded" for the others."""
+  return TRAINERS if kind == "mlp" else tuple(t for t in TRAINERS if t != "padded")
 
 
 @functools.lru_cache(maxsize=1)
@@ -80,8 +93,7 @@ def choose(
   if seen < 1:
     return "specialised"
   padding = padded_mlp.padding_for([arch])
-  num_inputs = dataset.x_train.shape[1]
-  num_outputs = dataset.num_classes if dataset.task == "classification" else 1
+  num_inputs, num_outputs = padded_training.data_widths(dataset)
   _, layout = padded_mlp.encode(arch, padding, num_inputs, num_outputs)
   extra = padded_mlp.macs(padding, num_inputs, num_outputs) - padded_mlp.layout_macs(layout)
   examples = (dataset.x_train.shape[0] // train_config.batch_size) * train_config.batch_size

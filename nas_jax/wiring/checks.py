@@ -123,7 +123,7 @@ def _check_train(c: Any, kind: str) -> None:
     "choose one of: regression, classification (used for tables)",
   )
   trainer = c.get("trainer", "specialised")
-  allowed = trainers.TRAINERS if kind == "mlp" else ("specialised", "auto")
+  allowed = trainers.allowed(kind)
   _need(
     trainer in allowed,
     "task.trainer",
