@@ -44,6 +44,13 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.executor = "inline" if smoke else "local"
   c.ray_address = ""  # ray: "" starts a local Ray, "auto" or "ray://host:10001" joins a cluster
   c.eval_timeout_s = 0.0 if smoke else 3600.0  # 0: no limit
+  # Multi-objective and constrained search (README): cost metrics to minimise besides the value,
+  # e.g. "params" or "params,flops" (params | flops | memory_mb | latency_ms), and limits that no
+  # proposed or evaluated network exceeds (0: no limit).
+  c.objectives = ""
+  c.constraints = ml_collections.ConfigDict(
+    {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
+  )
   c.seed = 0
   c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
   return c

@@ -36,6 +36,13 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.executor = "inline"  # a table lookup: no worker processes needed
   c.ray_address = ""
   c.eval_timeout_s = 0.0
+  # Multi-objective and constrained search (README): cost metrics to minimise besides the value,
+  # e.g. "params" or "params,flops" (params | flops | memory_mb | latency_ms), and limits that no
+  # proposed or evaluated network exceeds (0: no limit).
+  c.objectives = ""
+  c.constraints = ml_collections.ConfigDict(
+    {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
+  )
   c.seed = 0
   c.workdir = config_dict.placeholder(str)
   return c

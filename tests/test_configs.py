@@ -172,3 +172,44 @@ def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, f
 def test_synthetic_config_args_refuse_conflicts_and_unknown_tokens(name, arg):
   with pytest.raises(ValueError, match="get_config: arg"):
     config_files.load_config(os.path.join(ROOT, "configs", name) + f":{arg}")
+
+
+@pytest.mark.parametrize(
+  "changes, match",
+  [
+    (dict(objectives="accuracy"), r"config\.objectives: 'accuracy'.*'accuracy' is not a cost metric"),
+    (dict(objectives="params,params"), r"config\.objectives: 'params,params'.*names a metric twice"),
+    (dict(constraints__max_params=-1.0), r"config\.constraints\.max_params: -1\.0.*finite number > 0, or 0"),
+    (dict(constraints__max_weights=5.0), r"config\.constraints\.max_weights: 5\.0.*max_<metric> fields"),
+  ],
+)
+def test_bad_costs_are_named(tmp_path, changes, match):
+  with pytest.raises(ValueError, match=match):
+    config_lib.check_search_config(_bad(tmp_path, **changes))
+
+
+def test_a_task_that_knows_no_costs_refuses_them(tmp_path):
+  c = smoke(os.path.join(ROOT, "configs", "random_conditional_digits.py"), tmp_path)
+  c.objectives = "params"
+  with pytest.raises(ValueError, match=r"config\.objectives: 'params'.*task 'conditional' knows the costs: none"):
+    config_lib.check_search_config(c)
+  c = smoke(os.path.join(ROOT, "configs", "random_nb201.py"), tmp_path)
+  c.constraints.max_flops = 1e6
+  with pytest.raises(ValueError, match=r"config\.constraints\.max_flops: 1000000\.0.*'nb201' knows the costs: params"):
+    config_lib.check_search_config(c)
+
+
+@pytest.mark.parametrize("strategy", ["ea", "nasbot"])
+def test_a_search_under_a_parameter_budget_evaluates_nothing_above_it(tmp_path, strategy):
+  c = smoke(os.path.join(ROOT, "configs", f"{strategy}_synthetic.py"), tmp_path)
+  c.budget, c.objectives = 8, "params,flops"
+  space, task, _ = config_lib.build_search(c)
+  params = sorted(space.costs(p)["params"] for p in space.initial())
+  c.constraints.max_params = params[len(params) // 2]  # the larger half of the pool is out
+  done = config_lib.search_from_config(c, progress=False)
+  assert len(done) == c.budget and all(o.ok for o in done)
+  seen = [o.info["task"]["costs"]["params"] for o in done]
+  assert max(seen) <= c.constraints.max_params and all(o.objectives["params"] == p for o, p in zip(done, seen))
+  summary = json.loads((tmp_path / loop.SUMMARY).read_text())
+  assert summary["objectives"] == [["value", task.goal], ["params", "min"], ["flops", "min"]]
+  assert summary["pareto_front"] and {m["trial_id"] for m in summary["pareto_front"]} <= {o.trial_id for o in done}

@@ -18,14 +18,25 @@ from typing import Any, Sequence
 import numpy as np
 import tqdm
 
+from nas_jax.acquisition import pareto
 from nas_jax.arch.json_io import show
 from nas_jax.search import journal
 from nas_jax.search.executors import Executor, Outcome
-from nas_jax.search.state import Observation, Status, to_score
+from nas_jax.search.state import Observation, Status, objective_matrix, to_score
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task, TaskResult, check_task
 
-__all__ = ["JOURNAL", "SUMMARY", "CONFIG", "WorkdirInUse", "run", "trial_seed", "summarize", "in_flight"]
+__all__ = [
+  "JOURNAL",
+  "SUMMARY",
+  "CONFIG",
+  "WorkdirInUse",
+  "run",
+  "trial_seed",
+  "summarize",
+  "pareto_front",
+  "in_flight",
+]
 
 JOURNAL, SUMMARY, CONFIG = "journal.jsonl", "summary.json", "config.json"
 _META = "search.json"
@@ -69,8 +80,8 @@ def _is_number(x: Any) -> bool:
   return getattr(x, "shape", None) == () and np.dtype(getattr(x, "dtype", object)).kind in "fiu"
 
 
-def _result_problem(result: Any) -> str:
-  """Why `result` is not a usable TaskResult, or "" when it is."""
+def _result_problem(result: Any, objectives: Sequence[str] = ()) -> str:
+  """Why `result` is not a usable TaskResult of a task with these other `objectives`, or "" when it is."""
   if not isinstance(result, TaskResult):
     return f"task.evaluate returned a {type(result).__name__}; expected a TaskResult"
   if not _is_number(result.value):
@@ -79,11 +90,18 @@ def _result_problem(result: Any) -> str:
     return f"task.evaluate returned TaskResult(test_value={show(result.test_value)}); expected a number or None"
   if not isinstance(result.info, dict):
     return f"task.evaluate returned TaskResult(info={type(result.info).__name__}); expected a dict"
+  got = result.objectives if isinstance(result.objectives, dict) else None
+  if got is None or sorted(got) != sorted(objectives) or not all(_is_number(v) for v in got.values()):
+    want = ", ".join(objectives) or "none"
+    return f"task.evaluate returned TaskResult(objectives={show(result.objectives)}); expected numbers for: {want}"
   return ""
 
 
-def _observe(trial_id: int, arch_json: dict, outcome: Outcome, info: dict) -> Observation:
-  """The Observation of a finished call: TIMEOUT, FAILED, NAN (a non-finite value) or OK."""
+def _observe(
+  trial_id: int, arch_json: dict, outcome: Outcome, info: dict, objectives: Sequence[str] = ()
+) -> Observation:
+  """The Observation of a finished call: TIMEOUT, FAILED, NAN (a non-finite value or objective)
+  or OK. `objectives` names the task's other objectives, which an OK result must report."""
   common = dict(
     trial_id=trial_id,
     arch_json=arch_json,
@@ -95,21 +113,42 @@ def _observe(trial_id: int, arch_json: dict, outcome: Outcome, info: dict) -> Ob
     status = Status.TIMEOUT if outcome.timed_out else Status.FAILED
     return Observation(value=None, status=status, error=outcome.error, info=_jsonable(info), **common)
   result = outcome.result
-  problem = _result_problem(result)
+  problem = _result_problem(result, objectives)
   if problem:  # a bug in the task: journalled like a crash, so the search goes on and says why
     return Observation(value=None, status=Status.FAILED, error=problem, info=_jsonable(info), **common)
   info = _jsonable({**info, "task": dict(result.info)})
   value = float(result.value)
-  if not math.isfinite(value):
-    return Observation(value=None, status=Status.NAN, error=f"the evaluation returned {value}", info=info, **common)
+  others = {str(k): float(v) for k, v in result.objectives.items()}
+  bad = {k: v for k, v in others.items() if not math.isfinite(v)}
+  if not math.isfinite(value) or bad:
+    what = f"{value}" if not math.isfinite(value) else f"objectives {bad}"
+    return Observation(value=None, status=Status.NAN, error=f"the evaluation returned {what}", info=info, **common)
   return Observation(
-    value=value, status=Status.OK, error="", test_value=_finite(result.test_value), info=info, **common
+    value=value,
+    status=Status.OK,
+    error="",
+    test_value=_finite(result.test_value),
+    info=info,
+    objectives=others,
+    **common,
   )
+
+
+def pareto_front(observations: Sequence[Observation], task: Task) -> list[Observation]:
+  """The OK observations that no other OK observation dominates on (value, *task.objectives),
+  each objective in its goal's direction, in trial order; [] for a single-objective task."""
+  ok = [o for o in observations if o.ok]
+  if not task.objectives or not ok:
+    return []
+  scores = objective_matrix(to_score([o.value for o in ok], task.goal), [o.objectives for o in ok], task.objectives)
+  return [o for o, on in zip(ok, pareto.non_dominated(scores)) if on]
 
 
 def summarize(observations: Sequence[Observation], task: Task) -> dict:
   """What summary.json holds: counts, and the best OK observation's value, architecture, trial
-  id (and test value when it has one). The first of equal values wins."""
+  id (and test value when it has one); the first of equal values wins. A multi-objective task's
+  summary also holds its objectives and the Pareto front (`pareto_front`), each member's trial
+  id, value, objectives, test value and architecture."""
   ok = [o for o in observations if o.ok]
   summary = {
     "task": task.name,
@@ -125,6 +164,18 @@ def summarize(observations: Sequence[Observation], task: Task) -> dict:
     summary.update(best_value=best.value, best_arch=best.arch_json, best_trial_id=best.trial_id)
     if best.test_value is not None:
       summary["best_test_value"] = best.test_value
+  if task.objectives:
+    summary["objectives"] = [["value", task.goal], *map(list, task.objectives)]
+    summary["pareto_front"] = [
+      {
+        "trial_id": o.trial_id,
+        "value": o.value,
+        "objectives": o.objectives,
+        "test_value": o.test_value,
+        "arch": o.arch_json,
+      }
+      for o in pareto_front(observations, task)
+    ]
   return summary
 
 
@@ -289,7 +340,7 @@ def run(
         for ticket, outcome in executor.wait(timeout=_POLL_S):
           trial_id, _, arch_json, info = pending.pop(ticket)
           submitted.pop(trial_id)
-          obs = _observe(trial_id, arch_json, outcome, info)
+          obs = _observe(trial_id, arch_json, outcome, info, [name for name, _ in task.objectives])
           journal.append(path, obs)  # durable before the strategy (and the next proposal) sees it
           done.append(obs)
           state = strategy.update(state, [obs])

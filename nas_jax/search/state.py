@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["GOALS", "Status", "Observation", "to_score"]
+__all__ = ["GOALS", "Status", "Observation", "to_score", "objective_matrix"]
 
 GOALS = ("max", "min")
 
@@ -50,6 +50,8 @@ class Observation:
       "strategy" (what the strategy noted when it proposed the point, e.g. a parent id).
     finished_at: Unix time at which the search recorded it (None in journals written before
       the field existed); with `seconds`, it places evaluations on a wall-clock axis.
+    objectives: the task's other objectives (`Task.objectives`) by name, raw values in their own
+      sign; {} for a single-objective task (and in journals written before the field existed).
   """
 
   trial_id: int
@@ -62,13 +64,20 @@ class Observation:
   test_value: float | None = None
   info: dict = dataclasses.field(default_factory=dict)
   finished_at: float | None = None
+  objectives: dict = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
     object.__setattr__(self, "status", Status(self.status))
     object.__setattr__(self, "value", _finite_or_none("value", self.value))
     object.__setattr__(self, "test_value", _finite_or_none("test_value", self.test_value))
+    if not isinstance(self.objectives, dict):
+      raise TypeError(f"observation.objectives: {self.objectives!r}; expected a dict of name -> float")
+    objectives = {str(k): _finite_or_none(f"objectives[{k!r}]", v) for k, v in self.objectives.items()}
+    object.__setattr__(self, "objectives", objectives)
     if self.status == Status.OK and (self.value is None or not math.isfinite(self.value)):
       raise ValueError(f"observation.value: {self.value!r} with status OK; an OK value is a finite float")
+    if self.status == Status.OK and not all(v is not None and math.isfinite(v) for v in objectives.values()):
+      raise ValueError(f"observation.objectives: {objectives!r} with status OK; OK objectives are finite floats")
 
   @property
   def ok(self) -> bool:
@@ -116,3 +125,13 @@ def to_score(values: float | None | Sequence[float | None] | np.ndarray, goal: s
   else:
     v = np.asarray([np.nan if x is None else x for x in values], np.float64)
   return v if goal == "max" else -v
+
+
+def objective_matrix(scores: Any, others: Sequence[dict], objectives: Sequence) -> np.ndarray:
+  """[n, 1 + m] scores of every objective (higher is better): the value scores [n] (`to_score`),
+  then `to_score` of each of the m other `objectives` ((name, goal) pairs), read from the dict
+  of each observation in `others`; NaN where one is missing (a failed evaluation)."""
+  columns = [np.asarray(scores, np.float64).reshape(-1)]
+  for name, goal in objectives:
+    columns.append(to_score([o.get(name) if o else None for o in others], goal).reshape(-1))
+  return np.stack(columns, axis=1)

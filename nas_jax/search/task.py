@@ -18,11 +18,14 @@ class TaskResult(NamedTuple):
     value: the raw metric in the task's sign (validation accuracy, MSE, ...); NaN if it diverged.
     test_value: the test metric of the same trained model, or None.
     info: JSON-able extras recorded in the journal; never mutated.
+    objectives: the task's other objectives by name (`Task.objectives`), raw values in their own
+      sign, e.g. {"params": 1.2e5}; empty for a single-objective task.
   """
 
   value: float
   test_value: float | None = None
   info: dict = {}
+  objectives: dict = {}
 
 
 class Task(NamedTuple):
@@ -33,11 +36,14 @@ class Task(NamedTuple):
     goal: "max" or "min"; `state.to_score` applies it.
     evaluate: `evaluate(arch_json: dict, seed: int) -> TaskResult`; a top-level function or a
       `functools.partial` of one, so that it pickles into worker processes.
+    objectives: ((name, goal), ...) of the objectives besides `value` that every result reports
+      in `TaskResult.objectives` (e.g. (("params", "min"),)); () for a single-objective task.
   """
 
   name: str
   goal: str
   evaluate: Callable[[dict, int], TaskResult]
+  objectives: tuple[tuple[str, str], ...] = ()
 
 
 def check_task(task: Any) -> None:
@@ -48,3 +54,11 @@ def check_task(task: Any) -> None:
     raise ValueError(f"task.goal: {task.goal!r} is unknown; allowed: {', '.join(GOALS)}")
   if not callable(task.evaluate):
     raise TypeError(f"task.evaluate: {task.evaluate!r} is not callable")
+  names = [o[0] if isinstance(o, tuple) and len(o) == 2 else o for o in task.objectives]
+  for objective in task.objectives:
+    if not (isinstance(objective, tuple) and len(objective) == 2 and isinstance(objective[0], str)):
+      raise ValueError(f"task.objectives: {objective!r}; expected (name, goal) pairs")
+    if objective[1] not in GOALS:
+      raise ValueError(f"task.objectives: {objective!r} has goal {objective[1]!r}; allowed: {', '.join(GOALS)}")
+    if objective[0] == "value" or names.count(objective[0]) > 1:
+      raise ValueError(f"task.objectives: {objective[0]!r} is repeated or reserved; names must be unique, not 'value'")

@@ -42,6 +42,11 @@ class Space(NamedTuple):
     to_json: `(point) -> dict`, the interchange JSON.
     from_json: `(obj) -> point`, validated; ValueError naming the field otherwise.
     initial: `(n=None) -> list[point]`, the first n points of the initial pool (all when None).
+    costs: `(point) -> {metric: value}`, what the point costs before it is evaluated (parameters,
+      FLOPs, ...), or None when unknown; `constrained.constrained` sets it.
+    feasible: `(point) -> bool`, whether the point is within the space's constraints, or None for
+      an unconstrained space. sample, mutate, neighbours and initial only give feasible points;
+      optimisers that build points otherwise (tree search, gradients) check it.
   """
 
   name: str
@@ -53,6 +58,8 @@ class Space(NamedTuple):
   to_json: Callable[[Any], dict]
   from_json: Callable[[Any], Any]
   initial: Callable[..., list]
+  costs: Callable[[Any], Mapping[str, float]] | None = None
+  feasible: Callable[[Any], bool] | None = None
 
 
 def _within(arch: Architecture, limits: Limits) -> bool:

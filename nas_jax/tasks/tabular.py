@@ -29,6 +29,8 @@ __all__ = [
   "load_nb201",
   "nb201_task",
   "nb201_evaluate",
+  "nb201_costs",
+  "resolve",
   "regret_curve",
 ]
 
@@ -49,6 +51,8 @@ class Nb201Table(NamedTuple):
     valid: [R] float, validation accuracy (%), the search objective.
     test: [R] float, the reported accuracy (%): `<ds>_test_acc` or `<ds>_valtest_acc`.
     best_valid, best_test: the table's maxima; best_test is the regret reference (spec 11.2).
+    params: [R] float, parameters of the trained network (`params_mb_<ds>` x 10^6), or None if
+      the file has no such column.
   """
 
   arch_strs: tuple[str, ...]
@@ -59,9 +63,11 @@ class Nb201Table(NamedTuple):
   test: np.ndarray
   best_valid: float
   best_test: float
+  params: np.ndarray | None = None
 
 
-def _resolve(path: str) -> str:
+def resolve(path: str) -> str:
+  """The absolute path of the table file: `path` itself, or `NB201_FILE` in the folder `path`."""
   path = os.fspath(path)
   if os.path.isdir(path):
     path = os.path.join(path, NB201_FILE)
@@ -87,10 +93,12 @@ def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
   if missing:
     raise ValueError(f"path: {path!r} lacks columns {missing}; see nas_jax.tasks.tabular docs")
   arch_strs = tuple(r["arch_str"] for r in rows)
+  params_col = f"params_mb_{dataset}"
   try:
     valid, test = np.array([float(r[valid_col]) for r in rows]), np.array([float(r[test_col]) for r in rows])
+    params = np.array([float(r[params_col]) * 1e6 for r in rows]) if params_col in header else None
   except (TypeError, ValueError) as e:
-    raise ValueError(f"path: {path!r}: {valid_col} or {test_col} holds a non-number ({e})") from None
+    raise ValueError(f"path: {path!r}: {valid_col}, {test_col} or {params_col} holds a non-number ({e})") from None
   return Nb201Table(
     arch_strs=arch_strs,
     row={s: i for i, s in enumerate(arch_strs)},
@@ -100,6 +108,7 @@ def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
     test=test,
     best_valid=float(valid.max()),
     best_test=float(test.max()),
+    params=params,
   )
 
 
@@ -119,7 +128,7 @@ def load_nb201(path: str, dataset: str = "cifar10", report_metric: str = "test")
     raise ValueError(f"dataset: {dataset!r} is unknown; allowed: {', '.join(DATASETS)}")
   if report_metric not in REPORT_METRICS:
     raise ValueError(f"report_metric: {report_metric!r}; allowed: {', '.join(REPORT_METRICS)}")
-  return _load(_resolve(path), dataset, report_metric)
+  return _load(resolve(path), dataset, report_metric)
 
 
 def nb201_evaluate(arch_json: Any, seed: int, *, path: str, dataset: str, report_metric: str) -> TaskResult:
@@ -145,12 +154,24 @@ def nb201_evaluate(arch_json: Any, seed: int, *, path: str, dataset: str, report
   )
 
 
+def nb201_costs(arch_json: Any, *, path: str, dataset: str) -> dict[str, float]:
+  """{"params": the cell's network's parameter count on `dataset`}, from the table's
+  `params_mb_<dataset>` column (the only cost NAS-Bench-201 records before training)."""
+  table = load_nb201(path, dataset)
+  if table.params is None:
+    raise ValueError(f"path: {path!r} has no params_mb_{dataset} column; parameter costs need it")
+  arch_str = arch_json.get("arch_str") if isinstance(arch_json, dict) else None
+  if arch_str not in table.row:
+    raise ValueError(f"arch_json: {arch_json!r}; expected {{'kind': 'nb201', 'arch_str': <a row>}}")
+  return {"params": float(table.params[table.row[arch_str]])}
+
+
 def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test") -> Task:
   """A `Task` (goal "max" on validation accuracy, test_value = reported accuracy) on the table.
 
   The table is loaded here, so a missing, malformed or partial file fails at construction.
   """
-  table_path = _resolve(path)
+  table_path = resolve(path)
   n = len(load_nb201(table_path, dataset, report_metric).row)
   if n != NB201_CELLS:  # a search proposes any cell: a partial table would fail its trials
     raise ValueError(f"path: {table_path!r} holds {n} distinct cells; a search needs all {NB201_CELLS} of NB201")

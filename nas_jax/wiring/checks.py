@@ -10,11 +10,12 @@ from typing import Any
 import ml_collections
 
 from nas_jax.search.strategies.registry import STRATEGIES
+from nas_jax.spaces.constrained import METRICS
 from nas_jax.spaces.registry import SPACES
 from nas_jax.tasks import synthetic, tabular, trainers, training
-from nas_jax.wiring.registries import EXECUTORS, TASKS
+from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS
 
-__all__ = ["check_search_config"]
+__all__ = ["check_search_config", "objectives_of", "limits_of"]
 
 
 _FIELDS = (
@@ -201,6 +202,57 @@ _TASK_CHECKS = {
 }
 
 
+def objectives_of(config: ml_collections.ConfigDict) -> tuple[str, ...]:
+  """The cost metrics of `config.objectives` ("params,flops" -> ("params", "flops")); () if unset."""
+  text = config.get("objectives", "")
+  _need(
+    isinstance(text, str),
+    "objectives",
+    text,
+    f"expected cost metrics joined by commas, e.g. 'params' ({', '.join(METRICS)})",
+  )
+  return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def limits_of(config: ml_collections.ConfigDict) -> dict[str, float]:
+  """{metric: maximum} of the positive `config.constraints.max_<metric>` fields (0: no limit)."""
+  section = config.get("constraints", None) or {}
+  return {name[len("max_") :]: float(v) for name, v in section.items() if v}
+
+
+def _check_costs(config: ml_collections.ConfigDict, task_name: str) -> None:
+  """config.objectives and config.constraints: known metrics that the task can cost."""
+  objectives = objectives_of(config)
+  for name in objectives:
+    _need(
+      name in METRICS, "objectives", config.objectives, f"{name!r} is not a cost metric; allowed: {', '.join(METRICS)}"
+    )
+  _need(len(set(objectives)) == len(objectives), "objectives", config.objectives, "it names a metric twice")
+  section = config.get("constraints", None) or {}
+  for name, v in section.items():
+    _need(
+      name.startswith("max_") and name[len("max_") :] in METRICS,
+      f"constraints.{name}",
+      v,
+      f"constraints are max_<metric> fields, metric one of: {', '.join(METRICS)}",
+    )
+    _need(
+      isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf,
+      f"constraints.{name}",
+      v,
+      "expected a finite number > 0, or 0 for no limit",
+    )
+  known = COSTS[task_name][0] if task_name in COSTS else ()
+  for name in sorted(set(objectives) | set(limits_of(config))):
+    where = "objectives" if name in objectives else f"constraints.max_{name}"
+    _need(
+      name in known,
+      where,
+      config.objectives if name in objectives else section[f"max_{name}"],
+      f"task {task_name!r} knows the costs: {', '.join(known) or 'none'}",
+    )
+
+
 def check_search_config(config: ml_collections.ConfigDict) -> None:
   """Checks every field of a search config in plain Python, before anything is built.
 
@@ -243,6 +295,7 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
       config.task.max_depth,
       f"it must equal config.space.max_depth ({config.space.get('max_depth', 3)})",
     )
+  _check_costs(config, task_name)
   _need_count("budget", config.budget, 1)
   _need_count("num_workers", config.num_workers, 1)
   _need(config.executor in EXECUTORS, "executor", config.executor, f"choose one of: {', '.join(EXECUTORS)}")

@@ -21,8 +21,10 @@ from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
 from nas_jax.spaces.registry import SPACES
 from nas_jax.viz import plots
-from nas_jax.wiring.checks import check_search_config
-from nas_jax.wiring.registries import EXECUTORS, TASKS, train_config_of
+from nas_jax.spaces.constrained import METRICS, constrained
+from nas_jax.tasks.cost_task import with_costs
+from nas_jax.wiring.checks import check_search_config, limits_of, objectives_of
+from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS, train_config_of
 
 __all__ = [
   "PROGRESS",
@@ -42,7 +44,9 @@ RESUME_MAY_CHANGE = ("budget", "num_workers", "executor", "ray_address", "eval_t
 
 
 def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:
-  """The (space, task, strategy) of a checked config: each string resolved once."""
+  """The (space, task, strategy) of a checked config: each string resolved once. With cost
+  objectives or constraints, the space is constrained (`spaces.constrained`) and the task
+  reports and guards the costs (`tasks.cost_task.with_costs`)."""
   space_kwargs = {k: v for k, v in config.space.items() if k != "name"}
   space = SPACES[config.space.name](**space_kwargs)
   task_section = config.task
@@ -50,6 +54,13 @@ def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy
     task_section = ml_collections.ConfigDict(config.task.to_dict())
     task_section.weights_dir = os.path.join(config.workdir, "weights")
   task = TASKS[config.task.name](task_section, config.space.kind)
+  objectives, limits = objectives_of(config), limits_of(config)
+  if objectives or limits:
+    metrics = tuple(m for m in METRICS if m in objectives or m in limits)
+    json_costs = COSTS[config.task.name][1](task_section, config.space.kind, metrics)
+    unconstrained = space
+    space = constrained(unconstrained, lambda point: json_costs(unconstrained.to_json(point)), limits)
+    task = with_costs(task, json_costs, objectives, limits)
   return space, task, make_strategy(config.strategy, config, space, task)
 
 
@@ -74,8 +85,11 @@ def _check_resume(workdir: str, settings: dict) -> None:
   with open(path) as f:
     old = _flat(json.load(f))
   new = _flat(settings)
+  # A field added since the workdir's search began (absent there) differs only when it is set.
   differ = sorted(
-    k for k in set(old) | set(new) if old.get(k) != new.get(k) and k.split(".")[0] not in RESUME_MAY_CHANGE
+    k
+    for k in set(old) | set(new)
+    if old.get(k) != new.get(k) and k.split(".")[0] not in RESUME_MAY_CHANGE and (k in old or new.get(k))
   )
   if differ:
     shown = ", ".join(f"{k}={old.get(k)!r} there, {new.get(k)!r} here" for k in differ[:4])

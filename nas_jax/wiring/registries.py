@@ -1,16 +1,22 @@
-"""`TASKS` and `EXECUTORS`: what a config's `task.name` and `executor` strings build."""
+"""`TASKS`, `COSTS` and `EXECUTORS`: what a config's `task.name` and `executor` strings build."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from nas_jax.search.executors import Executor, InlineExecutor, ProcessExecutor
 from nas_jax.search.population_executor import PopulationExecutor
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.task import Task
-from nas_jax.tasks import conditional_training, morph_task, synthetic, tabular, train_task, training
+from nas_jax.spaces.constrained import METRICS
+from nas_jax.tasks import conditional_training, cost_task, costs, morph_task, synthetic, tabular, train_task, training
 
-__all__ = ["TASKS", "EXECUTORS", "train_config_of"]
+__all__ = ["TASKS", "COSTS", "EXECUTORS", "train_config_of"]
+
+# Synthetic tasks train nothing; their networks are costed on the shapes of the bundled data
+# they stand for: digits images (8x8x1, 10 classes) for cnns, diabetes' 10 features for mlps.
+SYNTHETIC_SHAPES = {"cnn": ((8, 8, 1), 10), "mlp": ((10,), 1)}
 
 
 def _synthetic_task(c: Any, kind: str) -> Task:
@@ -65,6 +71,33 @@ TASKS: dict[str, Callable[[Any, str], Task]] = {
   "nb201": _nb201_task,
   "morph_train": _morph_train_task,
   "conditional": _conditional_task,
+}
+
+
+def _layer_graph_costs(c: Any, kind: str, metrics: tuple[str, ...]) -> Callable[[dict], dict]:
+  if c.name == "synthetic":
+    input_shape, num_outputs = SYNTHETIC_SHAPES[kind]
+  else:
+    task_type = "classification" if c.name == "morph_train" else c.task_type
+    input_shape, num_outputs = costs.input_spec(
+      train_task.load_dataset(c.dataset, kind, c.data_seed, c.target, task_type)
+    )
+  return functools.partial(
+    cost_task.layer_graph_costs, input_shape=input_shape, num_outputs=num_outputs, metrics=metrics
+  )
+
+
+def _nb201_costs(c: Any, kind: str, metrics: tuple[str, ...]) -> Callable[[dict], dict]:
+  return functools.partial(tabular.nb201_costs, path=tabular.resolve(c.path), dataset=c.dataset)
+
+
+# config.task.name -> (the cost metrics it knows, builder(task section, space kind, metrics
+# wanted) -> costs(arch_json) -> {metric: value}); tasks absent here have no costs.
+COSTS: dict[str, tuple[tuple[str, ...], Callable[[Any, str, tuple[str, ...]], Callable[[dict], dict]]]] = {
+  "synthetic": (METRICS, _layer_graph_costs),
+  "train": (METRICS, _layer_graph_costs),
+  "morph_train": (METRICS, _layer_graph_costs),
+  "nb201": (("params",), _nb201_costs),
 }
 
 

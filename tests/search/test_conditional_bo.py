@@ -142,7 +142,7 @@ def test_conditional_config_builds_its_strategy_and_documents_its_command(name):
   c = config_files.load_config(f"{path}:smoke")
   assert (c.task.name, c.space.name, c.task.max_depth, c.budget) == ("conditional", "conditional", 3, 5)
   space = conditional_space(max_depth=c.space.max_depth)
-  strategy = make_strategy(c.strategy, c, space, types.SimpleNamespace(goal="min"))
+  strategy = make_strategy(c.strategy, c, space, types.SimpleNamespace(goal="min", objectives=()))
   _, out = strategy.propose(strategy.init(jax.random.key(0)), c.budget, [])
   if c.strategy == "conditional_bo":  # the initial networks, then random ones until a success
     assert _keys(out)[:3] == _keys(space.initial())

@@ -277,3 +277,62 @@ def test_trial_seeds_differ_across_search_seeds():
   b = {loop.trial_seed(1, i) for i in range(100)}
   assert len(a) == 100 and not a & b
   assert all(0 <= s < 2**31 for s in a | b) and np.int32(max(a)) == max(a)
+
+
+# --- several objectives ------------------------------------------------------------------------
+
+
+def _ones_and_length(arch_json, seed):
+  """value: the ones (max); objectives: the zeros (min) and the first bit (max)."""
+  bits = arch_json["bits"]
+  return TaskResult(value=float(sum(bits)), objectives={"zeros": float(len(bits) - sum(bits)), "first": bits[0]})
+
+
+TWO = Task(name="two", goal="max", evaluate=_ones_and_length, objectives=(("zeros", "min"), ("first", "max")))
+
+
+def test_objectives_are_journalled_and_the_summary_holds_the_pareto_front(tmp_path):
+  done = run(tmp_path, TWO, budget=15)
+  assert all(o.ok and o.objectives == {"zeros": h.N_BITS - o.value, "first": o.arch_json["bits"][0]} for o in done)
+  assert journal.replay(tmp_path / loop.JOURNAL) == done
+  summary = json.loads((tmp_path / loop.SUMMARY).read_text())
+  assert summary["objectives"] == [["value", "max"], ["zeros", "min"], ["first", "max"]]
+  # Brute force: o is on the front unless another is at least as good everywhere, better somewhere.
+  score = lambda o: (o.value, -o.objectives["zeros"], o.objectives["first"])
+  dominated = lambda o: any(all(a >= b for a, b in zip(score(q), score(o))) and score(q) != score(o) for q in done)
+  want = [o.trial_id for o in done if not dominated(o)]
+  assert [m["trial_id"] for m in summary["pareto_front"]] == want and want
+  member = summary["pareto_front"][0]
+  source = next(o for o in done if o.trial_id == member["trial_id"])
+  assert member["objectives"] == source.objectives and member["arch"] == source.arch_json
+
+
+@pytest.mark.parametrize(
+  "objectives, reason",
+  [
+    ({}, "expected numbers for: zeros, first"),
+    ({"zeros": 1.0}, "expected numbers for: zeros, first"),
+    ({"zeros": 1.0, "first": "x"}, "expected numbers for: zeros, first"),
+    ({"zeros": 1.0, "first": 0.0, "extra": 2.0}, "expected numbers for: zeros, first"),
+  ],
+)
+def test_a_result_without_its_objectives_is_journalled_as_failed(tmp_path, objectives, reason):
+  result = TaskResult(value=1.0, objectives=objectives)
+  task = TWO._replace(evaluate=functools.partial(_returns, result))
+  done = run(tmp_path, task, budget=2)
+  assert [o.status for o in done] == [Status.FAILED] * 2 and all(reason in o.error for o in done)
+
+
+def test_a_non_finite_objective_is_a_nan_observation(tmp_path):
+  result = TaskResult(value=1.0, objectives={"zeros": float("inf"), "first": 0.0})
+  done = run(tmp_path, TWO._replace(evaluate=functools.partial(_returns, result)), budget=2)
+  assert [o.status for o in done] == [Status.NAN] * 2 and "objectives {'zeros': inf}" in done[0].error
+  assert journal.replay(tmp_path / loop.JOURNAL) == done  # nothing non-finite reached the journal
+
+
+def test_an_objective_named_twice_or_value_is_refused():
+  for objectives in ((("value", "min"),), (("a", "min"), ("a", "max"))):
+    with pytest.raises(ValueError, match="repeated or reserved"):
+      loop.check_task(Task(name="t", goal="max", evaluate=_returns, objectives=objectives))
+  with pytest.raises(ValueError, match="goal 'up'"):
+    loop.check_task(Task(name="t", goal="max", evaluate=_returns, objectives=(("a", "up"),)))

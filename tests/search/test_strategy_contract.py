@@ -23,6 +23,7 @@ from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
 from nas_jax.spaces import cells
 from nas_jax.spaces.conditional import conditional_space
+from nas_jax.spaces.constrained import constrained
 from nas_jax.spaces.morph_space import morph_space
 from nas_jax.spaces.space import layer_graph_space
 
@@ -301,3 +302,63 @@ def test_bad_options_fail_when_the_strategy_is_built(name, bad):
   named = re.escape(repr(value))
   with pytest.raises(ValueError, match=named):
     _build(name, case.space(), {**case.options, **bad})
+
+
+# --- constraints and several objectives: the same cases, a second hash as a cost ------------
+
+
+def _cost(space: Any, point: Any) -> float:
+  """A cost in [0, 1) independent of `_value`: the canonical key hashed with another salt."""
+  digest = hashlib.blake2b(repr(space.canonical_key(point)).encode(), digest_size=8, salt=b"cost").digest()
+  return int.from_bytes(digest, "big") / 2.0**64
+
+
+LIMIT = 0.6  # about 40% of every space is infeasible
+
+
+def _mo_observe(space: Any, points: list, start: int, failed: bool) -> list[Observation]:
+  return [
+    dataclasses.replace(o, objectives={} if failed else {"params": _cost(space, p)})
+    for o, p in zip(_observe(space, points, start, failed), points)
+  ]
+
+
+@functools.lru_cache(maxsize=None)
+def _constrained_run(name: str, objectives: bool) -> tuple:
+  """(space, strategy, journal, proposed points) of the case run on its space constrained to
+  cost <= LIMIT, with the cost as a second objective when `objectives`."""
+  case = _case(name)
+  base = case.space()
+  space = constrained(base, lambda p: {"params": _cost(base, p)}, {"params": LIMIT})
+  task = TASK._replace(objectives=(("params", "min"),)) if objectives else TASK
+  config = ml_collections.ConfigDict({"strategy": name, "strategy_config": case.options})
+  strategy = STRATEGIES[name](config, space, task)
+  state, journal, proposed = strategy.init(KEY), [], []
+  for t in range(case.steps):
+    state, points = strategy.propose(state, 1, [])
+    proposed += points
+    obs = _mo_observe(space, points, len(journal), failed=t in case.failed)
+    journal += obs
+    state = strategy.update(state, obs)
+  _, more = strategy.propose(state, 2, [])
+  return space, strategy, journal, proposed + more
+
+
+@pytest.mark.parametrize("objectives", [False, True], ids=["one-objective", "two-objectives"])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_proposal_satisfies_the_constraints(name, objectives):
+  space, _, _, proposed = _constrained_run(name, objectives)
+  assert len(proposed) == _case(name).steps + 2
+  costs = [_cost(space, p) for p in proposed]
+  assert max(costs) <= LIMIT, f"{name} proposed a point of cost {max(costs):.3f} > {LIMIT}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_multi_objective_journal_replays_to_the_same_proposals(name):
+  _, strategy, journal, proposed = _constrained_run(name, True)
+  replayed = strategy.update(strategy.init(KEY), journal)
+  _, again = strategy.propose(replayed, 2, [])
+  space = _constrained_run(name, True)[0]
+  assert _jsons(space, again) == _jsons(space, proposed[-2:])
+  keys = _keys(space, proposed)
+  assert len(keys) == len(set(keys))

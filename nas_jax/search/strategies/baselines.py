@@ -113,16 +113,19 @@ def selection_probabilities(scores: np.ndarray) -> np.ndarray:
   return selection_probs(scores, selection="paper")
 
 
-def _generation(space: Any, history: common.History, n_mut: int, key: jax.Array, exclude: set) -> tuple:
+def _generation(
+  space: Any, history: common.History, fitness: np.ndarray, n_mut: int, key: jax.Array, exclude: set
+) -> tuple:
   """N_mut mutants of parents drawn with replacement by `selection_probabilities` (spec 8.1.a-b).
 
   A parent adds nothing when its `_MUTATION_TRIES` mutations all leave it unchanged
-  (`space.mutate` ok False) or repeat a known point.
+  (`space.mutate` ok False) or repeat a known point. `fitness` [n] is what selection reads
+  (`common.fitness`: the scores, or NSGA-II's order with several objectives).
   Returns ((point, parent trial id), ...).
   """
   ok = np.flatnonzero(history.ok)
   rng = common.host_rng(key)
-  parents = rng.choice(ok, size=n_mut, p=selection_probabilities(history.scores[ok]))
+  parents = rng.choice(ok, size=n_mut, p=selection_probabilities(fitness[ok]))
   taken = set(exclude)
   out = []
   for j, i in enumerate(parents):
@@ -134,7 +137,7 @@ def _generation(space: Any, history: common.History, n_mut: int, key: jax.Array,
   return tuple(out)
 
 
-def evolution(space: Any, goal: str, *, n_mut: int = 10) -> Strategy:
+def evolution(space: Any, goal: str, *, n_mut: int = 10, objectives: tuple = ()) -> Strategy:
   """The EA baseline of spec nasbot.md 10.4 on the true objective.
 
   It proposes the initial pool (`space.initial()`) first. Then it works in generations: n_mut
@@ -148,11 +151,14 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10) -> Strategy:
     space: a Space.
     goal: the task's goal ("max" or "min"); selection uses scores.
     n_mut: mutants per generation (10 in the paper's baseline).
+    objectives: the task's other objectives ((name, goal) pairs); with them, selection reads
+      NSGA-II's order (non-domination rank, then crowding) as the fitness (`common.fitness`).
   """
   if goal not in GOALS:
     raise ValueError(f"evolution: goal={goal!r}; allowed: {', '.join(GOALS)}")
   if isinstance(n_mut, bool) or not isinstance(n_mut, int) or n_mut < 1:
     raise ValueError(f"evolution: n_mut={n_mut!r}; expected an integer >= 1")
+  objectives = common.check_objectives("evolution", objectives)
 
   def init(key):
     return EAState(key=key, history=common.empty_history(), pool=tuple(space.initial()))
@@ -172,7 +178,8 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10) -> Strategy:
       if not batch:
         gkey = jax.random.fold_in(key, g)
         if state.history.ok.any():
-          batch = list(_generation(space, state.history, n_mut, gkey, exclude))
+          fitness = common.fitness(state.history, objectives)
+          batch = list(_generation(space, state.history, fitness, n_mut, gkey, exclude))
         if not batch:  # nothing to mutate yet, or every mutant repeats: sample instead
           batch = [(p, None) for p in _sample_fresh(space, gkey, n - len(out), set(exclude))]
       while batch and len(out) < n:
@@ -191,4 +198,4 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10) -> Strategy:
 
 def ea_factory(config, space, task) -> Strategy:
   """`config.strategy = "ea"`; reads `config.strategy_config.n_mut`."""
-  return evolution(space, task.goal, n_mut=config.strategy_config.n_mut)
+  return evolution(space, task.goal, n_mut=config.strategy_config.n_mut, objectives=task.objectives)

@@ -21,6 +21,13 @@ observations, the full multi-start fit is made on the first m0 of them, m0 = m r
 multiple of k (m0 = m while m < k), with a key of m0 alone; each proposal then refits from its
 hyper-parameters with the surrogate's `warm_steps`. The anchor is kept in the state and, after a
 resume, recomputed from the journal, so replay stays exact; k = 1 is the full fit every time.
+
+Several objectives (a task with `Task.objectives`, e.g. validation accuracy and parameters), two
+ways: "parego" (Knowles 2006, any surrogate and acquisition) models, at each proposal, an
+augmented Chebyshev scalarisation of the normalised objectives with weights drawn uniformly from
+the simplex; "ehvi" models the value only and maximises its expected hypervolume improvement
+(`acquisition.ehvi`), the other objectives being costs the space knows before evaluation
+(`Space.costs`, as in a constrained space).
 """
 
 from __future__ import annotations
@@ -33,21 +40,25 @@ from typing import Any
 import jax
 import numpy as np
 
+from nas_jax.acquisition import ehvi as ehvi_lib
 from nas_jax.acquisition import functions as acq
-from nas_jax.acquisition import mutation
+from nas_jax.acquisition import mutation, pareto
 from nas_jax.acquisition.acq_optimiser import Context, check_counts
 from nas_jax.acquisition.conditional_search import ValueAcquisition, value_acquisition
 from nas_jax.acquisition.optimizers import make_optimiser
 from nas_jax.features.featurizer import FeatureCache
 from nas_jax.features.featurizers import make_featurizer
-from nas_jax.search.state import GOALS
+from nas_jax.search.state import GOALS, to_score
 from nas_jax.search.strategies import common
 from nas_jax.search.strategy import Strategy
 from nas_jax.surrogates import point_model
 
-__all__ = ["INITIAL", "BOState", "bo", "bo_factory"]
+__all__ = ["INITIAL", "MULTI_OBJECTIVE", "BOState", "bo", "bo_factory"]
 
 INITIAL = ("pool", "random")
+MULTI_OBJECTIVE = ("parego", "ehvi")
+_WEIGHTS_STREAM = 0x3FFF_FFF2  # folds a slot's auxiliary key for ParEGO's weights
+_INFEASIBLE = -1e30  # an infeasible candidate's acquisition: finite, so annealing and softmax stay defined
 _ACQ_DEFAULTS = (("kappa", 2.0), ("xi", 0.0), ("sigma_scale", 1.0))  # `functions.acquire`'s
 _ACQ_OPTIONS = tuple(k for k, _ in _ACQ_DEFAULTS)
 _ANCHOR_STREAM = 0x3FFF_FFF1  # folds the state key for anchor fits, apart from the step keys
@@ -94,6 +105,9 @@ def bo(
   min_ok: int = 1,
   batch: int = 1,
   refit_every: int = 1,
+  objectives: tuple = (),
+  multi_objective: str = "parego",
+  ehvi_samples: int = 64,
 ) -> Strategy:
   """BO over any Space from registered parts; every option is checked here, before any evaluation.
 
@@ -109,6 +123,9 @@ def bo(
       "random"; min_ok: successes before the model is fitted; batch: points per optimisation.
     refit_every: k > 1 makes the full surrogate fit every k successful observations and warm
       refits in between (see the module docstring); 1, the default, is the full fit every time.
+    objectives: the task's other objectives, ((name, goal), ...) (`Task.objectives`); () for one.
+    multi_objective: with objectives, "parego" or "ehvi" (module docstring); ehvi_samples: its
+      Monte Carlo draws per candidate.
   """
   if goal not in GOALS:
     raise ValueError(f"bo: goal={goal!r}; allowed: {', '.join(GOALS)}")
@@ -138,6 +155,19 @@ def bo(
       f"bo: refit_every={refit_every} needs a surrogate with warm refits (surrogate 'gp' with fitted,"
       f" not sampled, hyper-parameters); this one ({'none' if model is None else surrogate}) has none: use 1"
     )
+  objectives = common.check_objectives("bo", objectives)
+  if not objectives and multi_objective != "parego":
+    raise ValueError(f"bo: multi_objective={multi_objective!r} needs other objectives (config.objectives)")
+  if multi_objective not in MULTI_OBJECTIVE:
+    raise ValueError(f"bo: multi_objective={multi_objective!r}; allowed: {', '.join(MULTI_OBJECTIVE)}")
+  check_counts("bo: ", {"ehvi_samples": (ehvi_samples, 1)})
+  ehvi = bool(objectives) and multi_objective == "ehvi"
+  if ehvi and (model is None or optimiser.needs_values or space.costs is None):
+    raise ValueError(
+      "bo: multi_objective='ehvi' needs a surrogate (not acquisition 'random'), an optimiser that"
+      " scores candidates (not 'gradient') and a space that knows the other objectives before"
+      " evaluation (a cost metric of config.objectives); use multi_objective='parego'"
+    )
   joint = acquisition == "ts" and model is not None and not model.vectors
   if optimiser.needs_values and (
     model is None or model.vectors or model.featurizer.encode_values is None or acquisition not in ("ei", "pi", "ucb")
@@ -147,12 +177,27 @@ def bo(
       " a featurizer of raw values (arc or poor_man) and acquisition ei, pi or ucb"
     )
 
-  def score_fn(fitted, best, key):
+  def score_fn(fitted, best, key, observed):
     def score(cands: list) -> np.ndarray:
-      pred, pred_p = point_model.predict(fitted, cands, joint=joint)
+      pred, pred_p = point_model.predict(fitted, cands, joint=joint and not ehvi)
+      if ehvi:
+        known = [[float(to_score(space.costs(c)[name], g)) for name, g in objectives] for c in cands]
+        return ehvi_lib.ehvi(pred, pred_p, np.asarray(known), observed, key, n_samples=ehvi_samples)
       return np.asarray(acq.acquire(acquisition, pred, pred_p, best, key, **acq_options), np.float64)
 
     return score
+
+  def targets_of(history, ok, key) -> tuple[np.ndarray, np.ndarray | None, dict]:
+    """(what the surrogate models at the successes [len(ok)], their scores of every objective
+    [len(ok), 1 + m] or None, notes): the value scores, or ParEGO's scalarisation of them all."""
+    if not objectives:
+      return history.scores[ok], None, {}
+    observed = common.objective_scores(history, objectives)[ok]
+    if ehvi:
+      return history.scores[ok], observed, {"multi_objective": "ehvi"}
+    weights = pareto.simplex_weights(common.host_rng(jax.random.fold_in(key, _WEIGHTS_STREAM)), observed.shape[1])
+    notes = {"multi_objective": "parego", "weights": [round(float(w), 4) for w in weights]}
+    return pareto.parego_scalarise(observed, weights), observed, notes
 
   def anchor_of(state, ok: np.ndarray) -> tuple:
     """(m0, the full fit on the first m0 successes) for warm refits: the state's, or made now."""
@@ -172,29 +217,34 @@ def bo(
       space, history.points, history.scores, history.trial_ids, frozenset(exclude), task_infos=history.task_infos
     )
     t0 = time.perf_counter()
-    anchor = state.anchor
+    anchor, mo_notes = state.anchor, {}
     if model is None:  # RAND: the optimiser on Unif(0, 1) values, one host stream per call
       rng = common.host_rng(k_aux)
       score = lambda cands: rng.uniform(size=len(cands))
     else:
       ok = np.flatnonzero(history.ok)
+      targets, observed, mo_notes = targets_of(history, ok, k_aux)
       train = [history.points[i] for i in ok] + taken
       cache = model.featurizer.extend(state.cache, taken)
       if refit_every > 1:
         anchor = anchor_of(state, ok)
       warm = anchor[1] if anchor else None
-      fitted = point_model.fit(model, k_fit, cache, train, history.scores[ok], len(ok), warm=warm)
-      best = float(history.scores[ok].max())
+      fitted = point_model.fit(model, k_fit, cache, train, targets, len(ok), warm=warm)
+      best = float(targets.max())
       if optimiser.needs_values:
         va = ValueAcquisition(
           point_model.value_model(fitted), best, *(acq_options.get(k, d) for k, d in _ACQ_DEFAULTS), name=acquisition
         )
         ctx = ctx._replace(value_fn=jax.tree_util.Partial(value_acquisition, va))
-      score = score_fn(fitted, best, k_aux)
+      score = score_fn(fitted, best, k_aux, observed)
+    if space.feasible is not None:  # optimisers that build points themselves (morphs, gradients)
+      score = _feasible_first(space.feasible, score)
     t1 = time.perf_counter()
     chosen = optimiser.maximize((k_opt, k_aux), score, ctx, batch)
+    if space.feasible is not None:
+      chosen = [c for c in chosen if space.feasible(c[0])]
     seconds = {"fit": round(t1 - t0, 4), "acquisition": round(time.perf_counter() - t1, 4)}
-    return [(p, v, {**x, "seconds": seconds}) for p, v, x in chosen], anchor
+    return [(p, v, {**x, **mo_notes, "seconds": seconds}) for p, v, x in chosen], anchor
 
   parts = {"optimizer": optimizer}
   if model is not None:
@@ -258,6 +308,15 @@ def bo(
   return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))
 
 
+def _feasible_first(feasible, score):
+  """`score` with every infeasible candidate at `_INFEASIBLE`, below any feasible one."""
+
+  def scored(cands: list) -> np.ndarray:
+    return np.where([feasible(c) for c in cands], score(cands), _INFEASIBLE)
+
+  return scored
+
+
 def bo_factory(config, space, task) -> Strategy:
   """`config.strategy = "bo"`; `config.strategy_config` holds keyword arguments of `bo`."""
-  return bo(space, task.goal, **common.strategy_options(config))
+  return bo(space, task.goal, objectives=task.objectives, **common.strategy_options(config))

@@ -10,14 +10,18 @@ from typing import Any, Iterable, Sequence
 import jax
 import numpy as np
 
+from nas_jax.acquisition import pareto
 from nas_jax.spaces.graph_edit import host_rng  # re-exported: strategies draw host randomness here
 
-from nas_jax.search.state import Observation, Status, to_score
+from nas_jax.search.state import GOALS, Observation, Status, objective_matrix, to_score
 
 __all__ = [
   "History",
   "empty_history",
   "add_observations",
+  "objective_scores",
+  "check_objectives",
+  "fitness",
   "observe",
   "notes_reader",
   "strategy_options",
@@ -38,6 +42,7 @@ class History:
     keys: canonical keys of all observed points.
     task_infos: [n] what each evaluation's task reported (`info["task"]`, {} if nothing), e.g.
       the name under which a trained network's weights are stored.
+    objectives: [n] each observation's other objectives (`Observation.objectives`, raw values).
   """
 
   points: tuple = ()
@@ -45,6 +50,7 @@ class History:
   scores: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
   keys: frozenset = frozenset()
   task_infos: tuple[dict, ...] = ()
+  objectives: tuple[dict, ...] = ()
 
   def __len__(self) -> int:
     return len(self.points)
@@ -71,7 +77,23 @@ def add_observations(history: History, space: Any, goal: str, observations: Sequ
     scores=np.concatenate([history.scores, to_score(values, goal)]),
     keys=history.keys | {space.canonical_key(p) for p in points},
     task_infos=history.task_infos + tuple(o.info.get("task") or {} for o in observations),
+    objectives=history.objectives + tuple(o.objectives for o in observations),
   )
+
+
+def check_objectives(where: str, objectives) -> tuple:
+  """`objectives` as a tuple of (name, goal) pairs (`Task.objectives`); ValueError otherwise."""
+  out = tuple(tuple(o) if isinstance(o, (tuple, list)) else o for o in objectives)
+  for o in out:
+    if not (isinstance(o, tuple) and len(o) == 2 and isinstance(o[0], str) and o[1] in GOALS):
+      raise ValueError(f"{where}: objectives has {o!r}; expected (name, goal) pairs, goal in {', '.join(GOALS)}")
+  return out
+
+
+def objective_scores(history: History, objectives: Sequence) -> np.ndarray:
+  """[n, 1 + m] scores of the value and of the m other `objectives` ((name, goal) pairs, the
+  task's `Task.objectives`) of every observation, higher is better; NaN rows for failures."""
+  return objective_matrix(history.scores, history.objectives, objectives)
 
 
 def observe(state: Any, space: Any, goal: str, observations: Sequence[Observation]) -> Any:
@@ -111,3 +133,19 @@ def step_key(key: jax.Array, history: History, pending: Sequence) -> jax.Array:
   """The key of one propose call, folded with how many points are observed or pending, so a
   resumed search that has replayed the same observations draws the same proposals."""
   return jax.random.fold_in(key, len(history) + len(pending))
+
+
+def fitness(history: History, objectives: Sequence = ()) -> np.ndarray:
+  """[n] what evolution and local search select by, higher is better, NaN for failures: the
+  scores with one objective; with `objectives` ((name, goal) pairs), NSGA-II's order as a number,
+  minus the non-domination rank plus a crowding term in [0, 1) (Deb et al. 2002), over the OK rows."""
+  if not objectives:
+    return history.scores
+  scores = objective_scores(history, objectives)
+  out = np.full(len(history), np.nan)
+  ok = history.ok
+  if ok.any():
+    crowd = pareto.crowding_distance(scores[ok])
+    finite = np.where(np.isinf(crowd), 0.0, crowd)
+    out[ok] = -pareto.pareto_ranks(scores[ok]) + np.where(np.isinf(crowd), 1.0, finite / (1.0 + finite)) * (1 - 1e-9)
+  return out

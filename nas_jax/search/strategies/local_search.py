@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from nas_jax.acquisition import mutation
+from nas_jax.acquisition import mutation, pareto
 from nas_jax.search.state import GOALS
 from nas_jax.search.strategies import common
 from nas_jax.search.strategy import Strategy
@@ -33,7 +33,7 @@ class LocalSearchState:
   queue: tuple = ()
 
 
-def local_search(space: Any, goal: str = "max", *, n_restart: int = 10) -> Strategy:
+def local_search(space: Any, goal: str = "max", *, n_restart: int = 10, objectives: tuple = ()) -> Strategy:
   """Local search over `space.neighbours` (spec 9; on NB201 the 24 single-edge changes).
 
   A restart proposes n_restart random points; once n_restart observations have arrived the best
@@ -41,11 +41,16 @@ def local_search(space: Any, goal: str = "max", *, n_restart: int = 10) -> Strat
   first observation that beats the current point becomes current. When every neighbour has been
   observed without improvement, the search restarts. While neighbours are in flight and none is
   left to propose, extra workers get random points.
+
+  With other `objectives` ((name, goal) pairs, `Task.objectives`) it is Pareto local search: a
+  restart starts from the batch's first point in NSGA-II order (`common.fitness` of the batch),
+  and a neighbour becomes current when it dominates the current point on every objective.
   """
   if goal not in GOALS:
     raise ValueError(f"local_search: goal={goal!r}; allowed: {', '.join(GOALS)}")
   if isinstance(n_restart, bool) or not isinstance(n_restart, int) or n_restart < 1:
     raise ValueError(f"local_search: n_restart={n_restart!r}; expected an int >= 1")
+  objectives = common.check_objectives("local_search", objectives)
 
   def neighbours(key, point):
     nb = space.neighbours(point)
@@ -78,13 +83,15 @@ def local_search(space: Any, goal: str = "max", *, n_restart: int = 10) -> Strat
       nb = neighbours(jax.random.fold_in(state.key, i + 1), history.points[i])
       return i, nb, {space.canonical_key(q) for q in nb} - seen
 
+    scores = common.objective_scores(history, objectives)
     for i in range(len(state.history), len(history)):
       seen.add(space.canonical_key(history.points[i]))
       left.discard(space.canonical_key(history.points[i]))
       if cur is None and i + 1 - start >= n_restart:
         batch = np.arange(start, i + 1)
-        cur, queue, left = move_to(int(batch[np.argmax(np.where(history.ok[batch], history.scores[batch], -np.inf))]))
-      elif cur is not None and history.ok[i] and history.scores[i] > history.scores[cur]:
+        rank = common.fitness(_rows(history, batch), objectives)  # of the batch alone: split-free
+        cur, queue, left = move_to(int(batch[np.argmax(np.where(history.ok[batch], rank, -np.inf))]))
+      elif cur is not None and history.ok[i] and pareto.dominates(scores[i], scores[cur]):
         cur, queue, left = move_to(i)
       if cur is not None and not left:  # every neighbour observed, none better: restart
         cur, start, queue = None, i + 1, ()
@@ -93,8 +100,21 @@ def local_search(space: Any, goal: str = "max", *, n_restart: int = 10) -> Strat
   return Strategy(init=init, propose=propose, update=update)
 
 
+def _rows(history: common.History, rows: np.ndarray) -> common.History:
+  """The history's observations at `rows`, as a History (for the fitness of a restart batch)."""
+  take = lambda xs: tuple(xs[i] for i in rows)
+  return dataclasses.replace(
+    history,
+    points=take(history.points),
+    trial_ids=take(history.trial_ids),
+    scores=history.scores[rows],
+    task_infos=take(history.task_infos),
+    objectives=take(history.objectives),
+  )
+
+
 def ls_factory(config, space, task) -> Strategy:
   """`config.strategy = "local_search"`; `config.strategy_config` may set n_restart."""
   sc = config.get("strategy_config", None) if hasattr(config, "get") else None
   kwargs = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
-  return local_search(space, task.goal, **kwargs)
+  return local_search(space, task.goal, objectives=task.objectives, **kwargs)

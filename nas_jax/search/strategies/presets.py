@@ -1,7 +1,8 @@
 """The published model-based methods as presets of the one `bo` strategy, each with its paper's
 option names: NASBOT and RAND (nasbot.md 7-10), BANANAS and its GP-BO baseline (bananas.md 8-9,
 presets "paper" and "code" of spec 14), Auto-Keras (autokeras.md 4-7) and conditional BO with the
-arc kernel (arc_kernel.md 6).
+arc kernel (arc_kernel.md 6). Each takes `objectives` and `multi_objective` ("parego" or "ehvi")
+for multi-objective search, passed to `bo` (its docstring).
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def nasbot(
   chunk_size: int = 256,
   refit_every: int = 1,
   warm_steps: int = 20,
+  objectives: tuple = (),
+  multi_objective: str = "parego",
 ) -> Strategy:
   """NASBOT: the initial pool, then EI (hallucinated pending networks) from a GP with the OTMANN
   kernel of eq. (7), maximised by the EA with n_EA = clip(ea_scale sqrt(t), ea_min, ea_max).
@@ -86,6 +89,8 @@ def nasbot(
     optimizer_config=dict(scale=ea_scale, lo=ea_min, hi=ea_max, selection=selection),
     initial="pool",
     refit_every=refit_every if acquisition != "random" else 1,
+    objectives=objectives,
+    multi_objective=multi_objective,
   )
 
 
@@ -112,6 +117,8 @@ def bananas(
   batch_size: int = 32,
   lr: float = 0.01,
   hidden: Sequence[int] = (20,) * 10,
+  objectives: tuple = (),
+  multi_objective: str = "parego",
 ) -> Strategy:
   """BANANAS: n_init random cells, then batches of k chosen by one acquisition of an ensemble on
   the cells' encoding, fitted to error_offset - score (the val error in % for accuracies in %)."""
@@ -157,6 +164,8 @@ def bananas(
     initial="random",
     n_init=n_init,
     batch=k,
+    objectives=objectives,
+    multi_objective=multi_objective,
   )
 
 
@@ -171,6 +180,8 @@ def gp_bo(
   n_init: int = 10,
   n_scored: int = 200,
   error_offset: float = 100.0,
+  objectives: tuple = (),
+  multi_objective: str = "parego",
 ) -> Strategy:
   """BANANAS' GP-BO baseline (spec 9): a zero-mean GP on val errors with the fixed kernel
   alpha^2 exp(-d / l^2), d the Hamming distance of encodings, and UCB (f - beta sigma on errors)
@@ -187,6 +198,8 @@ def gp_bo(
     optimizer_config=dict(n_parents=5, n_scored=n_scored),
     initial="random",
     n_init=n_init,
+    objectives=objectives,
+    multi_objective=multi_objective,
   )
 
 
@@ -209,6 +222,8 @@ def autokeras(
   bourgain_repeat: str = "intended",
   n_ea: int = 200,
   max_ops: int = 0,
+  objectives: tuple = (),
+  multi_objective: str = "parego",
 ) -> Strategy:
   """Auto-Keras / NASNM: G0 and G1, then UCB mu + beta sigma of a GP with the edit-distance kernel
   (exp(-rho) on Bourgain coordinates, fixed; "cost": the paper's zero-mean GP on 1 - accuracy,
@@ -249,6 +264,8 @@ def autokeras(
     acquisition_config=dict(kappa=beta),
     **search,
     initial="pool",
+    objectives=objectives,
+    multi_objective=multi_objective,
   )
 
 
@@ -270,6 +287,8 @@ def conditional_bo(
   grad_steps: int = 50,
   optimizer: str | None = None,
   n_mutations: int | None = None,
+  objectives: tuple = (),
+  multi_objective: str = "parego",
 ) -> Strategy:
   """Conditional BO over chain MLPs (arc_kernel.md 6): the space's initial points, random ones until
   2 successes, then a fitted GP with the arc kernel, the poor man's embedding or NASBOT's OTMANN
@@ -309,12 +328,14 @@ def conditional_bo(
     ),
     initial="pool",
     min_ok=2,
+    objectives=objectives,
+    multi_objective=multi_objective,
   )
 
 
 def _factory(preset, **fixed):
   def factory(config, space, task) -> Strategy:
-    return preset(space, task.goal, **{**common.strategy_options(config), **fixed})
+    return preset(space, task.goal, objectives=task.objectives, **{**common.strategy_options(config), **fixed})
 
   factory.__doc__ = f"`config.strategy_config` holds keyword arguments of `{preset.__name__}`."
   return factory

@@ -37,6 +37,7 @@ def regularized_evolution(
   population_size: int = 30,
   tournament_size: int = 10,
   n_init: int = 10,
+  objectives: tuple = (),
 ) -> Strategy:
   """RE over any Space (spec 9).
 
@@ -45,12 +46,16 @@ def regularized_evolution(
   dies, so selection sees population_size - 1. Unlike the code, a child repeating an observed
   or pending point, or an unchanged one (`space.mutate` ok False), is redrawn (the Strategy
   contract forbids repeats).
+
+  With other `objectives` ((name, goal) pairs, `Task.objectives`), a tournament is won by the
+  contender first in NSGA-II order (non-domination rank, then crowding: `common.fitness`).
   """
   if goal not in GOALS:
     raise ValueError(f"regularized_evolution: goal={goal!r}; allowed: {', '.join(GOALS)}")
   for name, v in (("population_size", population_size), ("tournament_size", tournament_size), ("n_init", n_init)):
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
       raise ValueError(f"regularized_evolution: {name}={v!r}; expected an int >= 1")
+  objectives = common.check_objectives("regularized_evolution", objectives)
 
   def init(key):
     return EvolutionState(key=key, history=common.empty_history())
@@ -62,10 +67,10 @@ def regularized_evolution(
       return state, mutation.random_candidates(space, key, exclude, n=n)
     rng = common.host_rng(key)
     pop = np.asarray(state.population)
-    out = []
+    out, fitness = [], common.fitness(state.history, objectives)
     for j in range(n):
       contenders = rng.choice(pop, size=tournament_size, replace=True)
-      winner = contenders[np.argmax(state.history.scores[contenders])]  # ties: first drawn
+      winner = contenders[np.argmax(fitness[contenders])]  # ties: first drawn
       parent = state.history.points[winner]
       for t in range(_MUTATION_TRIES):
         child, changed = space.mutate(parent, jax.random.fold_in(key, j * _MUTATION_TRIES + t))
@@ -95,4 +100,4 @@ def re_factory(config, space, task) -> Strategy:
   arguments (population_size, tournament_size, n_init)."""
   sc = config.get("strategy_config", None) if hasattr(config, "get") else None
   kwargs = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
-  return regularized_evolution(space, task.goal, **kwargs)
+  return regularized_evolution(space, task.goal, objectives=task.objectives, **kwargs)

@@ -1,0 +1,98 @@
+"""Costs in a search: what an architecture costs before it is evaluated, as other objectives of
+its task and as limits no evaluated architecture may exceed.
+
+`with_costs(task, costs, objectives, limits)` is the task whose every result carries the
+architecture's costs (`info["costs"]`) and the chosen cost metrics as `TaskResult.objectives`
+(each minimised), and which refuses, before any training, an architecture beyond `limits`: a
+second guard behind the constrained space (`spaces.constrained`), so that an infeasible network
+is never trained whatever proposed it. Cost functions map interchange JSON to {metric: value}:
+`layer_graph_costs` (`tasks.costs`) and `tabular.nb201_costs` (the table's parameter counts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, NamedTuple
+
+from nas_jax.arch.architecture import Architecture
+from nas_jax.search.task import Task, TaskResult
+from nas_jax.spaces.constrained import METRICS, check_limits, violation
+from nas_jax.tasks import costs as costs_lib
+from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
+
+__all__ = ["CostEvaluate", "with_costs", "layer_graph_costs", "arch_costs"]
+
+
+def arch_costs(
+  arch: Architecture, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = METRICS
+) -> dict[str, float]:
+  """{metric: value} of a layer-graph architecture: params, flops and memory_mb always (cheap,
+  `costs.network_costs`), latency_ms when `metrics` asks for it (a compile and timed runs)."""
+  c = costs_lib.network_costs(arch, tuple(input_shape), int(num_outputs))
+  out = {"params": float(c.params), "flops": float(c.flops), "memory_mb": float(c.memory_mb)}
+  if "latency_ms" in metrics:
+    out["latency_ms"] = float(costs_lib.latency_ms(arch, tuple(input_shape), int(num_outputs)))
+  return out
+
+
+def layer_graph_costs(
+  arch_json: dict, *, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = METRICS
+) -> dict[str, float]:
+  """`arch_costs` of a layer graph given as interchange JSON (a picklable cost function through
+  `functools.partial`)."""
+  return arch_costs(Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS), input_shape, num_outputs, metrics)
+
+
+class CostEvaluate(NamedTuple):
+  """Task.evaluate of `with_costs` (picklable when `evaluate` and `costs` are)."""
+
+  evaluate: Callable[[dict, int], TaskResult]
+  costs: Callable[[dict], Mapping[str, float]]
+  objectives: tuple[str, ...]
+  limits: tuple[tuple[str, float], ...]
+
+  def _costs(self, arch_json: dict) -> dict[str, float]:
+    c = dict(self.costs(arch_json))
+    broken = violation(c, dict(self.limits))
+    if broken:
+      raise ValueError(f"infeasible architecture: {broken}; it was not evaluated")
+    return c
+
+  def _result(self, r: TaskResult, c: dict[str, float]) -> TaskResult:
+    if not isinstance(r, TaskResult):  # the loop records why
+      return r
+    mine = {m: c[m] for m in self.objectives}
+    return r._replace(objectives={**r.objectives, **mine}, info={**r.info, "costs": c})
+
+  def __call__(self, arch_json: dict, seed: int) -> TaskResult:
+    c = self._costs(arch_json)
+    return self._result(self.evaluate(arch_json, seed), c)
+
+  def many(self, calls: list[tuple[dict, int]]) -> list[TaskResult]:
+    """A batch (`PopulationExecutor`): every call is checked before any trains; an infeasible one
+    raises, and the executor then runs the calls one by one, so that it fails alone."""
+    found = [self._costs(arch_json) for arch_json, _ in calls]
+    many = getattr(self.evaluate, "many", None)
+    results = many(calls) if many is not None else [self.evaluate(*call) for call in calls]
+    return [self._result(r, c) for r, c in zip(results, found)]
+
+
+def with_costs(
+  task: Task, costs: Callable[[dict], Mapping[str, float]], objectives: tuple[str, ...] = (), limits: Any = None
+) -> Task:
+  """`task` with cost objectives and limits (module docstring).
+
+  Args:
+    task: a Task; its objectives are kept, the cost objectives appended.
+    costs: `costs(arch_json) -> {metric: value}` with every metric of `objectives` and `limits`.
+    objectives: cost metrics (`spaces.constrained.METRICS`) to minimise besides the value.
+    limits: {metric: maximum} (`spaces.constrained.check_limits`), or None.
+  """
+  limits = check_limits(limits or {})
+  objectives = tuple(objectives)
+  for name in objectives:
+    if name not in METRICS:
+      raise ValueError(f"objectives: {name!r} is not a cost metric; allowed: {', '.join(METRICS)}")
+  if len(set(objectives)) != len(objectives):
+    raise ValueError(f"objectives: {objectives!r} names a metric twice")
+  evaluate = CostEvaluate(task.evaluate, costs, objectives, tuple(sorted(limits.items())))
+  return task._replace(evaluate=evaluate, objectives=task.objectives + tuple((m, "min") for m in objectives))
