@@ -53,7 +53,7 @@ def test_an_architecture_beyond_a_limit_is_refused_before_it_is_evaluated():
   for i, arch_json in enumerate(_pool()):
     if params[i] > limit:
       with pytest.raises(
-        ValueError, match=rf"infeasible architecture: params .* > max_params .*; it was not evaluated"
+        ValueError, match=r"infeasible architecture: params .* > max_params .*; it was not evaluated"
       ):
         task.evaluate(arch_json, i)
     else:
