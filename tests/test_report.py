@@ -290,3 +290,20 @@ def test_a_bo_run_on_cells_shows_the_otmann_distances_of_its_featurizer(tmp_path
   np.testing.assert_allclose(
     d, ((np.asarray(nas_jax.encode("path", cells))[:, None] - nas_jax.encode("path", cells)[None]) ** 2).sum(-1)
   )
+
+
+def test_a_multi_objective_search_shows_its_pareto_front(tmp_path):
+  c = config_files.load_config(os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke")
+  c.workdir, c.budget, c.objectives = str(tmp_path / "mo"), BUDGET, "params,flops"
+  config_lib.search_from_config(c, progress=False)
+  run = report.load_run(c.workdir)
+  assert report.objectives_of(run) == (("params", "min"), ("flops", "min"))
+  page = _Page(report.report_html(run, top_k=1))
+  assert "pareto" in page.ids and len(page.images) == 1 + 1 + 1  # progress, Pareto front, best network
+  front = json.loads(open(os.path.join(c.workdir, loop.SUMMARY)).read())["pareto_front"]
+  text = report.report_html(run, top_k=1)
+  assert f"{len(front)} of {BUDGET} successful evaluations are non-dominated" in text
+  # A running search (no summary yet) reads the objectives from its observations.
+  running = run._replace(summary=None)
+  assert report.objectives_of(running) == (("flops", "min"), ("params", "min"))
+  assert "pareto" in _Page(report.report_html(running, top_k=1)).ids

@@ -4,8 +4,9 @@ evaluation (parameters, FLOPs, ...: `Space.costs`), so that only the value is un
 
 All objectives are scores (higher is better). Columns are mapped to [0, 1] by the observed
 minimum and maximum (a hypervolume in raw units would let the parameter count, ~10^5, drown the
-accuracy, ~1), and the reference point sits 0.1 below the worst observed score of every
-objective, BoTorch's default rule for an unknown nadir.
+accuracy, ~1). The reference point is the caller's, when it knows the region that matters (e.g.
+accuracy above a floor), else 0.1 below the worst observed score of every objective, BoTorch's
+default rule for an unknown nadir, which values any extension of the front, however poor.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def ehvi(
   key: jax.Array,
   *,
   n_samples: int = 64,
+  ref: np.ndarray | None = None,
 ) -> np.ndarray:
   """EHVI of m candidates, [m] float64 >= 0 (the normalised hypervolume each is expected to add).
 
@@ -42,6 +44,7 @@ def ehvi(
     observed: [n, 1 + k] the observed scores (value first); rows with NaN are ignored.
     key: the Monte Carlo draws' key.
     n_samples: value draws per candidate (common random numbers across candidates).
+    ref: [1 + k] the reference point's scores, or None for the default (module docstring).
   """
   p = with_pending(pred, pred_pending)
   mean, std = np.asarray(p.mean, np.float64), np.asarray(p.std, np.float64)
@@ -54,7 +57,7 @@ def ehvi(
   lo, hi = rows.min(axis=0), rows.max(axis=0)
   span = np.where(hi > lo, hi - lo, 1.0)
   front = (rows[pareto.non_dominated(rows)] - lo) / span
-  ref = np.full(k + 1, -REF_MARGIN)
+  ref = np.full(k + 1, -REF_MARGIN) if ref is None else (np.asarray(ref, np.float64).reshape(k + 1) - lo) / span
   z = np.asarray(jax.random.normal(key, (n_samples,)), np.float64)
   hyper = np.arange(n_samples) % mean.shape[0]  # draw s uses hyper-parameter sample s mod H
   values = mean[hyper] + std[hyper] * z[:, None]  # [S, m]

@@ -1,5 +1,7 @@
 """The comparison harness: run several configs over seeds at one budget, each run resumable in
-its own workdir, then tabulate mean ± standard error of the best value and plot the curves.
+its own workdir, then tabulate mean ± standard error of the best value and plot the curves. For
+a multi-objective task (`config.objectives`) it also tabulates and plots the hypervolume of each
+run's observations against one stated reference point.
 """
 
 from __future__ import annotations
@@ -11,15 +13,25 @@ from typing import Sequence
 
 import numpy as np
 
+from nas_jax.acquisition import pareto
 from nas_jax.search import curves
-from nas_jax.search.state import Observation, to_score
+from nas_jax.search.state import Observation, objective_matrix, to_score
 from nas_jax.viz import plots
 from nas_jax.wiring import config as config_lib
 from nas_jax.wiring.config_files import apply_overrides, load_config
 
-__all__ = ["seconds_curves", "run_name", "run_curves", "compare", "write_table"]
+__all__ = [
+  "seconds_curves",
+  "run_name",
+  "run_curves",
+  "compare",
+  "write_table",
+  "hypervolume_curve",
+  "reference_point",
+]
 
 RESULTS, TABLE, CURVES, CURVES_SECONDS = "results.json", "table.md", "curves.png", "curves_seconds.png"
+HV_CURVES = "hypervolume.png"
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +78,39 @@ def run_seconds(observations: Sequence[Observation], budget: int) -> np.ndarray:
   return np.concatenate([t, np.full(budget - t.size, t[-1])])
 
 
+def _scores(observations: Sequence[Observation], task) -> np.ndarray:
+  """[n, 1 + m] scores of every objective of the task's OK observations (`objective_matrix`)."""
+  ok = [o for o in observations if o.ok]
+  return objective_matrix(to_score([o.value for o in ok], task.goal), [o.objectives for o in ok], task.objectives)
+
+
+def reference_point(runs: Sequence[Sequence[Observation]], task) -> dict:
+  """The default hypervolume reference: each objective's worst value over every run's OK
+  observations (the nadir of all of them), as {"value": .., <objective>: ..} in raw units."""
+  scores = np.concatenate([_scores(obs, task) for obs in runs] or [np.zeros((0, 1 + len(task.objectives)))])
+  if not len(scores):
+    raise ValueError("compare: no run has an OK observation to place the hypervolume reference")
+  names = ["value", *(n for n, _ in task.objectives)]
+  goals = [task.goal, *(g for _, g in task.objectives)]
+  return {n: float(to_score(s, g)) for n, s, g in zip(names, scores.min(axis=0), goals)}
+
+
+def hypervolume_curve(observations: Sequence[Observation], task, ref: dict, budget: int) -> np.ndarray:
+  """The hypervolume dominated by a run's OK observations after each evaluation, [budget]
+  float64, in the product of the objectives' raw units, against `ref` ({objective: raw value},
+  `reference_point`). A run that stopped early keeps its last value."""
+  names = ["value", *(n for n, _ in task.objectives)]
+  goals = [task.goal, *(g for _, g in task.objectives)]
+  missing = sorted(set(names) - set(ref))
+  if missing:
+    raise ValueError(f"compare: hv_ref={ref!r} lacks {missing}; it needs a value for each of {names}")
+  ref_scores = np.array([float(to_score(ref[n], g)) for n, g in zip(names, goals)])
+  obs = list(observations)[:budget]
+  scores = objective_matrix(to_score([o.value for o in obs], task.goal), [o.objectives for o in obs], task.objectives)
+  out = np.array([pareto.hypervolume(scores[: t + 1], ref_scores) for t in range(len(obs))])
+  return np.concatenate([out, np.full(budget - out.size, out[-1] if out.size else 0.0)])
+
+
 def best_at_seconds(best: np.ndarray, seconds: np.ndarray, limit: float) -> float:
   """The best-so-far value of one run at `limit` wall seconds (NaN if nothing had finished)."""
   done = np.flatnonzero(np.asarray(seconds) <= limit)
@@ -86,20 +131,28 @@ def _nullable(x: np.ndarray) -> list:
 
 def write_table(results: dict, path: str, budget: int) -> None:
   """Markdown table: per config, mean ± standard error over seeds of the best value at `budget`
-  (and of its test value when the task has one)."""
+  (and of its test value when the task has one, and of the hypervolume for several objectives)."""
   goal = results["goal"]
   has_test = any(np.isfinite(np.asarray(v, np.float64)).any() for v in results["test_runs"].values())
+  has_hv = "hypervolume" in results
   head = f"| config | seeds | best value at {budget} evaluations ({goal}) |" + (" test value |" if has_test else "")
-  lines = [head, "|---|---|---|" + ("---|" if has_test else "")]
+  head += " hypervolume |" if has_hv else ""
+  lines = [head, "|---|---|---|" + ("---|" if has_test else "") + ("---|" if has_hv else "")]
   for name, runs in results["runs"].items():
     mean, err, n = _final(runs)
     row = f"| {name} | {n}/{len(runs)} | {mean:.6g} ± {err:.2g} |"
     if has_test:
       t_mean, t_err, _ = _final(results["test_runs"][name])
       row += f" {t_mean:.6g} ± {t_err:.2g} |"
+    if has_hv:
+      h_mean, h_err, _ = _final(results["hypervolume"][name])
+      row += f" {h_mean:.6g} ± {h_err:.2g} |"
     lines.append(row)
+  note = "(mean ± one standard error over seeds; n/N = seeds with a value)"
+  if has_hv:
+    note += f"\n(hypervolume against the reference point {results['hv_ref']}, in the objectives' own units)"
   with open(path, "w") as f:
-    f.write("\n".join(lines) + "\n\n(mean ± one standard error over seeds; n/N = seeds with a value)\n")
+    f.write("\n".join(lines) + "\n\n" + note + "\n")
 
 
 def compare(
@@ -110,6 +163,7 @@ def compare(
   *,
   progress: bool = False,
   overrides: dict | None = None,
+  hv_ref: dict | None = None,
 ) -> dict:
   """Runs every config of `specs` for every seed with `budget` evaluations, then writes
   `out/results.json`, `out/table.md` and `out/curves.png`.
@@ -124,12 +178,16 @@ def compare(
     out: output folder.
     progress: progress bars for each run.
     overrides: dotted field -> value set in every config (`config_files.parse_overrides`), e.g. fewer epochs.
+    hv_ref: for a multi-objective task, the hypervolume's reference point, {"value": .., <objective>:
+      ..} in raw units; None takes the worst value of each objective over all runs (`reference_point`).
 
   Returns:
     The results: {"goal", "budget", "overrides", "runs": {name: [[best-so-far per evaluation] per seed]},
     "test_runs": {name: [[test value of the best-so-far architecture] per seed]},
     "seconds": {name: [[wall seconds from the run's start to each evaluation's end] per seed]}}.
-    `curves_seconds.png` plots best-so-far against those seconds (`best_at_seconds`).
+    `curves_seconds.png` plots best-so-far against those seconds (`best_at_seconds`). With several
+    objectives also "hv_ref" and "hypervolume": {name: [[hypervolume after each evaluation] per
+    seed]} (`hypervolume_curve`), plotted in `hypervolume.png`.
   """
   if not specs:
     raise ValueError("compare: configs is empty; pass at least one configs/*.py")
@@ -148,12 +206,13 @@ def compare(
     config_lib.check_search_config(c)
     configs[name] = c
   tasks = {name: config_lib.build_search(c)[1] for name, c in configs.items()}
-  if len({(t.name, t.goal) for t in tasks.values()}) != 1:
+  if len({(t.name, t.goal, t.objectives) for t in tasks.values()}) != 1:
     raise ValueError(
-      f"compare: configs optimise different tasks {sorted({(t.name, t.goal) for t in tasks.values()})};"
+      f"compare: configs optimise different tasks {sorted({(t.name, t.goal, t.objectives) for t in tasks.values()})};"
       " a comparison needs one task"
     )
-  goal = next(iter(tasks.values())).goal
+  task = next(iter(tasks.values()))
+  goal = task.goal
   results = {
     "goal": goal,
     "budget": budget,
@@ -162,16 +221,24 @@ def compare(
     "test_runs": {},
     "seconds": {},
   }
+  journals = {}
   for name, c in configs.items():
     results["runs"][name], results["test_runs"][name], results["seconds"][name] = [], [], []
     for seed in seeds:
       c.seed, c.workdir = seed, os.path.join(out, name, f"seed{seed}")
       observations = config_lib.search_from_config(c, progress=progress)
+      journals[name, seed] = observations
       best, test = run_curves(observations, goal, budget)
       results["runs"][name].append(_nullable(best))
       results["test_runs"][name].append(_nullable(test))
       results["seconds"][name].append(_nullable(run_seconds(observations, budget)))
       log.info("%s seed %d: best %s", name, seed, results["runs"][name][-1][-1])
+  if task.objectives:
+    ref = dict(hv_ref) if hv_ref else reference_point(list(journals.values()), task)
+    results["hv_ref"] = ref
+    results["hypervolume"] = {
+      name: [hypervolume_curve(journals[name, seed], task, ref, budget).tolist() for seed in seeds] for name in configs
+    }
   os.makedirs(out, exist_ok=True)
   with open(os.path.join(out, RESULTS), "w") as f:
     json.dump(results, f, allow_nan=False)
@@ -181,6 +248,9 @@ def compare(
     {n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal, os.path.join(out, CURVES), title=title
   )
   _plot_against_seconds(results, os.path.join(out, CURVES_SECONDS), title)
+  if task.objectives:
+    hv = {n: np.asarray(r, np.float64) for n, r in results["hypervolume"].items()}
+    plots.plot_curves(hv, "max", os.path.join(out, HV_CURVES), title=f"{title}: hypervolume", what="hypervolume")
   return results
 
 

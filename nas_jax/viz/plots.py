@@ -17,7 +17,7 @@ from sklearn.manifold import TSNE
 from nas_jax.search.curves import best_so_far, mean_stderr
 from nas_jax.viz.drawing import draw
 
-__all__ = ["distance_heatmap", "embedding_2d", "draw", "plot_progress", "plot_curves"]
+__all__ = ["distance_heatmap", "embedding_2d", "draw", "plot_progress", "plot_curves", "pareto_figure"]
 
 _MAX_TICKS = 60  # beyond this many rows, label every k-th one so the labels stay legible
 
@@ -158,6 +158,7 @@ def plot_curves(
   title: str = "",
   x: np.ndarray | None = None,
   xlabel: str = "evaluations",
+  what: str = "best value so far",
 ) -> None:
   """Writes a PNG of the mean best-so-far curve of each method, with a ± 1 standard-error band.
 
@@ -166,6 +167,7 @@ def plot_curves(
     goal: "max" or "min".
     path: the PNG file.
     x, xlabel: [T] positions of the T columns and their axis label (default: evaluations 1..T).
+    what: the quantity on the y axis, e.g. "hypervolume".
   """
   fig = Figure(figsize=(6, 4))
   ax = fig.add_subplot()
@@ -177,4 +179,35 @@ def plot_curves(
     ax.fill_between(t, mean - err, mean + err, alpha=0.25)
   ax.set_title(title)
   ax.legend()
-  _finish(fig, ax, goal, path, "best value so far", xlabel)
+  _finish(fig, ax, goal, path, what, xlabel)
+
+
+def pareto_figure(
+  values: np.ndarray, names: Sequence[str], goals: Sequence[str], front: np.ndarray, *, trial_ids: Sequence[int] = ()
+) -> Figure:
+  """Every evaluation's value against each other objective, the Pareto front marked and joined.
+
+  Args:
+    values: [n, 1 + m] raw values of the OK evaluations: the value, then m >= 1 other objectives.
+    names, goals: [1 + m] each column's name and goal ("max" or "min").
+    front: [n] bool, the non-dominated evaluations (`pareto.non_dominated` of their scores).
+    trial_ids: [n] labels of the front's points (none when empty).
+
+  Returns:
+    A Figure with one panel per other objective (value on the y axis).
+  """
+  values, front = np.asarray(values, np.float64), np.asarray(front, bool)
+  m = values.shape[1] - 1
+  fig = Figure(figsize=(5.5 * m, 4))
+  for j, ax in enumerate(np.atleast_1d(fig.subplots(1, m)), start=1):
+    ax.plot(values[~front, j], values[~front, 0], ".", color="0.6", label="evaluations")
+    order = np.argsort(values[front, j])
+    ax.plot(values[front, j][order], values[front, 0][order], "o-", color="C3", label="Pareto front")
+    for x, y, t in zip(values[front, j], values[front, 0], np.asarray(trial_ids)[front] if len(trial_ids) else []):
+      ax.annotate(str(t), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=7)
+    ax.set_xlabel(f"{names[j]} ({'higher' if goals[j] == 'max' else 'lower'} is better)")
+    ax.set_ylabel(f"{names[0]} ({'higher' if goals[0] == 'max' else 'lower'} is better)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+  fig.subplots_adjust(left=0.1 / m, right=0.98, bottom=0.14, top=0.95, wspace=0.25)
+  return fig

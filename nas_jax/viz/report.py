@@ -16,6 +16,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from nas_jax.acquisition import pareto
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.cell import Cell, cell_to_architecture
 from nas_jax.arch.labels import LAYER_GRAPH_KINDS
@@ -38,6 +39,7 @@ __all__ = [
   "to_architecture",
   "distances",
   "progress_figure",
+  "objectives_of",
   "report_html",
   "write_report",
 ]
@@ -227,6 +229,33 @@ def progress_figure(run: Run) -> Figure:
   return fig
 
 
+def objectives_of(run: Run) -> tuple[tuple[str, str], ...]:
+  """The run's other objectives as (name, goal): from summary.json, else (a running search) the
+  names its observations report, each minimised (config.objectives holds cost metrics)."""
+  if run.summary and run.summary.get("objectives"):
+    return tuple((n, g) for n, g in run.summary["objectives"][1:])
+  names = sorted({k for o in run.observations for k in o.objectives})
+  return tuple((n, "min") for n in names)
+
+
+def _pareto(run: Run) -> str:
+  objectives = objectives_of(run)
+  ok = [o for o in run.observations if o.ok]
+  if not objectives or not ok:
+    return ""
+  raw = np.array([[o.value, *(o.objectives.get(n, np.nan) for n, _ in objectives)] for o in ok], np.float64)
+  scores = np.stack(
+    [to_score(raw[:, 0], run.goal), *(to_score(raw[:, j + 1], g) for j, (_, g) in enumerate(objectives))], 1
+  )
+  front = pareto.non_dominated(scores)
+  names, goals = ["value", *(n for n, _ in objectives)], [run.goal, *(g for _, g in objectives)]
+  fig = plots.pareto_figure(raw, names, goals, front, trial_ids=[o.trial_id for o in ok])
+  return (
+    f'<h2 id="pareto">Pareto front</h2><p>{int(front.sum())} of {len(ok)} successful evaluations are'
+    f" non-dominated (labelled by trial).</p>{_img(_png(fig), 'Pareto front')}"
+  )
+
+
 def _network(arch_json: dict) -> str:
   """A short description of a network for the table."""
   if "arch_str" in arch_json:
@@ -335,6 +364,7 @@ def report_html(run: Run, *, top_k: int = 3, max_networks: int = 40) -> str:
 <h1>{html.escape(strategy)} on {html.escape(run.task)}</h1>
 <p id="status">{len(obs)} evaluations, {n_failed} failed; {best_line}; goal: {run.goal}. Search {state}.</p>
 <h2 id="progress">Best so far</h2>{progress}
+{_pareto(run)}
 <h2 id="best">Best networks</h2>{_drawings(run, top_k)}
 {_heatmap(run, max_networks)}
 <h2 id="evaluations-title">Evaluations</h2><p>Click a column header to sort.</p>{_table(obs)}

@@ -61,6 +61,19 @@ def test_monte_carlo_matches_numerical_integration_over_the_value():
   assert 0 < narrow < wide
 
 
+def test_a_given_reference_point_ignores_gains_below_it():
+  pred = _pred([0.3, 1.2], [0.0, 0.0])
+  costs = np.array([[-0.5], [-3.0]])  # a poor but tiny network, and a strong one
+  default = ehvi(pred, pred, costs, OBSERVED, jax.random.key(0), n_samples=4)
+  assert (default > 0).all()
+  floor = np.array([0.4, -5.0])  # only values above 0.4 count
+  got = ehvi(pred, pred, costs, OBSERVED, jax.random.key(0), n_samples=4, ref=floor)
+  front = OBSERVED[pareto.non_dominated(OBSERVED)]
+  point = np.array([[1.2, -3.0]])
+  hv = lambda p: pareto.hypervolume(_normalised(p), _normalised(floor[None])[0])
+  assert got[0] == 0.0 and got[1] == pytest.approx(hv(np.vstack([front, point])) - hv(front), rel=1e-12)
+
+
 def test_pending_std_and_hyper_parameter_samples_are_used():
   mean = np.array([[0.6, 0.3], [0.8, 0.1]])  # H = 2 hyper-parameter samples, m = 2 candidates
   real, pending = _pred(mean, np.full((2, 2), 0.3)), _pred(mean, np.zeros((2, 2)))

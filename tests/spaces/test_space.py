@@ -133,6 +133,8 @@ def test_space_has_the_interface_and_registry_entry():
     "to_json",
     "from_json",
     "initial",
+    "costs",
+    "feasible",
   )
   assert SPACES["layer_graph"] is layer_graph_space
 

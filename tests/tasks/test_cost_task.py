@@ -52,9 +52,7 @@ def test_an_architecture_beyond_a_limit_is_refused_before_it_is_evaluated():
   assert task.objectives == ()
   for i, arch_json in enumerate(_pool()):
     if params[i] > limit:
-      with pytest.raises(
-        ValueError, match=r"infeasible architecture: params .* > max_params .*; it was not evaluated"
-      ):
+      with pytest.raises(ValueError, match=r"infeasible architecture: params .* > max_params .*; it was not evaluated"):
         task.evaluate(arch_json, i)
     else:
       assert task.evaluate(arch_json, i).objectives == {}

@@ -108,6 +108,7 @@ def bo(
   objectives: tuple = (),
   multi_objective: str = "parego",
   ehvi_samples: int = 64,
+  ehvi_ref: tuple = (),
 ) -> Strategy:
   """BO over any Space from registered parts; every option is checked here, before any evaluation.
 
@@ -125,7 +126,8 @@ def bo(
       refits in between (see the module docstring); 1, the default, is the full fit every time.
     objectives: the task's other objectives, ((name, goal), ...) (`Task.objectives`); () for one.
     multi_objective: with objectives, "parego" or "ehvi" (module docstring); ehvi_samples: its
-      Monte Carlo draws per candidate.
+      Monte Carlo draws per candidate; ehvi_ref: its reference point in raw units, (value, *other
+      objectives), or () for 0.1 below the worst observed (`acquisition.ehvi`).
   """
   if goal not in GOALS:
     raise ValueError(f"bo: goal={goal!r}; allowed: {', '.join(GOALS)}")
@@ -162,6 +164,15 @@ def bo(
     raise ValueError(f"bo: multi_objective={multi_objective!r}; allowed: {', '.join(MULTI_OBJECTIVE)}")
   check_counts("bo: ", {"ehvi_samples": (ehvi_samples, 1)})
   ehvi = bool(objectives) and multi_objective == "ehvi"
+  ref_scores = None
+  if ehvi_ref:
+    if not ehvi or len(ehvi_ref) != 1 + len(objectives) or not all(np.isfinite(np.asarray(ehvi_ref, float))):
+      raise ValueError(
+        f"bo: ehvi_ref={ehvi_ref!r}; with multi_objective='ehvi' it is {1 + len(objectives)} finite raw values"
+        f" (value, {', '.join(n for n, _ in objectives) or '...'}), or () for the default"
+      )
+    goals = [goal, *(g for _, g in objectives)]
+    ref_scores = np.array([float(to_score(float(r), g)) for r, g in zip(ehvi_ref, goals)])
   if ehvi and (model is None or optimiser.needs_values or space.costs is None):
     raise ValueError(
       "bo: multi_objective='ehvi' needs a surrogate (not acquisition 'random'), an optimiser that"
@@ -182,7 +193,7 @@ def bo(
       pred, pred_p = point_model.predict(fitted, cands, joint=joint and not ehvi)
       if ehvi:
         known = [[float(to_score(space.costs(c)[name], g)) for name, g in objectives] for c in cands]
-        return ehvi_lib.ehvi(pred, pred_p, np.asarray(known), observed, key, n_samples=ehvi_samples)
+        return ehvi_lib.ehvi(pred, pred_p, np.asarray(known), observed, key, n_samples=ehvi_samples, ref=ref_scores)
       return np.asarray(acq.acquire(acquisition, pred, pred_p, best, key, **acq_options), np.float64)
 
     return score

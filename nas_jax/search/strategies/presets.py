@@ -1,8 +1,8 @@
 """The published model-based methods as presets of the one `bo` strategy, each with its paper's
 option names: NASBOT and RAND (nasbot.md 7-10), BANANAS and its GP-BO baseline (bananas.md 8-9,
 presets "paper" and "code" of spec 14), Auto-Keras (autokeras.md 4-7) and conditional BO with the
-arc kernel (arc_kernel.md 6). Each takes `objectives` and `multi_objective` ("parego" or "ehvi")
-for multi-objective search, passed to `bo` (its docstring).
+arc kernel (arc_kernel.md 6). Each takes `objectives`, `multi_objective` ("parego" or "ehvi") and
+`ehvi_ref` for multi-objective search, passed to `bo` (its docstring).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ def nasbot(
   warm_steps: int = 20,
   objectives: tuple = (),
   multi_objective: str = "parego",
+  ehvi_ref: tuple = (),
 ) -> Strategy:
   """NASBOT: the initial pool, then EI (hallucinated pending networks) from a GP with the OTMANN
   kernel of eq. (7), maximised by the EA with n_EA = clip(ea_scale sqrt(t), ea_min, ea_max).
@@ -91,6 +92,7 @@ def nasbot(
     refit_every=refit_every if acquisition != "random" else 1,
     objectives=objectives,
     multi_objective=multi_objective,
+    ehvi_ref=ehvi_ref,
   )
 
 
@@ -119,6 +121,7 @@ def bananas(
   hidden: Sequence[int] = (20,) * 10,
   objectives: tuple = (),
   multi_objective: str = "parego",
+  ehvi_ref: tuple = (),
 ) -> Strategy:
   """BANANAS: n_init random cells, then batches of k chosen by one acquisition of an ensemble on
   the cells' encoding, fitted to error_offset - score (the val error in % for accuracies in %)."""
@@ -166,6 +169,7 @@ def bananas(
     batch=k,
     objectives=objectives,
     multi_objective=multi_objective,
+    ehvi_ref=ehvi_ref,
   )
 
 
@@ -182,6 +186,7 @@ def gp_bo(
   error_offset: float = 100.0,
   objectives: tuple = (),
   multi_objective: str = "parego",
+  ehvi_ref: tuple = (),
 ) -> Strategy:
   """BANANAS' GP-BO baseline (spec 9): a zero-mean GP on val errors with the fixed kernel
   alpha^2 exp(-d / l^2), d the Hamming distance of encodings, and UCB (f - beta sigma on errors)
@@ -200,6 +205,7 @@ def gp_bo(
     n_init=n_init,
     objectives=objectives,
     multi_objective=multi_objective,
+    ehvi_ref=ehvi_ref,
   )
 
 
@@ -224,6 +230,7 @@ def autokeras(
   max_ops: int = 0,
   objectives: tuple = (),
   multi_objective: str = "parego",
+  ehvi_ref: tuple = (),
 ) -> Strategy:
   """Auto-Keras / NASNM: G0 and G1, then UCB mu + beta sigma of a GP with the edit-distance kernel
   (exp(-rho) on Bourgain coordinates, fixed; "cost": the paper's zero-mean GP on 1 - accuracy,
@@ -266,6 +273,7 @@ def autokeras(
     initial="pool",
     objectives=objectives,
     multi_objective=multi_objective,
+    ehvi_ref=ehvi_ref,
   )
 
 
@@ -289,6 +297,7 @@ def conditional_bo(
   n_mutations: int | None = None,
   objectives: tuple = (),
   multi_objective: str = "parego",
+  ehvi_ref: tuple = (),
 ) -> Strategy:
   """Conditional BO over chain MLPs (arc_kernel.md 6): the space's initial points, random ones until
   2 successes, then a fitted GP with the arc kernel, the poor man's embedding or NASBOT's OTMANN
@@ -330,6 +339,7 @@ def conditional_bo(
     min_ok=2,
     objectives=objectives,
     multi_objective=multi_objective,
+    ehvi_ref=ehvi_ref,
   )
 
 
