@@ -7,6 +7,11 @@
 
 Writes OUT/table.md (mean ± standard error of the best value at the budget), OUT/curves.png and
 OUT/results.json. Each run has its own workdir, OUT/<config>/seed<s>, so rerunning resumes.
+Multi-objective configs (`--set=objectives=params`) also get the hypervolume of each run against
+a reference point, `--hv_ref=value=85,params=1e6` (raw units; default: the worst of each objective
+over every run), in the table and OUT/hypervolume.png:
+  python launch/compare.py --configs=configs/pareto_nb201.py:random,configs/pareto_nb201.py:nsga2 \
+    --seeds=5 --budget=100 --hv_ref=value=87.3,params=1.53e6 --out=runs/compare_mo
 """
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
@@ -27,6 +32,25 @@ flags.DEFINE_multi_string(
   "set", [], "dotted.field=value set in every config, e.g. --set=task.epochs=3; repeat the flag for several fields."
 )
 flags.DEFINE_bool("progress", False, "Show each run's progress bar.")
+flags.DEFINE_list(
+  "hv_ref", None, "Hypervolume reference point of a multi-objective comparison, name=value pairs (raw units)."
+)
+
+
+def _hv_ref(items):
+  """--hv_ref=value=85,params=1e6 -> {"value": 85.0, "params": 1e6}; None when not given."""
+  if not items:
+    return None
+  out = {}
+  for item in items:
+    name, eq, text = item.partition("=")
+    try:
+      out[name] = float(text)
+    except ValueError:
+      raise app.UsageError(f"--hv_ref: {item!r}; expected name=number, e.g. value=85,params=1e6") from None
+    if not eq or not name:
+      raise app.UsageError(f"--hv_ref: {item!r}; expected name=number, e.g. value=85,params=1e6")
+  return out
 
 
 def main(argv):
@@ -41,7 +65,15 @@ def main(argv):
     overrides = config_files.parse_overrides(FLAGS.set)
   except ValueError as e:
     raise app.UsageError(f"--set: {e}") from None
-  compare.compare(FLAGS.configs, seeds, FLAGS.budget, FLAGS.out, progress=FLAGS.progress, overrides=overrides)
+  compare.compare(
+    FLAGS.configs,
+    seeds,
+    FLAGS.budget,
+    FLAGS.out,
+    progress=FLAGS.progress,
+    overrides=overrides,
+    hv_ref=_hv_ref(FLAGS.hv_ref),
+  )
   with open(f"{FLAGS.out}/{compare.TABLE}") as f:
     logging.info("\n%s", f.read())
   print(f"wrote {FLAGS.out}/{compare.TABLE}, {compare.CURVES}, {compare.RESULTS}")

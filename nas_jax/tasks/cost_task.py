@@ -1,29 +1,31 @@
 """Costs in a search: what an architecture costs before it is evaluated, as other objectives of
 its task and as limits no evaluated architecture may exceed.
 
-`with_costs(task, costs, objectives, limits)` is the task whose every result carries the
+`with_costs(task, costs, objectives, check)` is the task whose every result carries the
 architecture's costs (`info["costs"]`) and the chosen cost metrics as `TaskResult.objectives`
-(each minimised), and which refuses, before any training, an architecture beyond `limits`: a
-second guard behind the constrained space (`spaces.constrained`), so that an infeasible network
-is never trained whatever proposed it. Cost functions map interchange JSON to {metric: value}:
+(each minimised), and which refuses, before any training, an architecture that `check` finds
+beyond its limits: a second guard behind the constrained space (`spaces.constrained`, whose
+`violation` the wiring passes as `check`), so that an infeasible network is never trained
+whatever proposed it. Cost functions map interchange JSON to {metric: value}:
 `layer_graph_costs` (`tasks.costs`) and `tabular.nb201_costs` (the table's parameter counts).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.spaces.constrained import METRICS, check_limits, violation
 from nas_jax.tasks import costs as costs_lib
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
 __all__ = ["CostEvaluate", "with_costs", "layer_graph_costs", "arch_costs"]
 
+_CHEAP = ("params", "flops", "memory_mb")  # computed from the layer list; latency_ms is timed
+
 
 def arch_costs(
-  arch: Architecture, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = METRICS
+  arch: Architecture, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = _CHEAP
 ) -> dict[str, float]:
   """{metric: value} of a layer-graph architecture: params, flops and memory_mb always (cheap,
   `costs.network_costs`), latency_ms when `metrics` asks for it (a compile and timed runs)."""
@@ -35,7 +37,7 @@ def arch_costs(
 
 
 def layer_graph_costs(
-  arch_json: dict, *, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = METRICS
+  arch_json: dict, *, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = _CHEAP
 ) -> dict[str, float]:
   """`arch_costs` of a layer graph given as interchange JSON (a picklable cost function through
   `functools.partial`)."""
@@ -48,11 +50,14 @@ class CostEvaluate(NamedTuple):
   evaluate: Callable[[dict, int], TaskResult]
   costs: Callable[[dict], Mapping[str, float]]
   objectives: tuple[str, ...]
-  limits: tuple[tuple[str, float], ...]
+  check: Callable[[Mapping[str, float]], str] | None
 
   def _costs(self, arch_json: dict) -> dict[str, float]:
     c = dict(self.costs(arch_json))
-    broken = violation(c, dict(self.limits))
+    missing = [m for m in self.objectives if m not in c]
+    if missing:
+      raise ValueError(f"costs: {sorted(c)} lack the objectives {missing}")
+    broken = self.check(c) if self.check is not None else ""
     if broken:
       raise ValueError(f"infeasible architecture: {broken}; it was not evaluated")
     return c
@@ -77,22 +82,26 @@ class CostEvaluate(NamedTuple):
 
 
 def with_costs(
-  task: Task, costs: Callable[[dict], Mapping[str, float]], objectives: tuple[str, ...] = (), limits: Any = None
+  task: Task,
+  costs: Callable[[dict], Mapping[str, float]],
+  objectives: tuple[str, ...] = (),
+  check: Callable[[Mapping[str, float]], str] | None = None,
 ) -> Task:
-  """`task` with cost objectives and limits (module docstring).
+  """`task` with cost objectives and a feasibility guard (module docstring).
 
   Args:
     task: a Task; its objectives are kept, the cost objectives appended.
-    costs: `costs(arch_json) -> {metric: value}` with every metric of `objectives` and `limits`.
-    objectives: cost metrics (`spaces.constrained.METRICS`) to minimise besides the value.
-    limits: {metric: maximum} (`spaces.constrained.check_limits`), or None.
+    costs: `costs(arch_json) -> {metric: value}`, holding every metric of `objectives`; a
+      picklable function (a `functools.partial` of a top-level one) for worker processes.
+    objectives: cost metrics to minimise besides the value, each named once.
+    check: `check(costs) -> ""` when feasible, else the reason (e.g. a `functools.partial` of
+      `spaces.constrained.violation` with the limits); None accepts everything.
   """
-  limits = check_limits(limits or {})
   objectives = tuple(objectives)
-  for name in objectives:
-    if name not in METRICS:
-      raise ValueError(f"objectives: {name!r} is not a cost metric; allowed: {', '.join(METRICS)}")
-  if len(set(objectives)) != len(objectives):
-    raise ValueError(f"objectives: {objectives!r} names a metric twice")
-  evaluate = CostEvaluate(task.evaluate, costs, objectives, tuple(sorted(limits.items())))
+  if not all(isinstance(m, str) and m for m in objectives) or len(set(objectives)) != len(objectives):
+    raise ValueError(f"objectives: {objectives!r}; expected distinct metric names")
+  taken = {name for name, _ in task.objectives}
+  if taken & set(objectives):
+    raise ValueError(f"objectives: {sorted(taken & set(objectives))} are objectives of task {task.name!r} already")
+  evaluate = CostEvaluate(task.evaluate, costs, objectives, check)
   return task._replace(evaluate=evaluate, objectives=task.objectives + tuple((m, "min") for m in objectives))

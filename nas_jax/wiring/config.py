@@ -6,6 +6,7 @@ its strings once, through the registries (`SPACES`, `STRATEGIES`, `registries.TA
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -21,7 +22,7 @@ from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
 from nas_jax.spaces.registry import SPACES
 from nas_jax.viz import plots
-from nas_jax.spaces.constrained import METRICS, constrained
+from nas_jax.spaces.constrained import METRICS, check_limits, constrained, violation
 from nas_jax.tasks.cost_task import with_costs
 from nas_jax.wiring.checks import check_search_config, limits_of, objectives_of
 from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS, train_config_of
@@ -60,7 +61,7 @@ def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy
     json_costs = COSTS[config.task.name][1](task_section, config.space.kind, metrics)
     unconstrained = space
     space = constrained(unconstrained, lambda point: json_costs(unconstrained.to_json(point)), limits)
-    task = with_costs(task, json_costs, objectives, limits)
+    task = with_costs(task, json_costs, objectives, functools.partial(violation, limits=check_limits(limits)))
   return space, task, make_strategy(config.strategy, config, space, task)
 
 

@@ -43,3 +43,26 @@ def test_compare_cli_requires_its_flags(tmp_path):
     timeout=300,
   )
   assert p.returncode != 0 and "--budget" in p.stderr and "--out" in p.stderr
+
+
+def test_compare_cli_takes_a_hypervolume_reference(tmp_path):
+  out = tmp_path / "mo"
+  cmd = [
+    sys.executable,
+    "launch/compare.py",
+    "--configs=configs/random_synthetic.py:smoke",
+    "--seeds=1",
+    "--budget=3",
+    "--set=objectives=params",
+    "--hv_ref=value=0,params=1e9",
+    f"--out={out}",
+  ]
+  p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  assert p.returncode == 0, p.stderr[-3000:]
+  results = json.loads((out / compare.RESULTS).read_text())
+  assert results["hv_ref"] == {"value": 0.0, "params": 1e9}
+  assert "reference point {'value': 0.0, 'params': 1000000000.0}" in (out / compare.TABLE).read_text()
+  bad = subprocess.run(
+    cmd[:-2] + ["--hv_ref=value", f"--out={tmp_path / 'bad'}"], cwd=ROOT, capture_output=True, text=True
+  )
+  assert bad.returncode != 0 and "--hv_ref: 'value'; expected name=number" in bad.stderr

@@ -7,6 +7,7 @@ import pytest
 
 from nas_jax.arch.json_io import to_json
 from nas_jax.search.task import Task, TaskResult
+from nas_jax.spaces.constrained import violation
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.tasks import cost_task, costs, tabular
 
@@ -46,9 +47,8 @@ def test_an_architecture_beyond_a_limit_is_refused_before_it_is_evaluated():
   calls = []
   params = [costs.network_costs(a, *DIGITS).params for a in initial_pool("cnn")]
   limit = sorted(params)[len(params) // 2]
-  task = cost_task.with_costs(
-    Task("t", "max", functools.partial(_evaluate, calls)), _cnn_costs, limits={"params": limit}
-  )
+  check = functools.partial(violation, limits={"params": limit})
+  task = cost_task.with_costs(Task("t", "max", functools.partial(_evaluate, calls)), _cnn_costs, check=check)
   assert task.objectives == ()
   for i, arch_json in enumerate(_pool()):
     if params[i] > limit:
@@ -67,10 +67,13 @@ def test_an_architecture_beyond_a_limit_is_refused_before_it_is_evaluated():
 
 def test_bad_objectives_are_named():
   task = Task("t", "max", functools.partial(_evaluate, []))
-  with pytest.raises(ValueError, match="'accuracy' is not a cost metric"):
-    cost_task.with_costs(task, _cnn_costs, objectives=("accuracy",))
-  with pytest.raises(ValueError, match="names a metric twice"):
+  with pytest.raises(ValueError, match="expected distinct metric names"):
     cost_task.with_costs(task, _cnn_costs, objectives=("params", "params"))
+  with pytest.raises(ValueError, match=r"\['params'\] are objectives of task 't' already"):
+    cost_task.with_costs(task._replace(objectives=(("params", "min"),)), _cnn_costs, objectives=("params",))
+  unknown = cost_task.with_costs(task, _cnn_costs, objectives=("accuracy",))
+  with pytest.raises(ValueError, match=r"costs: \['flops', 'memory_mb', 'params'\] lack the objectives \['accuracy'\]"):
+    unknown.evaluate(_pool()[0], 0)
 
 
 def test_latency_is_measured_only_when_asked():
