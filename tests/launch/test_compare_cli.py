@@ -13,18 +13,16 @@ from nas_jax.experiments import compare
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _compare(configs, out, *flags):
+  """Runs launch/compare.py on smoke configs with a budget of 3."""
+  cmd = [sys.executable, "launch/compare.py", f"--configs={configs}", "--budget=3", f"--out={out}", *flags]
+  return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
 @pytest.mark.slow
 def test_compare_cli_writes_table_curves_and_results(tmp_path):
   out = tmp_path / "cmp"
-  cmd = [
-    sys.executable,
-    "launch/compare.py",
-    "--configs=configs/random_synthetic.py:smoke,configs/ea_synthetic.py:smoke",
-    "--seed_list=3,5",
-    "--budget=3",
-    f"--out={out}",
-  ]
-  p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  p = _compare("configs/random_synthetic.py:smoke,configs/ea_synthetic.py:smoke", out, "--seed_list=3,5")
   assert p.returncode == 0, p.stderr[-3000:]
   results = json.loads((out / compare.RESULTS).read_text())
   assert sorted(results["runs"]) == ["ea_synthetic-smoke", "random_synthetic-smoke"]
@@ -46,23 +44,11 @@ def test_compare_cli_requires_its_flags(tmp_path):
 
 
 def test_compare_cli_takes_a_hypervolume_reference(tmp_path):
-  out = tmp_path / "mo"
-  cmd = [
-    sys.executable,
-    "launch/compare.py",
-    "--configs=configs/random_synthetic.py:smoke",
-    "--seeds=1",
-    "--budget=3",
-    "--set=objectives=params",
-    "--hv_ref=value=0,params=1e9",
-    f"--out={out}",
-  ]
-  p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  out, flags = tmp_path / "mo", ("--seeds=1", "--set=objectives=params")
+  p = _compare("configs/random_synthetic.py:smoke", out, *flags, "--hv_ref=value=0,params=1e9")
   assert p.returncode == 0, p.stderr[-3000:]
   results = json.loads((out / compare.RESULTS).read_text())
   assert results["hv_ref"] == {"value": 0.0, "params": 1e9}
   assert "reference point {'value': 0.0, 'params': 1000000000.0}" in (out / compare.TABLE).read_text()
-  bad = subprocess.run(
-    cmd[:-2] + ["--hv_ref=value", f"--out={tmp_path / 'bad'}"], cwd=ROOT, capture_output=True, text=True
-  )
+  bad = _compare("configs/random_synthetic.py:smoke", tmp_path / "bad", *flags, "--hv_ref=value")
   assert bad.returncode != 0 and "--hv_ref: 'value'; expected name=number" in bad.stderr
