@@ -32,9 +32,10 @@ def main(argv):
   path = os.path.join(FLAGS.config.workdir, loop.SUMMARY)
   with open(path) as f:
     s = json.load(f)
+  front = f", {len(s['pareto_front'])} on the Pareto front" if "pareto_front" in s else ""
   print(
     f"{s['task']}: best value {s['best_value']} (trial {s['best_trial_id']}) after {s['n_evaluated']}"
-    f" evaluations, {s['n_failed']} failed; see {path}"
+    f" evaluations, {s['n_failed']} failed{front}; see {path}"
   )
 
 

@@ -41,6 +41,20 @@ def test_smoke_run_writes_journal_summary_and_plot(tmp_path):
   assert (tmp_path / "run" / config_lib.PROGRESS).exists()
 
 
+def test_a_constrained_multi_objective_search_from_the_command_line(tmp_path):
+  flags = ("--config.budget=5", "--config.objectives=params", "--config.constraints.max_params=3e6")
+  p = subprocess.run(search_cmd(tmp_path / "mo", *flags), cwd=ROOT, capture_output=True, text=True, timeout=300)
+  assert p.returncode == 0, p.stderr[-3000:]
+  summary = json.loads((tmp_path / "mo" / loop.SUMMARY).read_text())
+  assert f"{len(summary['pareto_front'])} on the Pareto front" in p.stdout
+  assert all(o.objectives["params"] <= 3e6 for o in journal.replay(tmp_path / "mo" / loop.JOURNAL))
+  p = subprocess.run(
+    search_cmd(tmp_path / "none", "--config.constraints.max_params=10"), cwd=ROOT, capture_output=True, text=True
+  )
+  assert p.returncode != 0 and "constraints: none of" in p.stderr and "loosen config.constraints" in p.stderr
+  assert "Traceback" not in p.stderr
+
+
 @pytest.mark.slow
 def test_config_errors_name_the_field(tmp_path):
   p = subprocess.run(
