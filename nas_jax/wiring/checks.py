@@ -221,13 +221,11 @@ def limits_of(config: ml_collections.ConfigDict) -> dict[str, float]:
 
 
 def _check_costs(config: ml_collections.ConfigDict, task_name: str) -> None:
-  """config.objectives and config.constraints: known metrics that the task can cost."""
-  objectives = objectives_of(config)
+  """config.objectives and config.constraints (both optional): known metrics the task can cost."""
+  objectives, text = objectives_of(config), config.get("objectives", "")
   for name in objectives:
-    _need(
-      name in METRICS, "objectives", config.objectives, f"{name!r} is not a cost metric; allowed: {', '.join(METRICS)}"
-    )
-  _need(len(set(objectives)) == len(objectives), "objectives", config.objectives, "it names a metric twice")
+    _need(name in METRICS, "objectives", text, f"{name!r} is not a cost metric; allowed: {', '.join(METRICS)}")
+  _need(len(set(objectives)) == len(objectives), "objectives", text, "it names a metric twice")
   section = config.get("constraints", None) or {}
   for name, v in section.items():
     _need(
@@ -248,7 +246,7 @@ def _check_costs(config: ml_collections.ConfigDict, task_name: str) -> None:
     _need(
       name in known,
       where,
-      config.objectives if name in objectives else section[f"max_{name}"],
+      text if name in objectives else section[f"max_{name}"],
       f"task {task_name!r} knows the costs: {', '.join(known) or 'none'}",
     )
 
