@@ -217,7 +217,9 @@ def bo(
       return state.anchor
     key = jax.random.fold_in(jax.random.fold_in(state.key, _ANCHOR_STREAM), m0)
     points = [state.history.points[i] for i in ok[:m0]]
-    return m0, point_model.fit(model, key, state.cache, points, state.history.scores[ok[:m0]], m0)
+    # What the refits model (ParEGO: a scalarisation, with weights of the anchor's own key).
+    targets, _, _ = targets_of(state.history, ok[:m0], key)
+    return m0, point_model.fit(model, key, state.cache, points, targets, m0)
 
   def choose(keys, state, taken: list, exclude: set) -> tuple[list, tuple]:
     """([(point, value, notes)] of one optimisation, best first; notes hold the seconds spent),
