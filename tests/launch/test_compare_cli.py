@@ -43,6 +43,7 @@ def test_compare_cli_requires_its_flags(tmp_path):
   assert p.returncode != 0 and "--budget" in p.stderr and "--out" in p.stderr
 
 
+@pytest.mark.slow
 def test_compare_cli_takes_a_hypervolume_reference(tmp_path):
   out, flags = tmp_path / "mo", ("--seeds=1", "--set=objectives=params")
   p = _compare("configs/random_synthetic.py:smoke", out, *flags, "--hv_ref=value=0,params=1e9")

@@ -41,6 +41,7 @@ def test_smoke_run_writes_journal_summary_and_plot(tmp_path):
   assert (tmp_path / "run" / config_lib.PROGRESS).exists()
 
 
+@pytest.mark.slow
 def test_a_constrained_multi_objective_search_from_the_command_line(tmp_path):
   flags = ("--config.budget=5", "--config.objectives=params", "--config.constraints.max_params=3e6")
   p = subprocess.run(search_cmd(tmp_path / "mo", *flags), cwd=ROOT, capture_output=True, text=True, timeout=300)
