@@ -27,6 +27,7 @@ from nas_jax.spaces.modifiers import (
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_architecture, random_json
 from nas_jax.spaces.space import Space, layer_graph_space
+from nas_jax.spaces.constrained import constrained
 from nas_jax.spaces.registry import SPACES
 from nas_jax.features.bourgain import (
   BourgainAnchors,
@@ -62,8 +63,11 @@ from nas_jax.surrogates.surrogate import Predictive, Surrogate, gp_surrogate, ha
 from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule
 from nas_jax.acquisition.tree_search import TreeResult, tree_maximize
 from nas_jax.acquisition.functions import ei, hei, independent_thompson, lcb, pi, thompson, ucb
+from nas_jax.acquisition.ehvi import ehvi
+from nas_jax.acquisition.pareto import crowding_distance, hypervolume, non_dominated, pareto_ranks
 from nas_jax.search.executors import InlineExecutor, ProcessExecutor
 from nas_jax.search.journal import replay as replay_journal
+from nas_jax.search.loop import pareto_front
 from nas_jax.search.loop import run as run_search
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.state import Observation, Status, to_score
@@ -101,6 +105,7 @@ __all__ = [
   "Space",
   "canonical_key",
   "layer_graph_space",
+  "constrained",
   "BourgainAnchors",
   "anchors_from_sets",
   "bourgain_anchors",
@@ -150,6 +155,11 @@ __all__ = [
   "pi",
   "thompson",
   "ucb",
+  "ehvi",
+  "crowding_distance",
+  "hypervolume",
+  "non_dominated",
+  "pareto_ranks",
   "check_search_config",
   "search_from_config",
   "InlineExecutor",
@@ -157,6 +167,7 @@ __all__ = [
   "RayExecutor",
   "replay_journal",
   "run_search",
+  "pareto_front",
   "Observation",
   "Status",
   "to_score",
