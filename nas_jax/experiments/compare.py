@@ -15,7 +15,7 @@ import numpy as np
 
 from nas_jax.acquisition import pareto
 from nas_jax.search import curves
-from nas_jax.search.state import Observation, objective_matrix, to_score
+from nas_jax.search.state import Observation, observation_scores, to_score
 from nas_jax.viz import plots
 from nas_jax.wiring import config as config_lib
 from nas_jax.wiring.config_files import apply_overrides, load_config
@@ -78,18 +78,13 @@ def run_seconds(observations: Sequence[Observation], budget: int) -> np.ndarray:
   return np.concatenate([t, np.full(budget - t.size, t[-1])])
 
 
-def _scores(observations: Sequence[Observation], task) -> np.ndarray:
-  """[n, 1 + m] scores of every objective of the task's OK observations (`objective_matrix`)."""
-  ok = [o for o in observations if o.ok]
-  return objective_matrix(to_score([o.value for o in ok], task.goal), [o.objectives for o in ok], task.objectives)
-
-
 def reference_point(runs: Sequence[Sequence[Observation]], task) -> dict:
   """The default hypervolume reference: each objective's worst value over every run's OK
   observations (the nadir of all of them), as {"value": .., <objective>: ..} in raw units."""
-  scores = np.concatenate([_scores(obs, task) for obs in runs] or [np.zeros((0, 1 + len(task.objectives)))])
-  if not len(scores):
+  ok = [o for observations in runs for o in observations if o.ok]
+  if not ok:
     raise ValueError("compare: no run has an OK observation to place the hypervolume reference")
+  scores = observation_scores(ok, task.goal, task.objectives)
   names = ["value", *(n for n, _ in task.objectives)]
   goals = [task.goal, *(g for _, g in task.objectives)]
   return {n: float(to_score(s, g)) for n, s, g in zip(names, scores.min(axis=0), goals)}
@@ -106,7 +101,7 @@ def hypervolume_curve(observations: Sequence[Observation], task, ref: dict, budg
     raise ValueError(f"compare: hv_ref={ref!r} lacks {missing}; it needs a value for each of {names}")
   ref_scores = np.array([float(to_score(ref[n], g)) for n, g in zip(names, goals)])
   obs = list(observations)[:budget]
-  scores = objective_matrix(to_score([o.value for o in obs], task.goal), [o.objectives for o in obs], task.objectives)
+  scores = observation_scores(obs, task.goal, task.objectives)
   out = np.array([pareto.hypervolume(scores[: t + 1], ref_scores) for t in range(len(obs))])
   return np.concatenate([out, np.full(budget - out.size, out[-1] if out.size else 0.0)])
 

@@ -22,7 +22,7 @@ from nas_jax.acquisition import pareto
 from nas_jax.arch.json_io import show
 from nas_jax.search import journal
 from nas_jax.search.executors import Executor, Outcome
-from nas_jax.search.state import Observation, Status, objective_matrix, to_score
+from nas_jax.search.state import Observation, Status, observation_scores, to_score
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task, TaskResult, check_task
 
@@ -140,8 +140,8 @@ def pareto_front(observations: Sequence[Observation], task: Task) -> list[Observ
   ok = [o for o in observations if o.ok]
   if not task.objectives or not ok:
     return []
-  scores = objective_matrix(to_score([o.value for o in ok], task.goal), [o.objectives for o in ok], task.objectives)
-  return [o for o, on in zip(ok, pareto.non_dominated(scores)) if on]
+  front = pareto.non_dominated(observation_scores(ok, task.goal, task.objectives))
+  return [o for o, on in zip(ok, front) if on]
 
 
 def summarize(observations: Sequence[Observation], task: Task) -> dict:

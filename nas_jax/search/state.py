@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["GOALS", "Status", "Observation", "to_score", "objective_matrix"]
+__all__ = ["GOALS", "Status", "Observation", "to_score", "objective_matrix", "observation_scores"]
 
 GOALS = ("max", "min")
 
@@ -135,3 +135,10 @@ def objective_matrix(scores: Any, others: Sequence[dict], objectives: Sequence) 
   for name, goal in objectives:
     columns.append(to_score([o.get(name) if o else None for o in others], goal).reshape(-1))
   return np.stack(columns, axis=1)
+
+
+def observation_scores(observations: Sequence[Observation], goal: str, objectives: Sequence) -> np.ndarray:
+  """[n, 1 + m] `objective_matrix` of observations: the scores of their values (task goal `goal`)
+  and of their other `objectives` ((name, goal) pairs); NaN rows for failures."""
+  values = to_score([o.value for o in observations], goal)
+  return objective_matrix(values, [o.objectives for o in observations], objectives)

@@ -25,7 +25,7 @@ from nas_jax.features.featurizers import make_featurizer
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.features.pairwise import VectorPair, hamming, sq_euclidean
 from nas_jax.search import curves, journal, loop
-from nas_jax.search.state import GOALS, Observation, to_score
+from nas_jax.search.state import GOALS, Observation, observation_scores, to_score
 from nas_jax.spaces.registry import SPACES
 from nas_jax.viz import drawing, plots
 
@@ -243,12 +243,10 @@ def _pareto(run: Run) -> str:
   ok = [o for o in run.observations if o.ok]
   if not objectives or not ok:
     return ""
-  raw = np.array([[o.value, *(o.objectives.get(n, np.nan) for n, _ in objectives)] for o in ok], np.float64)
-  scores = np.stack(
-    [to_score(raw[:, 0], run.goal), *(to_score(raw[:, j + 1], g) for j, (_, g) in enumerate(objectives))], 1
-  )
+  scores = observation_scores(ok, run.goal, objectives)
   front = pareto.non_dominated(scores)
   names, goals = ["value", *(n for n, _ in objectives)], [run.goal, *(g for _, g in objectives)]
+  raw = np.stack([to_score(scores[:, j], g) for j, g in enumerate(goals)], axis=1)  # to_score is its own inverse
   fig = plots.pareto_figure(raw, names, goals, front, trial_ids=[o.trial_id for o in ok])
   return (
     f'<h2 id="pareto">Pareto front</h2><p>{int(front.sum())} of {len(ok)} successful evaluations are'

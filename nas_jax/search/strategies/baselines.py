@@ -178,7 +178,7 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10, objectives: tuple = ())
       if not batch:
         gkey = jax.random.fold_in(key, g)
         if state.history.ok.any():
-          fitness = common.fitness(state.history, objectives)
+          fitness = common.fitness(common.objective_scores(state.history, objectives))
           batch = list(_generation(space, state.history, fitness, n_mut, gkey, exclude))
         if not batch:  # nothing to mutate yet, or every mutant repeats: sample instead
           batch = [(p, None) for p in _sample_fresh(space, gkey, n - len(out), set(exclude))]

@@ -135,15 +135,15 @@ def step_key(key: jax.Array, history: History, pending: Sequence) -> jax.Array:
   return jax.random.fold_in(key, len(history) + len(pending))
 
 
-def fitness(history: History, objectives: Sequence = ()) -> np.ndarray:
-  """[n] what evolution and local search select by, higher is better, NaN for failures: the
-  scores with one objective; with `objectives` ((name, goal) pairs), NSGA-II's order as a number,
-  minus the non-domination rank plus a crowding term in [0, 1) (Deb et al. 2002), over the OK rows."""
-  if not objectives:
-    return history.scores
-  scores = objective_scores(history, objectives)
-  out = np.full(len(history), np.nan)
-  ok = history.ok
+def fitness(scores: np.ndarray) -> np.ndarray:
+  """[n] what evolution and local search select by, higher is better, NaN for failures, from
+  the [n, 1 + m] scores of every objective (`objective_scores`): the value's scores with one
+  objective; with several, NSGA-II's order as a number, minus the non-domination rank plus a
+  crowding term in [0, 1) (Deb et al. 2002), over the rows without NaN."""
+  if scores.shape[1] == 1:
+    return scores[:, 0]
+  out = np.full(len(scores), np.nan)
+  ok = ~np.isnan(scores).any(axis=1)
   if ok.any():
     crowd = pareto.crowding_distance(scores[ok])
     finite = np.where(np.isinf(crowd), 0.0, crowd)

@@ -89,7 +89,7 @@ def local_search(space: Any, goal: str = "max", *, n_restart: int = 10, objectiv
       left.discard(space.canonical_key(history.points[i]))
       if cur is None and i + 1 - start >= n_restart:
         batch = np.arange(start, i + 1)
-        rank = common.fitness(_rows(history, batch), objectives)  # of the batch alone: split-free
+        rank = common.fitness(scores[batch])  # of the batch alone: any split of the journal agrees
         cur, queue, left = move_to(int(batch[np.argmax(np.where(history.ok[batch], rank, -np.inf))]))
       elif cur is not None and history.ok[i] and pareto.dominates(scores[i], scores[cur]):
         cur, queue, left = move_to(i)
@@ -98,19 +98,6 @@ def local_search(space: Any, goal: str = "max", *, n_restart: int = 10, objectiv
     return dataclasses.replace(state, history=history, current=cur, start=start, queue=queue)
 
   return Strategy(init=init, propose=propose, update=update)
-
-
-def _rows(history: common.History, rows: np.ndarray) -> common.History:
-  """The history's observations at `rows`, as a History (for the fitness of a restart batch)."""
-  take = lambda xs: tuple(xs[i] for i in rows)
-  return dataclasses.replace(
-    history,
-    points=take(history.points),
-    trial_ids=take(history.trial_ids),
-    scores=history.scores[rows],
-    task_infos=take(history.task_infos),
-    objectives=take(history.objectives),
-  )
 
 
 def ls_factory(config, space, task) -> Strategy:

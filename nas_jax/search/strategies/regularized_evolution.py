@@ -67,7 +67,7 @@ def regularized_evolution(
       return state, mutation.random_candidates(space, key, exclude, n=n)
     rng = common.host_rng(key)
     pop = np.asarray(state.population)
-    out, fitness = [], common.fitness(state.history, objectives)
+    out, fitness = [], common.fitness(common.objective_scores(state.history, objectives))
     for j in range(n):
       contenders = rng.choice(pop, size=tournament_size, replace=True)
       winner = contenders[np.argmax(fitness[contenders])]  # ties: first drawn
