@@ -5,6 +5,7 @@ plots it: `nas_jax.viz.plots.plot_progress`).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import json
@@ -23,8 +24,8 @@ from nas_jax.arch.json_io import show
 from nas_jax.search import journal
 from nas_jax.search.executors import Executor, Outcome
 from nas_jax.search.state import Observation, Status, observation_scores, to_score
-from nas_jax.search.strategy import Strategy
-from nas_jax.search.task import Task, TaskResult, check_task
+from nas_jax.search.strategy import Strategy, split_proposal
+from nas_jax.search.task import Task, TaskResult, check_task, full_fidelity
 
 __all__ = [
   "JOURNAL",
@@ -36,6 +37,7 @@ __all__ = [
   "summarize",
   "pareto_front",
   "in_flight",
+  "full_fidelity_ok",
 ]
 
 JOURNAL, SUMMARY, CONFIG = "journal.jsonl", "summary.json", "config.json"
@@ -94,20 +96,32 @@ def _result_problem(result: Any, objectives: Sequence[str] = ()) -> str:
   if got is None or sorted(got) != sorted(objectives) or not all(_is_number(v) for v in got.values()):
     want = ", ".join(objectives) or "none"
     return f"task.evaluate returned TaskResult(objectives={show(result.objectives)}); expected numbers for: {want}"
+  curve = result.curve
+  if not isinstance(curve, (list, tuple)) or not all(
+    isinstance(p, (list, tuple)) and len(p) == 2 and all(map(_is_number, p)) for p in curve
+  ):
+    return f"task.evaluate returned TaskResult(curve={show(curve)}); expected ((fidelity, value), ...) numbers"
   return ""
 
 
 def _observe(
-  trial_id: int, arch_json: dict, outcome: Outcome, info: dict, objectives: Sequence[str] = ()
+  trial_id: int,
+  arch_json: dict,
+  outcome: Outcome,
+  info: dict,
+  objectives: Sequence[str] = (),
+  fidelity: float | None = None,
 ) -> Observation:
   """The Observation of a finished call: TIMEOUT, FAILED, NAN (a non-finite value or objective)
-  or OK. `objectives` names the task's other objectives, which an OK result must report."""
+  or OK. `objectives` names the task's other objectives, which an OK result must report;
+  `fidelity` is the one the call evaluated at (None for a single-fidelity task)."""
   common = dict(
     trial_id=trial_id,
     arch_json=arch_json,
     seconds=float(outcome.seconds),
     worker=outcome.worker,
     finished_at=time.time(),
+    fidelity=fidelity,
   )
   if outcome.timed_out or outcome.error:
     status = Status.TIMEOUT if outcome.timed_out else Status.FAILED
@@ -117,6 +131,7 @@ def _observe(
   if problem:  # a bug in the task: journalled like a crash, so the search goes on and says why
     return Observation(value=None, status=Status.FAILED, error=problem, info=_jsonable(info), **common)
   info = _jsonable({**info, "task": dict(result.info)})
+  common["curve"] = [[float(f), float(v)] for f, v in result.curve]
   value = float(result.value)
   others = {str(k): float(v) for k, v in result.objectives.items()}
   bad = {k: v for k, v in others.items() if not math.isfinite(v)}
@@ -134,10 +149,19 @@ def _observe(
   )
 
 
+def full_fidelity_ok(observations: Sequence[Observation], task: Task) -> list[Observation]:
+  """The OK observations at the task's full fidelity (all OK ones for a single-fidelity task):
+  those whose values the best value, the Pareto front and the regret are taken from, since a
+  value at a lower fidelity (fewer epochs) is not comparable."""
+  full = full_fidelity(task)
+  return [o for o in observations if o.ok and (full is None or o.fidelity in (None, full))]
+
+
 def pareto_front(observations: Sequence[Observation], task: Task) -> list[Observation]:
-  """The OK observations that no other OK observation dominates on (value, *task.objectives),
-  each objective in its goal's direction, in trial order; [] for a single-objective task."""
-  ok = [o for o in observations if o.ok]
+  """The OK observations at full fidelity (`full_fidelity_ok`) that no other one dominates on
+  (value, *task.objectives), each objective in its goal's direction, in trial order; [] for a
+  single-objective task."""
+  ok = full_fidelity_ok(observations, task)
   if not task.objectives or not ok:
     return []
   front = pareto.non_dominated(observation_scores(ok, task.goal, task.objectives))
@@ -148,13 +172,14 @@ def summarize(observations: Sequence[Observation], task: Task) -> dict:
   """What summary.json holds: counts, and the best OK observation's value, architecture, trial
   id (and test value when it has one); the first of equal values wins. A multi-objective task's
   summary also holds its objectives and the Pareto front (`pareto_front`), each member's trial
-  id, value, objectives, test value and architecture."""
-  ok = [o for o in observations if o.ok]
+  id, value, objectives, test value and architecture. For a multi-fidelity task the best is
+  taken at full fidelity (`full_fidelity_ok`), and the counts per fidelity are added."""
+  ok = full_fidelity_ok(observations, task)
   summary = {
     "task": task.name,
     "goal": task.goal,
     "n_evaluated": len(observations),
-    "n_failed": len(observations) - len(ok),
+    "n_failed": sum(not o.ok for o in observations),
     "best_value": None,
     "best_arch": None,
     "best_trial_id": None,
@@ -164,6 +189,9 @@ def summarize(observations: Sequence[Observation], task: Task) -> dict:
     summary.update(best_value=best.value, best_arch=best.arch_json, best_trial_id=best.trial_id)
     if best.test_value is not None:
       summary["best_test_value"] = best.test_value
+  if task.fidelities:
+    counts = collections.Counter(o.fidelity for o in observations)
+    summary["n_per_fidelity"] = {f"{f:g}": counts.get(f, 0) for f in task.fidelities}
   if task.objectives:
     summary["objectives"] = [["value", task.goal], *map(list, task.objectives)]
     summary["pareto_front"] = [
@@ -224,6 +252,21 @@ def in_flight(pending: Sequence[tuple[int, str, float]], now: float) -> str:
 def _origin(notes: Any) -> str:
   """The "origin" a strategy noted for a point ("" if it noted none)."""
   return str(notes.get("origin", "")) if isinstance(notes, dict) else ""
+
+
+def _check_proposal(proposal: Any, task: Task, seeds: dict) -> tuple[Any, float | None, int | None]:
+  """(point, fidelity, continues) of a strategy's proposal (`split_proposal`): a plain point of a
+  multi-fidelity task is evaluated at full fidelity. ValueError (a strategy's bug, so it stops
+  the search) for a fidelity the task does not accept or a continuation of an unknown trial."""
+  point, fidelity, continues = split_proposal(proposal)
+  if fidelity is None:
+    return point, full_fidelity(task), None
+  if fidelity not in task.fidelities:
+    allowed = ", ".join(f"{f:g}" for f in task.fidelities) or "none (a single-fidelity task)"
+    raise ValueError(f"strategy proposed fidelity {fidelity:g} for task {task.name!r}; its fidelities: {allowed}")
+  if continues is not None and seeds.get(continues) is None:
+    raise ValueError(f"strategy proposed to continue trial {continues!r}, which this search has not run")
+  return point, fidelity, continues
 
 
 def _best(score: float, goal: str) -> float | None:
@@ -310,27 +353,34 @@ def run(
     if done:
       state = strategy.update(state, done)
     next_id = 1 + max((o.trial_id for o in done), default=-1)
-    pending: dict[int, tuple[int, Any, dict, dict]] = {}  # ticket -> (trial_id, point, arch_json, info)
+    # ticket -> (trial_id, proposal, arch_json, info, fidelity)
+    pending: dict[int, tuple[int, Any, dict, dict, float | None]] = {}
     submitted: dict[int, float] = {}  # trial_id -> monotonic time of its submission
-    scores = to_score([o.value for o in done], task.goal)
+    seeds = {o.trial_id: o.info.get("seed") for o in done}  # what a continuation reuses
+    scores = to_score([o.value for o in full_fidelity_ok(done, task)], task.goal)
     best = np.nanmax(scores) if np.any(~np.isnan(scores)) else -np.inf
     bar = tqdm.tqdm(total=budget, initial=min(len(done), budget), desc=task.name, disable=not progress)
     try:
       while len(done) + len(pending) < budget or pending:
         while len(pending) < executor.num_workers + prefetch and len(done) + len(pending) < budget:
-          state, points = strategy.propose(state, 1, [p for _, p, _, _ in pending.values()])
+          state, points = strategy.propose(state, 1, [p[1] for p in pending.values()])
           if not points:
             break
-          arch_json = space.to_json(points[0])
+          point, fidelity, continues = _check_proposal(points[0], task, seeds)
+          arch_json = space.to_json(point)
           info = {"seed": trial_seed(seed, next_id), "strategy": strategy.notes(state, points[0])}
-          pending[executor.submit(task.evaluate, arch_json, info["seed"])] = (next_id, points[0], arch_json, info)
+          if continues is not None:  # the same network trained further: its first trial's seed
+            info.update(seed=seeds[continues], continues=continues)
+          args = (arch_json, info["seed"]) if fidelity is None else (arch_json, info["seed"], fidelity)
+          pending[executor.submit(task.evaluate, *args)] = (next_id, points[0], arch_json, info, fidelity)
+          seeds[next_id] = info["seed"]
           submitted[next_id] = time.monotonic()
           next_id += 1
         if not pending:
           log.warning("search stopped after %d evaluations: the strategy has no unseen point left", len(done))
           break
         # Redrawn every poll, so the clock and the evaluations in flight show from the first second.
-        flying = [(t, _origin(i["strategy"]), submitted[t]) for t, _, _, i in pending.values()]
+        flying = [(t, _origin(i["strategy"]), submitted[t]) for t, _, _, i, _ in pending.values()]
         bar.set_postfix(
           running=len(pending),
           oldest=in_flight(flying, time.monotonic()),
@@ -338,13 +388,13 @@ def run(
           best=_best(best, task.goal),
         )
         for ticket, outcome in executor.wait(timeout=_POLL_S):
-          trial_id, _, arch_json, info = pending.pop(ticket)
+          trial_id, _, arch_json, info, fidelity = pending.pop(ticket)
           submitted.pop(trial_id)
-          obs = _observe(trial_id, arch_json, outcome, info, [name for name, _ in task.objectives])
+          obs = _observe(trial_id, arch_json, outcome, info, [name for name, _ in task.objectives], fidelity)
           journal.append(path, obs)  # durable before the strategy (and the next proposal) sees it
           done.append(obs)
           state = strategy.update(state, [obs])
-          if obs.ok:
+          if full_fidelity_ok([obs], task):
             best = max(best, float(to_score(obs.value, task.goal)))
           bar.update(1)
     finally:

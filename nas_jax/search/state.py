@@ -33,6 +33,20 @@ def _finite_or_none(name: str, x: Any) -> float | None:
   return float(x)
 
 
+def _curve(curve: Any) -> list:
+  """A learning curve as [[fidelity, value], ...] of floats, a non-finite value (a diverged
+  epoch) as None (journal lines are strict JSON); TypeError otherwise."""
+  if not isinstance(curve, (list, tuple)):
+    raise TypeError(f"observation.curve: {curve!r}; expected a list of [fidelity, value] pairs")
+  out = []
+  for pair in curve:
+    if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
+      raise TypeError(f"observation.curve: {pair!r} in it; expected [fidelity, value] pairs")
+    value = _finite_or_none("curve value", pair[1])
+    out.append([_finite_or_none("curve fidelity", pair[0]), value if value is None or math.isfinite(value) else None])
+  return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Observation:
   """One finished evaluation, as recorded in the journal (host side, never traced).
@@ -52,6 +66,9 @@ class Observation:
       the field existed); with `seconds`, it places evaluations on a wall-clock axis.
     objectives: the task's other objectives (`Task.objectives`) by name, raw values in their own
       sign; {} for a single-objective task (and in journals written before the field existed).
+    fidelity: the fidelity it was evaluated at (`Task.fidelities`, e.g. epochs); None for a task
+      with one fidelity.
+    curve: its learning curve, [[fidelity, value], ...] (`TaskResult.curve`); [] when none.
   """
 
   trial_id: int
@@ -65,6 +82,8 @@ class Observation:
   info: dict = dataclasses.field(default_factory=dict)
   finished_at: float | None = None
   objectives: dict = dataclasses.field(default_factory=dict)
+  fidelity: float | None = None
+  curve: list = dataclasses.field(default_factory=list)
 
   def __post_init__(self):
     object.__setattr__(self, "status", Status(self.status))
@@ -74,6 +93,8 @@ class Observation:
       raise TypeError(f"observation.objectives: {self.objectives!r}; expected a dict of name -> float")
     objectives = {str(k): _finite_or_none(f"objectives[{k!r}]", v) for k, v in self.objectives.items()}
     object.__setattr__(self, "objectives", objectives)
+    object.__setattr__(self, "fidelity", _finite_or_none("fidelity", self.fidelity))
+    object.__setattr__(self, "curve", _curve(self.curve))
     if self.status == Status.OK and (self.value is None or not math.isfinite(self.value)):
       raise ValueError(f"observation.value: {self.value!r} with status OK; an OK value is a finite float")
     if self.status == Status.OK and not all(v is not None and math.isfinite(v) for v in objectives.values()):

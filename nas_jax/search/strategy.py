@@ -8,13 +8,32 @@ from typing import Any, Callable, NamedTuple
 
 from nas_jax.search.state import Observation
 
-__all__ = ["Strategy", "no_notes"]
+__all__ = ["Strategy", "AtFidelity", "no_notes", "split_proposal"]
 
 
 def no_notes(state: Any, point: Any) -> dict:
   """The default `Strategy.notes`: nothing to record."""
   del state, point
   return {}
+
+
+class AtFidelity(NamedTuple):
+  """A multi-fidelity strategy's proposal (`search.strategies.schedulers`): evaluate `point` at
+  `fidelity` (one of `Task.fidelities`). `continues` is the trial id of the same point's
+  evaluation at a lower fidelity that this one extends: the loop gives it that trial's
+  evaluation seed, so a training task continues the same network; None for a new point."""
+
+  point: Any
+  fidelity: float
+  continues: int | None = None
+
+
+def split_proposal(proposal: Any) -> tuple[Any, float | None, int | None]:
+  """(point, fidelity, continues) of a proposal: an `AtFidelity`, or a plain point (full
+  fidelity, None, None)."""
+  if isinstance(proposal, AtFidelity):
+    return proposal.point, float(proposal.fidelity), proposal.continues
+  return proposal, None, None
 
 
 class Strategy(NamedTuple):
@@ -24,7 +43,8 @@ class Strategy(NamedTuple):
     init: `init(key) -> state`.
     propose: `propose(state, n, pending) -> (state, points)`: at most n new points, none of whose
       `space.canonical_key` is observed, pending or repeated; fewer only when the space has no
-      unseen point left. `pending` lists points under evaluation.
+      unseen point left. `pending` lists points under evaluation. A multi-fidelity strategy
+      proposes `AtFidelity`s instead, and may propose an observed point at a higher fidelity.
     update: `update(state, observations) -> state`; observations of every status arrive, failed
       ones included (value None). Replaying a journal is `update(init(key), all_observations)`.
     notes: `notes(state, point) -> dict`, JSON-able facts about a point just proposed (e.g. its
