@@ -68,14 +68,16 @@ class CostEvaluate(NamedTuple):
     mine = {m: c[m] for m in self.objectives}
     return r._replace(objectives={**r.objectives, **mine}, info={**r.info, "costs": c})
 
-  def __call__(self, arch_json: dict, seed: int) -> TaskResult:
+  def __call__(self, arch_json: dict, seed: int, *fidelity: float) -> TaskResult:
+    """The wrapped evaluation (at `fidelity`, for a multi-fidelity task) with the costs."""
     c = self._costs(arch_json)
-    return self._result(self.evaluate(arch_json, seed), c)
+    return self._result(self.evaluate(arch_json, seed, *fidelity), c)
 
-  def many(self, calls: list[tuple[dict, int]]) -> list[TaskResult]:
-    """A batch (`PopulationExecutor`): every call is checked before any trains; an infeasible one
-    raises, and the executor then runs the calls one by one, so that it fails alone."""
-    found = [self._costs(arch_json) for arch_json, _ in calls]
+  def many(self, calls: list[tuple]) -> list[TaskResult]:
+    """A batch (`PopulationExecutor`) of (arch_json, seed[, fidelity]) calls: every call is
+    checked before any trains; an infeasible one raises, and the executor then runs the calls one
+    by one, so that it fails alone."""
+    found = [self._costs(call[0]) for call in calls]
     many = getattr(self.evaluate, "many", None)
     results = many(calls) if many is not None else [self.evaluate(*call) for call in calls]
     return [self._result(r, c) for r, c in zip(results, found)]

@@ -115,19 +115,47 @@ def synthetic_value(name: str, q: Quantities) -> float:
   return f0
 
 
-def _evaluate(name: str, delay_s: float, mass_params: str, arch_json: dict, seed: int) -> TaskResult:
-  """Task.evaluate of `synthetic_task` (top level, so it pickles). Deterministic: seed unused."""
-  del seed
+def fidelity_noise(seed: int, fidelity: float, full: float, scale: float) -> float:
+  """The noise of a synthetic value at `fidelity` of `full`: normal with standard deviation
+  scale * (1 - fidelity / full), so exact at full fidelity. Drawn from (seed, fidelity): one
+  network (one seed) has one curve."""
+  rng = np.random.default_rng([seed, int(round(fidelity * 1e6))])
+  return float(scale * (1.0 - fidelity / full) * rng.standard_normal())
+
+
+def _evaluate(
+  name: str,
+  delay_s: float,
+  mass_params: str,
+  arch_json: dict,
+  seed: int,
+  fidelity: float | None = None,
+  *,
+  fidelities: tuple = (),
+  noise: float = 1.0,
+) -> TaskResult:
+  """Task.evaluate of `synthetic_task` (top level, so it pickles). Deterministic at full
+  fidelity (seed unused); below it the value carries `fidelity_noise`, and info["cost_s"] is
+  the fidelity (a simulated cost proportional to it)."""
   kind = arch_json.get("kind") if isinstance(arch_json, dict) else None
   if kind not in KINDS[name]:
     raise ValueError(f"synthetic {name}: a {kind!r} network; {name} is defined for {', '.join(KINDS[name])}")
   q = quantities(arch_json, mass_params)
   if delay_s:
     time.sleep(delay_s)
-  return TaskResult(value=synthetic_value(name, q), info=q._asdict())
+  value, info = synthetic_value(name, q), q._asdict()
+  if not fidelities:
+    return TaskResult(value=value, info=info)
+  fidelity = fidelities[-1] if fidelity is None else float(fidelity)
+  if fidelity not in fidelities:
+    raise ValueError(f"fidelity: {fidelity!r}; this task has {', '.join(f'{f:g}' for f in fidelities)}")
+  curve = tuple((f, value + fidelity_noise(seed, f, fidelities[-1], noise)) for f in fidelities if f <= fidelity)
+  return TaskResult(value=curve[-1][1], info={**info, "cost_s": fidelity}, curve=curve)
 
 
-def synthetic_task(name: str, *, delay_s: float = 0.0, mass_params: str = "paper") -> Task:
+def synthetic_task(
+  name: str, *, delay_s: float = 0.0, mass_params: str = "paper", fidelities: tuple = (), noise: float = 1.0
+) -> Task:
   """The synthetic objective `name` as a Task (goal "max").
 
   Args:
@@ -135,12 +163,20 @@ def synthetic_task(name: str, *, delay_s: float = 0.0, mass_params: str = "paper
     delay_s: seconds each evaluation sleeps, to stand in for training in tests of parallel,
       timed-out or killed searches.
     mass_params: mass rules for `am`, a name in `nas_jax.MASS_PARAMS`.
+    fidelities: () for the exact objective; increasing fidelities (e.g. (1, 3, 9)) for a cheap
+      noisy multi-fidelity variant: below the last, the value carries normal noise of standard
+      deviation noise * (1 - fidelity / last) (`fidelity_noise`) and costs `fidelity` seconds.
+    noise: that noise scale.
   """
   if name not in FUNCTIONS:
     raise ValueError(f"synthetic_task: name={name!r} is unknown; allowed: {', '.join(FUNCTIONS)}")
   if isinstance(delay_s, bool) or not isinstance(delay_s, (int, float)) or not 0 <= delay_s < math.inf:
     raise ValueError(f"synthetic_task: delay_s={delay_s!r}; expected a finite number >= 0")
   graph.mass_params(mass_params)  # a bad name fails here, not in every worker
-  return Task(
-    name=f"synthetic-{name}", goal="max", evaluate=functools.partial(_evaluate, name, float(delay_s), mass_params)
-  )
+  fidelities = tuple(float(f) for f in fidelities)
+  if any(not f > 0 for f in fidelities) or any(a >= b for a, b in zip(fidelities, fidelities[1:])):
+    raise ValueError(f"synthetic_task: fidelities={fidelities!r}; expected increasing numbers > 0")
+  if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < math.inf:
+    raise ValueError(f"synthetic_task: noise={noise!r}; expected a finite number >= 0")
+  evaluate = functools.partial(_evaluate, name, float(delay_s), mass_params, fidelities=fidelities, noise=float(noise))
+  return Task(name=f"synthetic-{name}", goal="max", evaluate=evaluate, fidelities=fidelities)

@@ -5,6 +5,13 @@ File format (users may point at their own copy): a gzip'd or plain CSV with a he
 `arch_str`, `<ds>_valid_acc`, `<ds>_test_acc` and, for cifar100/imagenet16, `<ds>_valtest_acc`
 (accuracies in %), optionally `index` and `iso_class`; one row per cell, as in
 `shared/data/nasbench201/nb201_200epochs.csv.gz`.
+
+Two fidelities (`nb201_task(..., fidelities=(12, 200))`): the 200-epoch table and the 12-epoch
+one (`nb201_12epochs.csv.gz`, same rows, beside it), the two training schedules of the
+benchmark. Each evaluation reports its simulated cost, `info["cost_s"]`: the table's training
+seconds of the 200-epoch run, scaled by epochs for the 12-epoch one. The 12-epoch schedule is not
+a prefix of the 200-epoch one, so a cell promoted from 12 to 200 epochs is trained (and charged)
+afresh.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ __all__ = [
   "nb201_task",
   "nb201_evaluate",
   "nb201_costs",
+  "fidelity_path",
+  "FIDELITIES",
   "resolve",
   "regret_curve",
 ]
@@ -37,6 +46,14 @@ __all__ = [
 DATASETS = ("cifar10", "cifar100", "imagenet16")
 REPORT_METRICS = ("test", "valtest")
 NB201_FILE = "nb201_200epochs.csv.gz"
+NB201_12_FILE = "nb201_12epochs.csv.gz"
+FIDELITIES = (12.0, 200.0)  # the epochs of the benchmark's two schedules
+_TABLE_OF = {12.0: NB201_12_FILE, 200.0: NB201_FILE}
+_TIME_COLUMN = {
+  "cifar10": "train_time_s_cifar10_valid",
+  "cifar100": "train_time_s_cifar100",
+  "imagenet16": "train_time_s_imagenet16",
+}
 NB201_CELLS = 15625  # 5 ops on each of 6 edges
 
 
@@ -53,6 +70,8 @@ class Nb201Table(NamedTuple):
     best_valid, best_test: the table's maxima; best_test is the regret reference (spec 11.2).
     params: [R] float, parameters of the trained network (`params_mb_<ds>` x 10^6), or None if
       the file has no such column.
+    train_seconds: [R] float, the benchmark's training seconds of the cell (`train_time_s_...`),
+      or None if the file has no such column.
   """
 
   arch_strs: tuple[str, ...]
@@ -64,6 +83,7 @@ class Nb201Table(NamedTuple):
   best_valid: float
   best_test: float
   params: np.ndarray | None = None
+  train_seconds: np.ndarray | None = None
 
 
 def resolve(path: str) -> str:
@@ -93,12 +113,15 @@ def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
   if missing:
     raise ValueError(f"path: {path!r} lacks columns {missing}; see nas_jax.tasks.tabular docs")
   arch_strs = tuple(r["arch_str"] for r in rows)
-  params_col = f"params_mb_{dataset}"
+  params_col, time_col = f"params_mb_{dataset}", _TIME_COLUMN[dataset]
   try:
     valid, test = np.array([float(r[valid_col]) for r in rows]), np.array([float(r[test_col]) for r in rows])
     params = np.array([float(r[params_col]) * 1e6 for r in rows]) if params_col in header else None
+    seconds = np.array([float(r[time_col]) for r in rows]) if time_col in header else None
   except (TypeError, ValueError) as e:
-    raise ValueError(f"path: {path!r}: {valid_col}, {test_col} or {params_col} holds a non-number ({e})") from None
+    raise ValueError(
+      f"path: {path!r}: {valid_col}, {test_col}, {params_col} or {time_col} holds a non-number ({e})"
+    ) from None
   return Nb201Table(
     arch_strs=arch_strs,
     row={s: i for i, s in enumerate(arch_strs)},
@@ -109,6 +132,7 @@ def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
     best_valid=float(valid.max()),
     best_test=float(test.max()),
     params=params,
+    train_seconds=seconds,
   )
 
 
@@ -131,26 +155,47 @@ def load_nb201(path: str, dataset: str = "cifar10", report_metric: str = "test")
   return _load(resolve(path), dataset, report_metric)
 
 
-def nb201_evaluate(arch_json: Any, seed: int, *, path: str, dataset: str, report_metric: str) -> TaskResult:
-  """Looks a cell up: value = validation accuracy (%), test_value = reported accuracy (%).
+def fidelity_path(path: str, fidelity: float) -> str:
+  """The table of `fidelity` epochs (12 or 200): the 200-epoch table `path` itself, or the
+  12-epoch file beside it (`NB201_12_FILE`)."""
+  if fidelity == FIDELITIES[-1]:
+    return path
+  other = os.path.join(os.path.dirname(path), _TABLE_OF[fidelity])
+  if not os.path.isfile(other):
+    raise FileNotFoundError(f"path: {other!r} does not exist; the {fidelity:g}-epoch fidelity reads it beside {path!r}")
+  return other
+
+
+def nb201_evaluate(
+  arch_json: Any, seed: int, fidelity: float | None = None, *, path: str, dataset: str, report_metric: str
+) -> TaskResult:
+  """Looks a cell up: value = validation accuracy (%), test_value = reported accuracy (%), at
+  `fidelity` epochs (12 or 200; None: 200).
 
   The table holds means over training seeds, so `seed` does not change the result. info holds
-  the benchmark `index`, `regret` (best test overall - this test) and `valid_regret`.
+  the benchmark `index`, `regret` (best test overall at 200 epochs - this test) and
+  `valid_regret`, and `cost_s`, the simulated training seconds (the 200-epoch run's, times
+  fidelity / 200) when the table records them; the curve is the one point (fidelity, value).
   """
   del seed  # the tabular oracle is deterministic (spec 8)
-  table = load_nb201(path, dataset, report_metric)
+  fidelity = FIDELITIES[-1] if fidelity is None else float(fidelity)
+  if fidelity not in FIDELITIES:
+    raise ValueError(f"fidelity: {fidelity!r}; NAS-Bench-201 has the epochs {', '.join(f'{f:g}' for f in FIDELITIES)}")
+  full = load_nb201(path, dataset, report_metric)
+  table = full if fidelity == FIDELITIES[-1] else load_nb201(fidelity_path(path, fidelity), dataset, report_metric)
   arch_str = arch_json.get("arch_str") if isinstance(arch_json, dict) else None
-  if arch_str not in table.row:
+  if arch_str not in table.row or arch_str not in full.row:
     raise ValueError(f"arch_json: {arch_json!r}; expected {{'kind': 'nb201', 'arch_str': <a row>}}")
   r = table.row[arch_str]
+  info = {
+    "index": int(table.index[r]),
+    "regret": full.best_test - float(table.test[r]),
+    "valid_regret": full.best_valid - float(table.valid[r]),
+  }
+  if full.train_seconds is not None:
+    info["cost_s"] = float(full.train_seconds[full.row[arch_str]]) * fidelity / FIDELITIES[-1]
   return TaskResult(
-    value=float(table.valid[r]),
-    test_value=float(table.test[r]),
-    info={
-      "index": int(table.index[r]),
-      "regret": table.best_test - float(table.test[r]),
-      "valid_regret": table.best_valid - float(table.valid[r]),
-    },
+    value=float(table.valid[r]), test_value=float(table.test[r]), info=info, curve=((fidelity, float(table.valid[r])),)
   )
 
 
@@ -166,17 +211,26 @@ def nb201_costs(arch_json: Any, *, path: str, dataset: str) -> dict[str, float]:
   return {"params": float(table.params[table.row[arch_str]])}
 
 
-def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test") -> Task:
+def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test", fidelities: tuple = ()) -> Task:
   """A `Task` (goal "max" on validation accuracy, test_value = reported accuracy) on the table.
 
-  The table is loaded here, so a missing, malformed or partial file fails at construction.
+  Args:
+    path, dataset, report_metric: as `load_nb201`.
+    fidelities: () (the 200-epoch table only) or (12, 200): both schedules, for multi-fidelity
+      schedulers; the 12-epoch table is read from beside the 200-epoch one.
+
+  The tables are loaded here, so a missing, malformed or partial file fails at construction.
   """
   table_path = resolve(path)
-  n = len(load_nb201(table_path, dataset, report_metric).row)
-  if n != NB201_CELLS:  # a search proposes any cell: a partial table would fail its trials
-    raise ValueError(f"path: {table_path!r} holds {n} distinct cells; a search needs all {NB201_CELLS} of NB201")
+  fidelities = tuple(float(f) for f in fidelities)
+  if fidelities not in ((), FIDELITIES):
+    raise ValueError(f"fidelities: {fidelities!r}; NAS-Bench-201 offers () or (12, 200) epochs")
+  for fidelity in fidelities or FIDELITIES[-1:]:
+    n = len(load_nb201(fidelity_path(table_path, fidelity), dataset, report_metric).row)
+    if n != NB201_CELLS:  # a search proposes any cell: a partial table would fail its trials
+      raise ValueError(f"path: {table_path!r} holds {n} distinct cells; a search needs all {NB201_CELLS} of NB201")
   evaluate = functools.partial(nb201_evaluate, path=table_path, dataset=dataset, report_metric=report_metric)
-  return Task(name=f"nb201_{dataset}", goal="max", evaluate=evaluate)
+  return Task(name=f"nb201_{dataset}", goal="max", evaluate=evaluate, fidelities=fidelities)
 
 
 def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:

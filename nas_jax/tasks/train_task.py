@@ -1,17 +1,27 @@
 """Training as a search Task: `nas_jax.tasks.training.evaluate` scores an architecture by its best
 validation metric (accuracy, maximised, for classification; MSE, minimised, for regression).
+
+With fidelities (epochs), a network can be trained to a few epochs and later, with the same seed,
+to more: a checkpoint of its training state, `<checkpoint_dir>/<weights_id>-<seed>.msgpack`
+(written atomically by `weights.save_variables`), lets the later call train only the epochs
+missing (`training.train_until`).
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import math
+import os
 from typing import NamedTuple
 
 import jax
+import numpy as np
 
 from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import datasets, padded_mlp, padded_training, trainers, training
+from nas_jax.tasks import checkpoints, datasets, padded_mlp, padded_training, trainers, training, weights
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
 __all__ = ["train_task", "TrainEvaluate", "task_result", "load_dataset"]
@@ -24,10 +34,11 @@ def load_dataset(name: str, kind: str, data_seed: int, target: str, task: str) -
 
 
 class TrainEvaluate(NamedTuple):
-  """Task.evaluate of `train_task`: `(arch_json, seed) -> TaskResult` (a NamedTuple of plain
-  values, so it pickles into workers). `seed` seeds initialisation and shuffling; the data split
-  depends on `data_seed` only, so every trial sees the same split. `many` evaluates a batch (for
-  `PopulationExecutor`): with the padded trainer, mlp networks of one padding train together."""
+  """Task.evaluate of `train_task`: `(arch_json, seed[, fidelity]) -> TaskResult` (a NamedTuple
+  of plain values, so it pickles into workers). `seed` seeds initialisation and shuffling; the data
+  split depends on `data_seed` only, so every trial sees the same split. `many` evaluates a batch
+  (for `PopulationExecutor`): with the padded trainer, mlp networks of one padding train together.
+  `fidelities` and `checkpoint_dir` are `train_task`'s."""
 
   name: str
   kind: str
@@ -36,6 +47,8 @@ class TrainEvaluate(NamedTuple):
   target: str
   task: str
   trainer: str
+  fidelities: tuple[float, ...] = ()
+  checkpoint_dir: str = ""
 
   def _read(self, arch_json: dict) -> tuple[Architecture, datasets.Dataset]:
     arch = Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS)
@@ -43,18 +56,52 @@ class TrainEvaluate(NamedTuple):
       raise ValueError(f"train task: a {arch.kind} architecture; this task trains {self.kind} networks")
     return arch, load_dataset(self.name, self.kind, self.data_seed, self.target, self.task)
 
-  def __call__(self, arch_json: dict, seed: int) -> TaskResult:
+  def __call__(self, arch_json: dict, seed: int, fidelity: float | None = None) -> TaskResult:
+    """Trains the network of `arch_json` with `seed`: all `train_config.epochs`, or with a
+    `fidelity` (a whole number of epochs in [1, epochs]) the first `fidelity` epochs of that run,
+    continued from its checkpoint when `checkpoint_dir` holds one. A call with a fidelity, or on
+    a task with fidelities, trains with the specialised program whatever the trainer, and its info
+    adds "continued_from" (the epochs taken from a checkpoint; 0 from scratch)."""
+    if fidelity is not None and not _is_epochs(fidelity, self.train_config.epochs):
+      epochs = self.train_config.epochs
+      raise ValueError(
+        f"fidelity: {fidelity!r}; expected a whole number of epochs in [1, train_config.epochs={epochs}]"
+      )
     arch, data = self._read(arch_json)
-    result, chosen = trainers.evaluate(self.trainer, arch, data, self.train_config, jax.random.key(seed))
-    return task_result(result, data, trainer=chosen)
+    if fidelity is None and not self.fidelities:
+      result, chosen = trainers.evaluate(self.trainer, arch, data, self.train_config, jax.random.key(seed))
+      return task_result(result, data, trainer=chosen)
+    epochs = self.train_config.epochs if fidelity is None else int(fidelity)
+    path, meta = self._checkpoint_path(arch, seed), self._run_meta(arch, seed)
+    resume = _load_checkpoint(path, meta) if path else None
+    result, checkpoint, continued = training.train_until(
+      arch, data, self.train_config, jax.random.key(seed), epochs, resume=resume
+    )
+    # The full fidelity has no continuation; a checkpoint that was just returned is already stored.
+    if path and epochs < self.train_config.epochs and result.epochs > continued:
+      weights.save_variables(path, checkpoints.checkpoint_tree(checkpoint, meta))
+    return task_result(result, data, trainer="specialised", continued_from=continued)
 
-  def many(self, calls: list[tuple[dict, int]]) -> list[TaskResult]:
-    """The results of [(arch_json, seed), ...], in order: with trainer "padded", the mlp networks
-    of each padding (`padded_mlp.padding_for`) train as one population, each as if alone
-    (`padded_training.train_population`); with another trainer each trains as `__call__` trains it."""
-    if self.trainer != "padded":
+  def _checkpoint_path(self, arch: Architecture, seed: int) -> str:
+    """Where the checkpoint of (arch, seed) lives; "" without a checkpoint_dir."""
+    if not self.checkpoint_dir:
+      return ""
+    return os.path.join(self.checkpoint_dir, f"{weights_id(arch.to_json())}-{int(seed)}.msgpack")
+
+  def _run_meta(self, arch: Architecture, seed: int) -> str:
+    """What makes a checkpoint this run's: the network, seed, data and training config, as JSON."""
+    data = [self.name, self.kind, self.data_seed, self.target, self.task]
+    run = {"arch": arch.to_json(), "seed": int(seed), "data": data, "train_config": self.train_config._asdict()}
+    return json.dumps(run, sort_keys=True)
+
+  def many(self, calls: list[tuple]) -> list[TaskResult]:
+    """The results of [(arch_json, seed) or (arch_json, seed, fidelity), ...], in order: with
+    trainer "padded", the mlp networks of each padding (`padded_mlp.padding_for`) train as one
+    population, each as if alone (`padded_training.train_population`); with another trainer, or
+    fidelities, each trains as `__call__` trains it."""
+    if self.trainer != "padded" or self.fidelities or any(len(c) > 2 and c[2] is not None for c in calls):
       return [self(*c) for c in calls]
-    read = [self._read(arch_json) for arch_json, _ in calls]
+    read = [self._read(c[0]) for c in calls]
     groups: dict[padded_mlp.Padding, list[int]] = {}
     for i, (arch, _) in enumerate(read):
       groups.setdefault(padded_mlp.padding_for([arch]), []).append(i)
@@ -68,9 +115,43 @@ class TrainEvaluate(NamedTuple):
     return results
 
 
+def _load_checkpoint(path: str, meta: str) -> checkpoints.Checkpoint | None:
+  """The checkpoint at `path` when it is the run `meta` names; None when there is none, or it is
+  unreadable, corrupt or another run's (which then trains from scratch)."""
+  if not os.path.exists(path):
+    return None
+  try:
+    tree = weights.load_variables(path)
+  except (OSError, ValueError):  # gone since, unreadable, truncated or corrupt
+    return None
+  return checkpoints.checkpoint_of_tree(tree, meta)
+
+
+def _is_epochs(f, epochs: int) -> bool:
+  """Whether `f` is a whole number (int or float) of epochs in [1, epochs]."""
+  number = isinstance(f, (int, float, np.integer, np.floating)) and not isinstance(f, (bool, np.bool_))
+  return number and math.isfinite(f) and f == int(f) and 1 <= f <= epochs
+
+
+def _check_fidelities(fidelities, epochs: int) -> None:
+  """ValueError naming `fidelities` unless they are whole numbers of epochs >= 1, strictly
+  increasing, ending at `epochs` (or empty)."""
+  if not isinstance(fidelities, (tuple, list)) or not all(_is_epochs(f, epochs) for f in fidelities):
+    raise ValueError(
+      f"fidelities: {fidelities!r}; expected whole numbers of epochs in [1, train_config.epochs={epochs}]"
+    )
+  if any(a >= b for a, b in zip(fidelities, fidelities[1:])):
+    raise ValueError(f"fidelities: {fidelities!r}; expected them strictly increasing")
+  if fidelities and fidelities[-1] != epochs:
+    raise ValueError(f"fidelities: {fidelities!r}; the last must be the full fidelity, train_config.epochs={epochs}")
+
+
 def task_result(r: training.EvalResult, data: datasets.Dataset, **extra) -> TaskResult:
   """The TaskResult of a training run: accuracies (classification) or MSEs (regression), with the
-  run's epochs and timings (and `extra`) as info."""
+  run's epochs and timings (and `extra`) as info, and its learning curve ((1.0, metric after
+  epoch 1), ..., (epochs trained, ...)) in the same units (NaN where an epoch diverged)."""
+  classification = data.task == "classification"
+  metric = (lambda e: 1.0 - e) if classification else (lambda e: e)
   info = {
     "best_epoch": r.best_epoch,
     "epochs": r.epochs,
@@ -80,9 +161,8 @@ def task_result(r: training.EvalResult, data: datasets.Dataset, **extra) -> Task
     "val_errors": list(r.val_errors),
     **extra,
   }
-  if data.task == "classification":
-    return TaskResult(value=1.0 - r.val_error, test_value=1.0 - r.test_error, info=info)
-  return TaskResult(value=r.val_error, test_value=r.test_error, info=info)
+  curve = tuple((float(epoch), metric(e)) for epoch, e in enumerate(r.val_errors, start=1))
+  return TaskResult(value=metric(r.val_error), test_value=metric(r.test_error), info=info, curve=curve)
 
 
 def train_task(
@@ -94,6 +174,8 @@ def train_task(
   target: str = "",
   task: str = "regression",
   trainer: str = "specialised",
+  fidelities: tuple[float, ...] = (),
+  checkpoint_dir: str = "",
 ) -> Task:
   """A Task that trains each architecture on `dataset` and returns its best validation metric.
 
@@ -110,21 +192,37 @@ def train_task(
     trainer: "specialised" (a program compiled per network), "padded" (mlp networks through one
       program per padding, `padded_training`) or "auto" (`trainers.choose`); the info of each
       result names the trainer used.
+    fidelities: epochs a network may be evaluated at, e.g. (1, 3, 9): whole numbers >= 1,
+      strictly increasing, the last `train_config.epochs`; () for full runs only. Training to f
+      epochs is the first f epochs of the full run (the schedule spans all epochs); the value at
+      f is the best over epochs 1..f. Trained with the specialised program ("auto" too; not "padded").
+    checkpoint_dir: with fidelities, where a network trained below the full fidelity leaves its
+      training state, so that the same (architecture, seed) at a higher fidelity trains only the
+      epochs missing; "" keeps none (each fidelity trains from scratch).
 
   Raises:
-    ValueError / TypeError for an unknown dataset, a bad kind or a bad train_config.
+    ValueError / TypeError for an unknown dataset, a bad kind, a bad train_config, bad fidelities
+    or a bad checkpoint_dir.
   """
   if kind not in ("cnn", "mlp"):
     raise ValueError(f"train_task: kind={kind!r}; allowed: cnn, mlp")
   if not isinstance(train_config, training.TrainConfig):
     raise TypeError(f"train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
+  training.check_config(train_config)
   if trainer not in trainers.allowed(kind):
     allowed = ", ".join(trainers.allowed(kind))
     raise ValueError(f"train_task: trainer={trainer!r}; for {kind} networks choose one of: {allowed}")
+  _check_fidelities(fidelities, train_config.epochs)
+  if fidelities and trainer == "padded":
+    raise ValueError(f"fidelities: {fidelities!r} need the specialised trainer; trainer='padded' trains full runs only")
+  if not isinstance(checkpoint_dir, str):
+    raise TypeError(f"checkpoint_dir: {checkpoint_dir!r} is a {type(checkpoint_dir).__name__}; expected a path or ''")
   data = load_dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
   goal = "max" if data.task == "classification" else "min"
+  fidelities = tuple(float(f) for f in fidelities)
   return Task(
     name=f"train-{data.name}-{kind}",
     goal=goal,
-    evaluate=TrainEvaluate(dataset, kind, train_config, data_seed, target, task, trainer),
+    evaluate=TrainEvaluate(dataset, kind, train_config, data_seed, target, task, trainer, fidelities, checkpoint_dir),
+    fidelities=fidelities,
   )

@@ -20,7 +20,7 @@ import optax
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import early_stopping, models, train_steps, warm_start
+from nas_jax.tasks import checkpoints, early_stopping, models, train_steps, warm_start
 from nas_jax.tasks.datasets import TASKS, Dataset
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
   "check_match",
   "best_epoch",
   "evaluate",
+  "train_until",
   "epoch_record",
   "stops",
   "result_of",
@@ -237,9 +238,56 @@ def evaluate(
   check_config(train_config)
   nodes = check_match(arch, dataset, train_config)
   model = models.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
-  result = _train(model, dataset, train_config, key, init_variables, keep_variables)
+  result, _ = _train(model, dataset, train_config, key, init_variables, keep_variables)
   _release_freed_memory()  # a worker that evaluates many networks starts each one lean
   return result
+
+
+def train_until(
+  arch: Architecture,
+  dataset: Dataset,
+  train_config: TrainConfig,
+  key: jax.Array,
+  epochs: int,
+  *,
+  resume: checkpoints.Checkpoint | None = None,
+) -> tuple[EvalResult, checkpoints.Checkpoint, int]:
+  """The first `epochs` epochs of the run `evaluate(arch, dataset, train_config, key)` does, from
+  scratch or continued from a checkpoint of the same run (multi-fidelity training).
+
+  The schedule spans all `train_config.epochs`, and epoch k's shuffle derives from the key and k,
+  so training to `epochs` is exactly the beginning of the full run, and a run continued from its
+  checkpoint after e epochs gives what an uninterrupted one gives. The result scores the epochs
+  1..`epochs` as `evaluate` does (`result_of`); its timings cover this call only.
+
+  Args:
+    arch, dataset, train_config, key: as for `evaluate`.
+    epochs: an integer in [1, train_config.epochs]: the epochs the run has after this call.
+    resume: a Checkpoint of this very run (same arch, data, config and key: the caller's to
+      ensure). It is used when it has fewer than `epochs` epochs and its state fits the network;
+      otherwise training starts from scratch. A run that early stopping ended (`stops`) is returned
+      as it is, without training.
+
+  Returns:
+    (result, checkpoint after the last epoch, epochs taken from `resume`: 0 from scratch).
+
+  Raises:
+    ValueError / TypeError: as `evaluate`, or `epochs` outside [1, train_config.epochs].
+  """
+  check_config(train_config)
+  if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or not 1 <= epochs <= train_config.epochs:
+    raise ValueError(f"epochs: {epochs!r}; expected an integer in [1, train_config.epochs={train_config.epochs}]")
+  nodes = check_match(arch, dataset, train_config)
+  if resume is not None and not 0 < resume.epochs < epochs:
+    resume = None  # nothing to continue, or it went as far or further: its state cannot be rewound
+  if resume is not None and stops(list(resume.records), train_config):
+    return result_of(dataset.task, list(resume.records), 0.0, 0.0, 0.0), resume, resume.epochs
+  model = models.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
+  result, (checkpoint, continued) = _train(
+    model, dataset, train_config, key, None, False, epochs=int(epochs), resume=resume
+  )
+  _release_freed_memory()
+  return result, checkpoint, continued
 
 
 def _train(
@@ -249,8 +297,13 @@ def _train(
   key: jax.Array,
   init_variables: Mapping[str, Any] | None,
   keep_variables: bool,
-) -> EvalResult:
-  """`evaluate` after its checks."""
+  *,
+  epochs: int | None = None,
+  resume: checkpoints.Checkpoint | None = None,
+) -> tuple[EvalResult, tuple[checkpoints.Checkpoint | None, int]]:
+  """`evaluate` (and `train_until`) after their checks: trains to `epochs` (all by default),
+  continuing `resume` when its state fits. Returns the result and, when `epochs` is given, the
+  Checkpoint after the last epoch and the epochs taken from `resume`."""
   classification = dataset.task == "classification"
   steps = dataset.x_train.shape[0] // train_config.batch_size
   tx = make_optimizer(train_config, steps * train_config.epochs)
@@ -277,16 +330,18 @@ def _train(
   eval_fn = functools.partial(train_steps.eval_sums, apply, classification)
   run_eval = jax.jit(eval_fn).lower(abstract, x_eval, y_eval, valid).compile()
   _release_freed_memory()
-  if warm is None:
+  state = None if resume is None else checkpoints.restore_state(abstract, resume.state)
+  records = [] if state is None else list(resume.records)  # per epoch: (val error, val loss, test error)
+  continued = len(records)  # 0 from scratch, also when `resume`'s state does not fit the network
+  if state is None and warm is None:
     state = train_steps.initial_state(tx, models.init_variables(model, init_key, x_one))
-  else:  # jnp.array copies: the donated state must not alias the caller's arrays
+  elif state is None:  # jnp.array copies: the donated state must not alias the caller's arrays
     state = train_steps.initial_state(tx, jax.tree.map(lambda a: jnp.array(a, jnp.float32), warm))
   compile_seconds = time.perf_counter() - t0
 
   train_s = eval_s = 0.0
-  records = []  # per epoch: (val error, val loss, test error)
   kept = None
-  for epoch in range(1, train_config.epochs + 1):
+  for epoch in range(continued + 1, (train_config.epochs if epochs is None else epochs) + 1):
     t0 = time.perf_counter()
     state, _ = jax.block_until_ready(run_epoch(state, x_train, y_train, perm(epoch)))
     t1 = time.perf_counter()
@@ -299,7 +354,10 @@ def _train(
       kept = jax.tree.map(np.array, {"params": state.params, "batch_stats": state.batch_stats})
     if stops(records, train_config):
       break
-  return result_of(dataset.task, records, train_s, eval_s, compile_seconds, kept)
+  result = result_of(dataset.task, records, train_s, eval_s, compile_seconds, kept)
+  if epochs is None:
+    return result, (None, 0)
+  return result, (checkpoints.capture(state, records), continued)
 
 
 def epoch_record(loss, err, n_val_batches: int, n_val: int, n_test: int) -> tuple[float, float, float]:
