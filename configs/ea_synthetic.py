@@ -28,7 +28,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.strategy_config = ml_collections.ConfigDict({"n_mut": 10})  # mutants per generation (spec 10.4)
   c.space = ml_collections.ConfigDict({"name": "layer_graph", "kind": FUNCTIONS[function], "max_layers": 60})
   # delay_s: seconds each evaluation sleeps, to stand in for training when testing executors.
-  c.task = ml_collections.ConfigDict({"name": "synthetic", "function": function, "delay_s": 0.0})
+  c.task = ml_collections.ConfigDict({"name": "synthetic", "function": function, "delay_s": 0.0, "fidelities": ""})
+  # fidelities: e.g. "1,3,9" for a noisy cheap variant below the last (tasks.synthetic); "" for none
   c.budget = 6 if smoke else 200  # Fig. 7 runs 200 evaluations
   c.num_workers = 1
   c.executor = "inline"  # "inline" | "local" (process pool) | "ray"
@@ -41,6 +42,11 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.constraints = ml_collections.ConfigDict(
     {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
   )
+  # Multi-fidelity search (README): a scheduler ("sh" | "hyperband" | "asha"; "" for none) runs
+  # networks at task.fidelities and promotes the best 1/eta; the strategy samples its new networks
+  # (its model sees the highest fidelity with min_points successes).
+  c.scheduler = ""
+  c.scheduler_config = ml_collections.ConfigDict({"eta": 3, "min_points": 10})
   c.seed = 0
   c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
   return c

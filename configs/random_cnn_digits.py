@@ -36,6 +36,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "task_type": "classification",
       # "specialised" (a program per network) | "padded" (mlp: one program per padding) | "auto"
       "trainer": "specialised",
+      # epochs a scheduler may stop at, ending at epochs, e.g. "1,3,9" with epochs 9; "" for none
+      "fidelities": "",
+      "checkpoint_dir": "",  # continued networks' checkpoints; "" for WORKDIR/checkpoints
     }
   )
   c.budget = 2 if smoke else 60
@@ -51,6 +54,11 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.constraints = ml_collections.ConfigDict(
     {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
   )
+  # Multi-fidelity search (README): a scheduler ("sh" | "hyperband" | "asha"; "" for none) runs
+  # networks at task.fidelities and promotes the best 1/eta; the strategy samples its new networks
+  # (its model sees the highest fidelity with min_points successes).
+  c.scheduler = ""
+  c.scheduler_config = ml_collections.ConfigDict({"eta": 3, "min_points": 10})
   c.seed = 0
   c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
   return c

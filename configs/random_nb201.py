@@ -29,6 +29,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "path": "../shared/data/nasbench201",
       "dataset": "cifar10",
       "report_metric": "test",
+      "fidelities": "",  # "12,200": both tables, for a scheduler
     }
   )
   c.budget = 15 if smoke else 150
@@ -43,6 +44,11 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.constraints = ml_collections.ConfigDict(
     {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
   )
+  # Multi-fidelity search (README): a scheduler ("sh" | "hyperband" | "asha"; "" for none) runs
+  # networks at task.fidelities and promotes the best 1/eta; the strategy samples its new networks
+  # (its model sees the highest fidelity with min_points successes).
+  c.scheduler = ""
+  c.scheduler_config = ml_collections.ConfigDict({"eta": 3, "min_points": 10})
   c.seed = 0
   c.workdir = config_dict.placeholder(str)
   return c

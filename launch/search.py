@@ -33,8 +33,10 @@ def main(argv):
   with open(path) as f:
     s = json.load(f)
   front = f", {len(s['pareto_front'])} on the Pareto front" if "pareto_front" in s else ""
+  counts = s.get("n_per_fidelity")
+  at = f" (at full fidelity; evaluations per fidelity {counts})" if counts else ""
   print(
-    f"{s['task']}: best value {s['best_value']} (trial {s['best_trial_id']}) after {s['n_evaluated']}"
+    f"{s['task']}: best value {s['best_value']} (trial {s['best_trial_id']}){at} after {s['n_evaluated']}"
     f" evaluations, {s['n_failed']} failed{front}; see {path}"
   )
 

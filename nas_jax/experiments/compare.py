@@ -16,6 +16,7 @@ import numpy as np
 from nas_jax.acquisition import pareto
 from nas_jax.search import curves
 from nas_jax.search.state import Observation, observation_scores, to_score
+from nas_jax.search.task import full_fidelity
 from nas_jax.viz import plots
 from nas_jax.wiring import config as config_lib
 from nas_jax.wiring.config_files import apply_overrides, load_config
@@ -28,9 +29,12 @@ __all__ = [
   "write_table",
   "hypervolume_curve",
   "reference_point",
+  "run_costs",
+  "at_simulated_time",
 ]
 
 RESULTS, TABLE, CURVES, CURVES_SECONDS = "results.json", "table.md", "curves.png", "curves_seconds.png"
+CURVES_SIMULATED = "curves_simulated.png"
 HV_CURVES = "hypervolume.png"
 
 log = logging.getLogger(__name__)
@@ -43,18 +47,23 @@ def run_name(spec: str) -> str:
   return f"{stem}-{arg}" if arg else stem
 
 
-def run_curves(observations: Sequence[Observation], goal: str, budget: int) -> tuple[np.ndarray, np.ndarray]:
+def run_curves(
+  observations: Sequence[Observation], goal: str, budget: int, full_fidelity: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
   """Best-so-far value, and the test value of the best-so-far architecture, after each evaluation.
 
-  A run that stopped early (an exhausted space) keeps its last values up to the budget.
+  A run that stopped early (an exhausted space) keeps its last values up to the budget. With
+  `full_fidelity` (a multi-fidelity task's last fidelity), only evaluations at it count: a value
+  after fewer epochs is not comparable.
 
   Returns:
     ([budget], [budget]) float64, NaN until the first success (test: also where the best
     architecture has no test value).
   """
   obs = list(observations)[:budget]
-  best = curves.best_so_far([o.value for o in obs], goal)
-  scores = to_score([o.value for o in obs], goal)
+  values = [o.value if full_fidelity is None or o.fidelity in (None, full_fidelity) else None for o in obs]
+  best = curves.best_so_far(values, goal)
+  scores = to_score(values, goal)
   test, arg = np.full(len(obs), np.nan), -1
   for t, s in enumerate(scores):
     if not np.isnan(s) and (arg < 0 or s > scores[arg]):
@@ -75,6 +84,19 @@ def run_seconds(observations: Sequence[Observation], budget: int) -> np.ndarray:
     return np.full(budget, np.nan)
   start = obs[0].finished_at - obs[0].seconds
   t = np.array([o.finished_at - start for o in obs])
+  return np.concatenate([t, np.full(budget - t.size, t[-1])])
+
+
+def run_costs(observations: Sequence[Observation], budget: int) -> np.ndarray:
+  """Simulated seconds from a run's start to the end of each evaluation: the running sum of the
+  costs its task reported (`info["task"]["cost_s"]`, e.g. NAS-Bench-201's training seconds), one
+  evaluation after another; [budget] float64, NaN when no evaluation reported a cost (a failed
+  one costs 0). A run that stopped early keeps its last time."""
+  obs = list(observations)[:budget]
+  costs = [(o.info.get("task") or {}).get("cost_s") for o in obs]
+  if not obs or all(c is None for c in costs):
+    return np.full(budget, np.nan)
+  t = np.cumsum([float(c or 0.0) for c in costs])
   return np.concatenate([t, np.full(budget - t.size, t[-1])])
 
 
@@ -112,6 +134,19 @@ def best_at_seconds(best: np.ndarray, seconds: np.ndarray, limit: float) -> floa
   return float(np.asarray(best)[done[-1]]) if done.size else float("nan")
 
 
+def at_simulated_time(results: dict, key: str = "runs") -> dict:
+  """{config: [value per seed]} of `results[key]` (best-so-far "runs" or their "test_runs") at
+  `results["sim_time"]` simulated seconds (`best_at_seconds` on `results["sim_seconds"]`)."""
+  t = results["sim_time"]
+  return {
+    n: [
+      best_at_seconds(np.asarray(b, np.float64), np.asarray(s, np.float64), t)
+      for b, s in zip(runs, results["sim_seconds"][n])
+    ]
+    for n, runs in results[key].items()
+  }
+
+
 def _final(runs: list) -> tuple[float, float, int]:
   """Mean, standard error and count of the seeds' last values (None = no value)."""
   last = np.asarray(runs, np.float64)[:, -1:]
@@ -132,16 +167,25 @@ def write_table(results: dict, path: str, budget: int) -> None:
   has_hv = "hypervolume" in results
   head = f"| config | seeds | best value at {budget} evaluations ({goal}) |" + (" test value |" if has_test else "")
   head += " hypervolume |" if has_hv else ""
-  lines = [head, "|---|---|---|" + ("---|" if has_test else "") + ("---|" if has_hv else "")]
+  has_sim = "sim_time" in results
+  if has_sim:
+    head += f" best value at {results['sim_time']:.6g} simulated s |" + (" its test value |" if has_test else "")
+    sim_best, sim_test = at_simulated_time(results), at_simulated_time(results, "test_runs")
+  rule = "|---|---|---|" + ("---|" if has_test else "") + ("---|" if has_hv else "")
+  lines = [head, rule + ("---|" * (1 + has_test) if has_sim else "")]
   for name, runs in results["runs"].items():
     mean, err, n = _final(runs)
-    row = f"| {name} | {n}/{len(runs)} | {mean:.6g} ± {err:.2g} |"
+    at = f" (at {results['budgets'][name]})" if len(set(results.get("budgets", {}).values())) > 1 else ""
+    row = f"| {name} | {n}/{len(runs)} | {mean:.6g} ± {err:.2g}{at} |"
     if has_test:
       t_mean, t_err, _ = _final(results["test_runs"][name])
       row += f" {t_mean:.6g} ± {t_err:.2g} |"
     if has_hv:
       h_mean, h_err, _ = _final(results["hypervolume"][name])
       row += f" {h_mean:.6g} ± {h_err:.2g} |"
+    for column in ([sim_best[name]] + ([sim_test[name]] if has_test else [])) if has_sim else []:
+      s_mean, s_err, _ = _final([[v] for v in column])
+      row += f" {s_mean:.6g} ± {s_err:.2g} |"
     lines.append(row)
   note = "(mean ± one standard error over seeds; n/N = seeds with a value)"
   if has_hv:
@@ -159,6 +203,7 @@ def compare(
   progress: bool = False,
   overrides: dict | None = None,
   hv_ref: dict | None = None,
+  sim_time: float | None = None,
 ) -> dict:
   """Runs every config of `specs` for every seed with `budget` evaluations, then writes
   `out/results.json`, `out/table.md` and `out/curves.png`.
@@ -169,12 +214,15 @@ def compare(
   Args:
     specs: config specs, `path.py[:arg]`.
     seeds: search seeds (`config.seed`).
-    budget: evaluations per run (overrides `config.budget`).
+    budget: evaluations per run (overrides `config.budget`); None keeps each config's own budget
+      (e.g. more evaluations for a multi-fidelity scheduler, to compare at equal simulated time).
     out: output folder.
     progress: progress bars for each run.
     overrides: dotted field -> value set in every config (`config_files.parse_overrides`), e.g. fewer epochs.
     hv_ref: for a multi-objective task, the hypervolume's reference point, {"value": .., <objective>:
       ..} in raw units; None takes the worst value of each objective over all runs (`reference_point`).
+    sim_time: for a task that reports simulated costs (`run_costs`), the simulated seconds at
+      which the table compares every config; None takes the shortest run's total.
 
   Returns:
     The results: {"goal", "budget", "overrides", "runs": {name: [[best-so-far per evaluation] per seed]},
@@ -182,7 +230,11 @@ def compare(
     "seconds": {name: [[wall seconds from the run's start to each evaluation's end] per seed]}}.
     `curves_seconds.png` plots best-so-far against those seconds (`best_at_seconds`). With several
     objectives also "hv_ref" and "hypervolume": {name: [[hypervolume after each evaluation] per
-    seed]} (`hypervolume_curve`), plotted in `hypervolume.png`.
+    seed]} (`hypervolume_curve`), plotted in `hypervolume.png`. "budgets": {name: evaluations}.
+    A task that reports costs adds "sim_seconds" ({name: [[simulated seconds] per seed]},
+    `run_costs`) and "sim_time"; the table then compares every config at that simulated time
+    (`at_simulated_time`) and `curves_simulated.png` plots best-so-far against it. A
+    multi-fidelity run's best-so-far counts full-fidelity evaluations only.
   """
   if not specs:
     raise ValueError("compare: configs is empty; pass at least one configs/*.py")
@@ -191,13 +243,14 @@ def compare(
     raise ValueError(f"compare: configs {list(specs)} repeat a name; each needs its own folder")
   if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds):
     raise ValueError(f"compare: seeds={list(seeds)!r}; expected non-negative integers")
-  if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-    raise ValueError(f"compare: budget={budget!r}; expected an integer >= 1")
-  configs = {}
+  if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+    raise ValueError(f"compare: budget={budget!r}; expected an integer >= 1, or None for each config's own")
+  configs, budgets = {}, {}
   for spec, name in zip(specs, names):
     c = load_config(spec)
     apply_overrides(c, overrides or {}, spec)
-    c.budget, c.workdir = budget, os.path.join(out, name, "seed0")
+    c.budget = budgets[name] = c.budget if budget is None else budget
+    c.workdir = os.path.join(out, name, "seed0")
     config_lib.check_search_config(c)
     configs[name] = c
   tasks = {name: config_lib.build_search(c)[1] for name, c in configs.items()}
@@ -215,42 +268,55 @@ def compare(
     "runs": {},
     "test_runs": {},
     "seconds": {},
+    "budgets": budgets,
+    "sim_seconds": {},
   }
   journals = {}
   for name, c in configs.items():
     results["runs"][name], results["test_runs"][name], results["seconds"][name] = [], [], []
+    results["sim_seconds"][name], full = [], full_fidelity(tasks[name])
     for seed in seeds:
       c.seed, c.workdir = seed, os.path.join(out, name, f"seed{seed}")
       observations = config_lib.search_from_config(c, progress=progress)
       journals[name, seed] = observations
-      best, test = run_curves(observations, goal, budget)
+      best, test = run_curves(observations, goal, budgets[name], full)
       results["runs"][name].append(_nullable(best))
       results["test_runs"][name].append(_nullable(test))
-      results["seconds"][name].append(_nullable(run_seconds(observations, budget)))
+      results["seconds"][name].append(_nullable(run_seconds(observations, budgets[name])))
+      results["sim_seconds"][name].append(_nullable(run_costs(observations, budgets[name])))
       log.info("%s seed %d: best %s", name, seed, results["runs"][name][-1][-1])
   if task.objectives:
     ref = dict(hv_ref) if hv_ref else reference_point(list(journals.values()), task)
     results["hv_ref"] = ref
     results["hypervolume"] = {
-      name: [hypervolume_curve(journals[name, seed], task, ref, budget).tolist() for seed in seeds] for name in configs
+      name: [hypervolume_curve(journals[name, seed], task, ref, budgets[name]).tolist() for seed in seeds]
+      for name in configs
     }
+  ends = [r[-1] for runs in results["sim_seconds"].values() for r in runs]
+  if all(t is not None for t in ends):
+    results["sim_time"] = float(min(ends)) if sim_time is None else float(sim_time)
+  else:
+    del results["sim_seconds"]
   os.makedirs(out, exist_ok=True)
   with open(os.path.join(out, RESULTS), "w") as f:
     json.dump(results, f, allow_nan=False)
-  write_table(results, os.path.join(out, TABLE), budget)
+  write_table(results, os.path.join(out, TABLE), budget if budget is not None else max(budgets.values()))
   title = next(iter(tasks.values())).name
   plots.plot_curves(
     {n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal, os.path.join(out, CURVES), title=title
   )
   _plot_against_seconds(results, os.path.join(out, CURVES_SECONDS), title)
+  if "sim_time" in results:
+    _plot_against_seconds(results, os.path.join(out, CURVES_SIMULATED), title, "sim_seconds")
   if task.objectives:
     hv = {n: np.asarray(r, np.float64) for n, r in results["hypervolume"].items()}
     plots.plot_curves(hv, "max", os.path.join(out, HV_CURVES), title=f"{title}: hypervolume", what="hypervolume")
   return results
 
 
-def seconds_curves(results: dict, points: int = 50) -> tuple[np.ndarray, dict]:
-  """Best-so-far at a common grid of wall seconds (compilation included) up to the longest run.
+def seconds_curves(results: dict, points: int = 50, key: str = "seconds") -> tuple[np.ndarray, dict]:
+  """Best-so-far at a common grid of wall seconds (compilation included; `key` "sim_seconds":
+  simulated seconds) up to the longest run.
 
   A run that ended earlier keeps its final value; a grid point before every seed of a config has
   a value is NaN for all its seeds, so the mean over seeds never falls when a late seed starts.
@@ -258,7 +324,7 @@ def seconds_curves(results: dict, points: int = 50) -> tuple[np.ndarray, dict]:
   Returns:
     (grid [points], {config: [seeds, points]}); an empty grid when no run has seconds.
   """
-  secs = {n: np.asarray(s, np.float64) for n, s in results["seconds"].items()}
+  secs = {n: np.asarray(s, np.float64) for n, s in results[key].items()}
   ends = [np.nanmax(s) for s in secs.values() if np.isfinite(s).any()]
   if not ends:
     return np.zeros(0), {}
@@ -272,8 +338,10 @@ def seconds_curves(results: dict, points: int = 50) -> tuple[np.ndarray, dict]:
   return grid, at
 
 
-def _plot_against_seconds(results: dict, path: str, title: str) -> None:
-  grid, at = seconds_curves(results)
+def _plot_against_seconds(results: dict, path: str, title: str, key: str = "seconds") -> None:
+  grid, at = seconds_curves(results, key=key)
   if grid.size:
     xlabel = "wall seconds from the run's start (compilation included)"
+    if key == "sim_seconds":
+      xlabel = "simulated seconds (the task's reported training costs, one evaluation after another)"
     plots.plot_curves(at, results["goal"], path, title=title, x=grid, xlabel=xlabel)

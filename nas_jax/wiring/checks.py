@@ -10,10 +10,11 @@ from typing import Any
 import ml_collections
 
 from nas_jax.search.strategies.registry import STRATEGIES
+from nas_jax.search.strategies.schedulers import SCHEDULERS
 from nas_jax.spaces.constrained import METRICS
 from nas_jax.spaces.registry import SPACES
 from nas_jax.tasks import synthetic, tabular, trainers, training
-from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS
+from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS, fidelities_of
 
 __all__ = ["check_search_config", "objectives_of", "limits_of"]
 
@@ -251,6 +252,41 @@ def _check_costs(config: ml_collections.ConfigDict, task_name: str) -> None:
     )
 
 
+_SCHEDULER_OPTIONS = ("eta", "min_points")
+# config.task.name -> what its fidelities may be, checked before the task is built.
+_FIDELITY_RULES = {
+  "nb201": (lambda f, c: f in ((), tabular.FIDELITIES), "'' or '12,200' (the benchmark's two schedules)"),
+  "synthetic": (lambda f, c: True, "increasing numbers > 0, e.g. '1,3,9'"),
+  "train": (
+    lambda f, c: all(x == int(x) for x in f) and (not f or f[-1] == c.epochs),
+    "increasing whole epochs ending at task.epochs, e.g. '1,3,9' with task.epochs=9",
+  ),
+}
+
+
+def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None:
+  """config.task.fidelities (optional) and config.scheduler, config.scheduler_config (optional)."""
+  fidelities, text = fidelities_of(config.task), config.task.get("fidelities", "")
+  rule, allowed = _FIDELITY_RULES.get(task_name, (lambda f, c: f == (), "'' (this task has one fidelity)"))
+  increasing = all(f > 0 for f in fidelities) and all(a < b for a, b in zip(fidelities, fidelities[1:]))
+  _need(increasing and rule(fidelities, config.task), "task.fidelities", text, f"expected {allowed}")
+  name = config.get("scheduler", "")
+  _need(name in ("", *SCHEDULERS), "scheduler", name, f"choose one of: {', '.join(SCHEDULERS)}, or '' for none")
+  options = config.get("scheduler_config", None) or {}
+  for k in options:
+    _need(k in _SCHEDULER_OPTIONS, f"scheduler_config.{k}", options[k], f"options are: {', '.join(_SCHEDULER_OPTIONS)}")
+  if name:
+    _need(
+      len(fidelities) >= 2,
+      "scheduler",
+      name,
+      f"it needs a task with two fidelities or more; set config.task.fidelities ({allowed})",
+    )
+    _need(not objectives_of(config), "scheduler", name, "it ranks by the value alone; unset config.objectives")
+    _need_count("scheduler_config.eta", options.get("eta", 3), 2, " (each rung keeps its best 1/eta)")
+    _need_count("scheduler_config.min_points", options.get("min_points", 10), 1)
+
+
 def check_search_config(config: ml_collections.ConfigDict) -> None:
   """Checks every field of a search config in plain Python, before anything is built.
 
@@ -294,6 +330,7 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
       f"it must equal config.space.max_depth ({config.space.get('max_depth', 3)})",
     )
   _check_costs(config, task_name)
+  _check_fidelities(config, task_name)
   _need_count("budget", config.budget, 1)
   _need_count("num_workers", config.num_workers, 1)
   _need(config.executor in EXECUTORS, "executor", config.executor, f"choose one of: {', '.join(EXECUTORS)}")

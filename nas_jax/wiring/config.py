@@ -17,6 +17,7 @@ import ml_collections
 from nas_jax.search import loop
 from nas_jax.search.executors import Executor
 from nas_jax.search.state import Observation
+from nas_jax.search.strategies import schedulers
 from nas_jax.search.strategies.registry import make_strategy
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
@@ -47,13 +48,17 @@ RESUME_MAY_CHANGE = ("budget", "num_workers", "executor", "ray_address", "eval_t
 def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:
   """The (space, task, strategy) of a checked config: each string resolved once. With cost
   objectives or constraints, the space is constrained (`spaces.constrained`) and the task
-  reports and guards the costs (`tasks.cost_task.with_costs`)."""
+  reports and guards the costs (`tasks.cost_task.with_costs`). With `config.scheduler`, the
+  strategy samples the new networks of that multi-fidelity scheduler (`strategies.schedulers`)."""
   space_kwargs = {k: v for k, v in config.space.items() if k != "name"}
   space = SPACES[config.space.name](**space_kwargs)
   task_section = config.task
   if config.task.name == "morph_train" and not config.task.weights_dir:
     task_section = ml_collections.ConfigDict(config.task.to_dict())
     task_section.weights_dir = os.path.join(config.workdir, "weights")
+  if config.task.name == "train" and config.task.get("fidelities", "") and not config.task.get("checkpoint_dir", ""):
+    task_section = ml_collections.ConfigDict(config.task.to_dict())  # a promoted network continues from here
+    task_section.checkpoint_dir = os.path.join(config.workdir, "checkpoints")
   task = TASKS[config.task.name](task_section, config.space.kind)
   objectives, limits = objectives_of(config), limits_of(config)
   if objectives or limits:
@@ -62,7 +67,12 @@ def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy
     unconstrained = space
     space = constrained(unconstrained, lambda point: json_costs(unconstrained.to_json(point)), limits)
     task = with_costs(task, json_costs, objectives, functools.partial(violation, limits=check_limits(limits)))
-  return space, task, make_strategy(config.strategy, config, space, task)
+  strategy = make_strategy(config.strategy, config, space, task)
+  if config.get("scheduler", ""):  # multi-fidelity: the strategy samples the scheduler's new networks
+    options = config.get("scheduler_config", None)
+    options = options.to_dict() if hasattr(options, "to_dict") else dict(options or {})
+    strategy = schedulers.make_scheduler(config.scheduler, strategy, space, task, options)
+  return space, task, strategy
 
 
 def make_executor(config: ml_collections.ConfigDict) -> Executor:

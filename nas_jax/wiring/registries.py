@@ -12,15 +12,27 @@ from nas_jax.search.task import Task
 from nas_jax.spaces.constrained import METRICS
 from nas_jax.tasks import conditional_training, cost_task, costs, morph_task, synthetic, tabular, train_task, training
 
-__all__ = ["TASKS", "COSTS", "EXECUTORS", "train_config_of"]
+__all__ = ["TASKS", "COSTS", "EXECUTORS", "train_config_of", "fidelities_of"]
 
 # Synthetic tasks train nothing; their networks are costed on the shapes of the bundled data
 # they stand for: digits images (8x8x1, 10 classes) for cnns, diabetes' 10 features for mlps.
 SYNTHETIC_SHAPES = {"cnn": ((8, 8, 1), 10), "mlp": ((10,), 1)}
 
 
+def fidelities_of(c: Any) -> tuple[float, ...]:
+  """The fidelities of a task section: `task.fidelities`, numbers joined by commas ("12,200",
+  "1,3,9"), as floats; () when unset or empty. ValueError naming the field for a non-number."""
+  text = c.get("fidelities", "") if hasattr(c, "get") else ""
+  if not isinstance(text, str):
+    raise ValueError(f"config.task.fidelities: {text!r}; expected numbers joined by commas, e.g. '1,3,9'")
+  try:
+    return tuple(float(t) for t in text.split(",") if t.strip())
+  except ValueError:
+    raise ValueError(f"config.task.fidelities: {text!r}; expected numbers joined by commas, e.g. '1,3,9'") from None
+
+
 def _synthetic_task(c: Any, kind: str) -> Task:
-  return synthetic.synthetic_task(c.function, delay_s=float(c.delay_s))
+  return synthetic.synthetic_task(c.function, delay_s=float(c.delay_s), fidelities=fidelities_of(c))
 
 
 def train_config_of(c: Any) -> training.TrainConfig:
@@ -46,6 +58,8 @@ def _train_task(c: Any, kind: str) -> Task:
     target=c.target,
     task=c.task_type,
     trainer=c.get("trainer", "specialised"),
+    fidelities=fidelities_of(c),
+    checkpoint_dir=c.get("checkpoint_dir", ""),
   )
 
 
@@ -61,7 +75,7 @@ def _conditional_task(c: Any, kind: str) -> Task:
 
 
 def _nb201_task(c: Any, kind: str) -> Task:
-  return tabular.nb201_task(c.path, c.dataset, c.report_metric)
+  return tabular.nb201_task(c.path, c.dataset, c.report_metric, fidelities=fidelities_of(c))
 
 
 # config.task.name -> builder(task section, space kind) -> Task

@@ -104,3 +104,28 @@ def test_kill_9_mid_run_then_resume_loses_nothing_and_repeats_nothing(tmp_path):
   keys = [space.canonical_key(space.from_json(o.arch_json)) for o in after]
   assert len(set(keys)) == 14  # no architecture evaluated twice, before or after the kill
   assert json.loads((workdir / loop.SUMMARY).read_text())["n_evaluated"] == 14
+
+
+@pytest.mark.slow
+def test_kill_9_mid_bracket_then_resume_rebuilds_the_brackets(tmp_path):
+  workdir = tmp_path / "mf"
+  path = workdir / loop.JOURNAL
+  flags = ("--config.budget=20", "--config.task.delay_s=0.3", "--config.executor=local", "--config.num_workers=2")
+  cmd = search_cmd(workdir, *flags, "--config.task.fidelities=1,3,9", "--config.scheduler=hyperband")
+  p = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  end = time.monotonic() + 240
+  while _lines(path) < 7:  # inside the first bracket's first rung
+    assert p.poll() is None and time.monotonic() < end, "the search ended or stalled before the kill"
+    time.sleep(0.05)
+  os.kill(p.pid, signal.SIGKILL)
+  p.wait()
+  before = journal.replay(path)
+  again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "evaluations per fidelity" in again.stdout
+  after = journal.replay(path)
+  assert len(after) == 20 and after[: len(before)] == before
+  seen = [(json.dumps(o.arch_json, sort_keys=True), o.fidelity) for o in after]
+  assert len(set(seen)) == 20  # nothing repeated at one fidelity
+  first_bracket = [o for o in after if o.info["strategy"].get("bracket") == 0]
+  assert sorted(o.fidelity for o in first_bracket) == [1.0] * 9 + [3.0] * 3 + [9.0]  # Hyperband's first bracket

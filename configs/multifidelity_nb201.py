@@ -1,0 +1,50 @@
+"""Multi-fidelity search on NAS-Bench-201 (README, "Multi-fidelity search"): the 12-epoch and
+200-epoch tables as two fidelities, a scheduler over any strategy, and single-fidelity baselines,
+each with an evaluation budget that passes 100 average 200-epoch trainings of simulated time.
+
+The arg names the method (add `+smoke` for a tiny budget, as tests do):
+  random, re, ls, bananas           single fidelity (200 epochs), 150 evaluations
+  asha_random, sh_random, hyperband_random
+                                    the scheduler, random networks
+  asha_re, asha_bananas, hyperband_bananas (BOHB-like), asha_nasbot
+                                    the scheduler, that strategy as its sampler
+  python launch/search.py --config=configs/multifidelity_nb201.py:asha_bananas \\
+    --config.workdir=runs/asha_bananas --config.task.path=../shared/data/nasbench201
+The comparison at equal simulated time: `benchmarks/bench_multifidelity.py`.
+"""
+
+import os
+import runpy
+
+import ml_collections
+
+_HERE = os.path.dirname(__file__)
+_STRATEGIES = {
+  "random": "random_nb201.py",
+  "re": "re_nb201.py",
+  "ls": "ls_nb201.py",
+  "bananas": "bananas_nb201.py",
+  "nasbot": "nasbot_nb201.py",
+}
+# Evaluations a run needs to pass 100 average 200-epoch trainings of simulated time: the scheduler
+# spends 12/200 of one on each network started at 12 epochs (measured: README).
+_BUDGETS = {"": 150, "asha": 450, "sh": 450, "hyperband": 300}
+
+
+def get_config(arg: str = "") -> ml_collections.ConfigDict:
+  tokens = [t for t in arg.split("+") if t]
+  methods = [t for t in tokens if t != "smoke"]
+  scheduler, _, strategy = (methods[0] if len(methods) == 1 else "").rpartition("_")
+  if len(methods) != 1 or scheduler not in _BUDGETS or strategy not in _STRATEGIES:
+    raise ValueError(
+      f"get_config: arg must be a strategy ({', '.join(_STRATEGIES)}) or scheduler_strategy (scheduler one"
+      f" of asha, sh, hyperband), optionally +smoke; got {arg!r}"
+    )
+  smoke = "smoke" in tokens
+  base = runpy.run_path(os.path.join(_HERE, _STRATEGIES[strategy]))["get_config"]
+  c = base("smoke" if smoke else ("warm" if strategy == "nasbot" else ""))
+  if scheduler:
+    c.task.fidelities = "12,200"
+    c.scheduler = scheduler
+  c.budget = 30 if smoke else _BUDGETS[scheduler]
+  return c
