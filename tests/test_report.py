@@ -307,3 +307,20 @@ def test_a_multi_objective_search_shows_its_pareto_front(tmp_path):
   running = run._replace(summary=None)
   assert report.objectives_of(running) == (("flops", "min"), ("params", "min"))
   assert "pareto" in _Page(report.report_html(running, top_k=1)).ids
+
+
+def test_a_multi_fidelity_search_shows_its_learning_curves(tmp_path):
+  c = config_files.load_config(os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke")
+  c.workdir, c.budget, c.task.fidelities, c.scheduler = str(tmp_path / "mf"), 14, "1,3,9", "sh"
+  config_lib.search_from_config(c, progress=False)
+  run = report.load_run(c.workdir)
+  assert report.full_fidelity(run) == 9.0
+  text = report.report_html(run, top_k=1)
+  page = _Page(text)
+  assert "curves" in page.ids and len(page.images) == 1 + 1 + 1  # progress, learning curves, best network
+  # successive halving: 9 networks at 1 epoch, 3 of them at 3, 1 at 9; then a new bracket's first
+  assert (
+    "10 networks; 1 reached the full fidelity 9, the scheduler stopped the others early (7 after 1, 2 after 3)" in text
+  )
+  (best,) = report.best_trials(run, 1)
+  assert best.fidelity == 9.0  # the best is read at full fidelity, not from a noisy 1-epoch value

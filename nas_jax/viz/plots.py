@@ -211,3 +211,27 @@ def pareto_figure(
     ax.legend()
   fig.subplots_adjust(left=0.1 / m, right=0.98, bottom=0.14, top=0.95, wspace=0.25)
   return fig
+
+
+def learning_curves_figure(curves: Sequence, stopped: Sequence[bool], goal: str) -> Figure:
+  """Learning curves of a multi-fidelity search: value against fidelity per network.
+
+  Args:
+    curves: [n] curves, each [[fidelity, value], ...] (`Observation.curve`; None values skipped).
+    stopped: [n] whether each network was stopped before full fidelity (drawn grey).
+    goal: "max" or "min", for the axis label.
+  """
+  fig = Figure(figsize=(6, 4))
+  ax = fig.add_subplot()
+  for curve, early in sorted(zip(curves, stopped), key=lambda c: not c[1]):  # full ones on top
+    pts = np.array([(f, v) for f, v in curve if v is not None], np.float64).reshape(-1, 2)
+    ax.plot(pts[:, 0], pts[:, 1], ".-" if len(pts) > 1 else ".", color="0.7" if early else "C0", lw=0.8)
+  ax.plot([], [], color="0.7", label="stopped early")
+  ax.plot([], [], color="C0", label="trained to full fidelity")
+  ax.set_xscale("log")
+  ax.set_xlabel("fidelity (e.g. epochs)")
+  ax.set_ylabel(f"value ({'higher' if goal == 'max' else 'lower'} is better)")
+  ax.grid(alpha=0.3)
+  ax.legend()
+  fig.tight_layout()
+  return fig

@@ -5,7 +5,6 @@ table. It reads the journal as a resume would, so a running or killed search rep
 
 from __future__ import annotations
 
-import base64
 import html
 import io
 import json
@@ -13,10 +12,8 @@ import os
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from nas_jax.acquisition import pareto
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.cell import Cell, cell_to_architecture
 from nas_jax.arch.labels import LAYER_GRAPH_KINDS
@@ -25,9 +22,18 @@ from nas_jax.features.featurizers import make_featurizer
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.features.pairwise import VectorPair, hamming, sq_euclidean
 from nas_jax.search import curves, journal, loop
-from nas_jax.search.state import GOALS, Observation, observation_scores, to_score
+from nas_jax.search.state import GOALS, Observation, to_score
 from nas_jax.spaces.registry import SPACES
 from nas_jax.viz import drawing, plots
+from nas_jax.viz.report_sections import (
+  at_full,
+  full_fidelity,
+  img,
+  learning_curves_section,
+  objectives_of,
+  pareto_section,
+  png,
+)
 
 __all__ = [
   "REPORT",
@@ -40,6 +46,7 @@ __all__ = [
   "distances",
   "progress_figure",
   "objectives_of",
+  "full_fidelity",
   "report_html",
   "write_report",
 ]
@@ -106,8 +113,9 @@ def load_run(workdir: str | os.PathLike) -> Run:
 
 
 def best_trials(run: Run, k: int) -> list[Observation]:
-  """The k OK observations with the best values (the earlier trial first among equals)."""
-  ok = [o for o in run.observations if o.ok]
+  """The k OK observations with the best values (the earlier trial first among equals), among
+  those at full fidelity (`full_fidelity`): a value after fewer epochs is not comparable."""
+  ok = [o for o in run.observations if o.ok and at_full(run, o)]
   scores = to_score([o.value for o in ok], run.goal)
   order = sorted(range(len(ok)), key=lambda i: (-scores[i], ok[i].trial_id))
   return [ok[i] for i in order[:k]]
@@ -189,16 +197,6 @@ def _featurizer_distances(space, options: dict, chosen: list) -> tuple[np.ndarra
   return d, [o.trial_id for o in chosen], f"squared distance of {name} features"
 
 
-def _png(fig: Figure) -> str:
-  buf = io.BytesIO()
-  FigureCanvasAgg(fig).print_png(buf)
-  return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _img(b64: str, alt: str) -> str:
-  return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
-
-
 def _time_axis(observations) -> tuple[np.ndarray, str]:
   """Wall-clock seconds since the first evaluation started, when every observation has its
   `finished_at`; else (journals older than that field) evaluation seconds summed over workers."""
@@ -213,7 +211,7 @@ def _time_axis(observations) -> tuple[np.ndarray, str]:
 def progress_figure(run: Run) -> Figure:
   """Best value so far against evaluations (left) and against seconds (right, `_time_axis`)."""
   values = [o.value for o in run.observations]
-  best = curves.best_so_far(values, run.goal)
+  best = curves.best_so_far([v if at_full(run, o) else None for v, o in zip(values, run.observations)], run.goal)
   seconds, seconds_label = _time_axis(run.observations)
   fig = Figure(figsize=(11, 4))
   for ax, x, xlabel in zip(
@@ -227,31 +225,6 @@ def progress_figure(run: Run) -> Figure:
     ax.legend()
   fig.subplots_adjust(left=0.07, right=0.98, bottom=0.14, top=0.95, wspace=0.25)
   return fig
-
-
-def objectives_of(run: Run) -> tuple[tuple[str, str], ...]:
-  """The run's other objectives as (name, goal): from summary.json, else (a running search) the
-  names its observations report, each minimised (config.objectives holds cost metrics)."""
-  if run.summary and run.summary.get("objectives"):
-    return tuple((n, g) for n, g in run.summary["objectives"][1:])
-  names = sorted({k for o in run.observations for k in o.objectives})
-  return tuple((n, "min") for n in names)
-
-
-def _pareto(run: Run) -> str:
-  objectives = objectives_of(run)
-  ok = [o for o in run.observations if o.ok]
-  if not objectives or not ok:
-    return ""
-  scores = observation_scores(ok, run.goal, objectives)
-  front = pareto.non_dominated(scores)
-  names, goals = ["value", *(n for n, _ in objectives)], [run.goal, *(g for _, g in objectives)]
-  raw = np.stack([to_score(scores[:, j], g) for j, g in enumerate(goals)], axis=1)  # to_score is its own inverse
-  fig = plots.pareto_figure(raw, names, goals, front, trial_ids=[o.trial_id for o in ok])
-  return (
-    f'<h2 id="pareto">Pareto front</h2><p>{int(front.sum())} of {len(ok)} successful evaluations are'
-    f" non-dominated (labelled by trial).</p>{_img(_png(fig), 'Pareto front')}"
-  )
 
 
 def _network(arch_json: dict) -> str:
@@ -273,14 +246,15 @@ def _cell(value: Any) -> str:
   return f"<td>{html.escape(str(value))}</td>"
 
 
-_COLUMNS = ("trial", "status", "value", "test value", "seconds", "worker", "network")
+_COLUMNS = ("trial", "status", "value", "fidelity", "test value", "seconds", "worker", "network")
 
 
 def _table(observations: Sequence[Observation]) -> str:
   head = "".join(f'<th onclick="sortTable({i})">{c}</th>' for i, c in enumerate(_COLUMNS))
   rows = []
   for o in observations:
-    cells = (o.trial_id, o.status.name, o.value, o.test_value, round(o.seconds, 3), o.worker, _network(o.arch_json))
+    cells = (o.trial_id, o.status.name, o.value, o.fidelity, o.test_value, round(o.seconds, 3), o.worker)
+    cells += (_network(o.arch_json),)
     rows.append(f'<tr data-trial="{o.trial_id}">' + "".join(_cell(c) for c in cells) + "</tr>")
   return f'<table id="evaluations"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -302,7 +276,7 @@ def _drawings(run: Run, top_k: int) -> str:
   space = run_space(run)
   for rank, o in enumerate(best_trials(run, top_k), start=1):
     ax = drawing.draw(to_architecture(space, o.arch_json), title=f"#{rank}: trial {o.trial_id}, value {o.value:.6g}")
-    parts.append(f'<figure class="network">{_img(_png(ax.figure), f"trial {o.trial_id}")}</figure>')
+    parts.append(f'<figure class="network">{img(png(ax.figure), f"trial {o.trial_id}")}</figure>')
   return "".join(parts) or "<p>No evaluation has succeeded yet.</p>"
 
 
@@ -314,7 +288,7 @@ def _heatmap(run: Run, max_networks: int) -> str:
   fig = plots.distance_heatmap(d, io.BytesIO(), row_labels=ids, col_labels=ids, title=title)
   return (
     f'<h2 id="distances">Distances between evaluated networks</h2><p>The {len(ids)} best networks,'
-    f" ordered by trial id; the GP's kernel reads these distances.</p>{_img(_png(fig), title)}"
+    f" ordered by trial id; the GP's kernel reads these distances.</p>{img(png(fig), title)}"
   )
 
 
@@ -354,7 +328,7 @@ def report_html(run: Run, *, top_k: int = 3, max_networks: int = 40) -> str:
   best = best_trials(run, 1)
   best_line = f"best value {best[0].value:.6g} (trial {best[0].trial_id})" if best else "no successful evaluation yet"
   config = json.dumps(run.config, indent=1, sort_keys=True) if run.config is not None else "(no config.json)"
-  progress = _img(_png(progress_figure(run)), "best so far") if obs else "<p>The journal is empty.</p>"
+  progress = img(png(progress_figure(run)), "best so far") if obs else "<p>The journal is empty.</p>"
   strategy = (run.config or {}).get("strategy", "?")
   return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(run.task)} search report</title>
@@ -362,7 +336,8 @@ def report_html(run: Run, *, top_k: int = 3, max_networks: int = 40) -> str:
 <h1>{html.escape(strategy)} on {html.escape(run.task)}</h1>
 <p id="status">{len(obs)} evaluations, {n_failed} failed; {best_line}; goal: {run.goal}. Search {state}.</p>
 <h2 id="progress">Best so far</h2>{progress}
-{_pareto(run)}
+{pareto_section(run)}
+{learning_curves_section(run)}
 <h2 id="best">Best networks</h2>{_drawings(run, top_k)}
 {_heatmap(run, max_networks)}
 <h2 id="evaluations-title">Evaluations</h2><p>Click a column header to sort.</p>{_table(obs)}
