@@ -2,7 +2,9 @@
 200-epoch tables as two fidelities, a scheduler over any strategy, and single-fidelity baselines,
 each with an evaluation budget that passes 100 average 200-epoch trainings of simulated time.
 
-The arg names the method (add `+smoke` for a tiny budget, as tests do):
+The arg names the method (default asha_bananas; add `+smoke` for a tiny budget, as tests do; add `+joint` to a scheduler
+method for model-based multi-fidelity: its sampler models every network at every fidelity it was
+evaluated at, scheduler_config.model = "joint", e.g. asha_bananas+joint, asha_nasbot+joint):
   random, re, ls, bananas           single fidelity (200 epochs), 150 evaluations
   asha_random, sh_random, hyperband_random
                                     the scheduler, random networks
@@ -33,12 +35,13 @@ _BUDGETS = {"": 150, "asha": 450, "sh": 450, "hyperband": 300}
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
   tokens = [t for t in arg.split("+") if t]
-  methods = [t for t in tokens if t != "smoke"]
+  methods = [t for t in tokens if t not in ("smoke", "joint")] or ["asha_bananas"]
   scheduler, _, strategy = (methods[0] if len(methods) == 1 else "").rpartition("_")
-  if len(methods) != 1 or scheduler not in _BUDGETS or strategy not in _STRATEGIES:
+  joint = "joint" in tokens
+  if len(methods) != 1 or scheduler not in _BUDGETS or strategy not in _STRATEGIES or (joint and not scheduler):
     raise ValueError(
       f"get_config: arg must be a strategy ({', '.join(_STRATEGIES)}) or scheduler_strategy (scheduler one"
-      f" of asha, sh, hyperband), optionally +smoke; got {arg!r}"
+      f" of asha, sh, hyperband), optionally +smoke, and +joint with a scheduler; got {arg!r}"
     )
   smoke = "smoke" in tokens
   base = runpy.run_path(os.path.join(_HERE, _STRATEGIES[strategy]))["get_config"]
@@ -46,5 +49,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   if scheduler:
     c.task.fidelities = "12,200"
     c.scheduler = scheduler
+    if joint:  # the sampler models (network, fidelity): spaces.fidelity_space
+      c.scheduler_config.model = "joint"
   c.budget = 30 if smoke else _BUDGETS[scheduler]
   return c

@@ -71,7 +71,8 @@ from nas_jax.search.loop import pareto_front
 from nas_jax.search.loop import run as run_search
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.state import Observation, Status, to_score
-from nas_jax.search.strategy import Strategy
+from nas_jax.search.strategy import AtFidelity, Strategy
+from nas_jax.search.strategies.schedulers import SCHEDULERS, scheduler
 from nas_jax.search.strategies.registry import STRATEGIES, make_strategy
 from nas_jax.search.task import Task, TaskResult
 from nas_jax.wiring.config import check_search_config, search_from_config
@@ -168,6 +169,9 @@ __all__ = [
   "replay_journal",
   "run_search",
   "pareto_front",
+  "AtFidelity",
+  "SCHEDULERS",
+  "scheduler",
   "Observation",
   "Status",
   "to_score",

@@ -47,6 +47,10 @@ class Space(NamedTuple):
     feasible: `(point) -> bool`, whether the point is within the space's constraints, or None for
       an unconstrained space. sample, mutate, neighbours and initial only give feasible points;
       optimisers that build points otherwise (tree search, gradients) check it.
+    fidelities: set only by `fidelity_space.fidelity_space`: the task's fidelities, increasing,
+      of its points (`FidelityPoint`s: a base point at a fidelity); () for any other space.
+    base: set only by `fidelity_space.fidelity_space`: the Space of the points it wraps, on which
+      featurizers are built (`features.fidelity.with_fidelity`); None for any other space.
   """
 
   name: str
@@ -60,6 +64,8 @@ class Space(NamedTuple):
   initial: Callable[..., list]
   costs: Callable[[Any], Mapping[str, float]] | None = None
   feasible: Callable[[Any], bool] | None = None
+  fidelities: tuple = ()
+  base: Any = None
 
 
 def _within(arch: Architecture, limits: Limits) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import ml_collections
 
 from nas_jax.search.strategies.registry import STRATEGIES
-from nas_jax.search.strategies.schedulers import SCHEDULERS
+from nas_jax.search.strategies.schedulers import MODELS, SCHEDULERS
 from nas_jax.spaces.constrained import METRICS
 from nas_jax.spaces.registry import SPACES
 from nas_jax.tasks import synthetic, tabular, trainers, training
@@ -252,7 +252,7 @@ def _check_costs(config: ml_collections.ConfigDict, task_name: str) -> None:
     )
 
 
-_SCHEDULER_OPTIONS = ("eta", "min_points")
+_SCHEDULER_OPTIONS = ("eta", "min_points", "model")
 # config.task.name -> what its fidelities may be, checked before the task is built.
 _FIDELITY_RULES = {
   "nb201": (lambda f, c: f in ((), tabular.FIDELITIES), "'' or '12,200' (the benchmark's two schedules)"),
@@ -267,7 +267,10 @@ _FIDELITY_RULES = {
 def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None:
   """config.task.fidelities (optional) and config.scheduler, config.scheduler_config (optional)."""
   fidelities, text = fidelities_of(config.task), config.task.get("fidelities", "")
-  rule, allowed = _FIDELITY_RULES.get(task_name, (lambda f, c: f == (), "'' (this task has one fidelity)"))
+  if task_name not in _TASK_CHECKS:  # a registered task of the user's: its builder checks its own
+    rule, allowed = (lambda f, c: True), "increasing numbers > 0"
+  else:
+    rule, allowed = _FIDELITY_RULES.get(task_name, (lambda f, c: f == (), "'' (this task has one fidelity)"))
   increasing = all(f > 0 for f in fidelities) and all(a < b for a, b in zip(fidelities, fidelities[1:]))
   _need(increasing and rule(fidelities, config.task), "task.fidelities", text, f"expected {allowed}")
   name = config.get("scheduler", "")
@@ -277,7 +280,7 @@ def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None
     _need(k in _SCHEDULER_OPTIONS, f"scheduler_config.{k}", options[k], f"options are: {', '.join(_SCHEDULER_OPTIONS)}")
   if name:
     _need(
-      len(fidelities) >= 2,
+      len(fidelities) >= 2 or task_name not in _TASK_CHECKS,  # a user's task may set its own in its builder
       "scheduler",
       name,
       f"it needs a task with two fidelities or more; set config.task.fidelities ({allowed})",
@@ -285,6 +288,8 @@ def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None
     _need(not objectives_of(config), "scheduler", name, "it ranks by the value alone; unset config.objectives")
     _need_count("scheduler_config.eta", options.get("eta", 3), 2, " (each rung keeps its best 1/eta)")
     _need_count("scheduler_config.min_points", options.get("min_points", 10), 1)
+    model = options.get("model", "fidelity")
+    _need(model in MODELS, "scheduler_config.model", model, f"choose one of: {', '.join(MODELS)}")
 
 
 def check_search_config(config: ml_collections.ConfigDict) -> None:

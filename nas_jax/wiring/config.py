@@ -21,6 +21,7 @@ from nas_jax.search.strategies import schedulers
 from nas_jax.search.strategies.registry import make_strategy
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
+from nas_jax.spaces.fidelity_space import fidelity_space
 from nas_jax.spaces.registry import SPACES
 from nas_jax.viz import plots
 from nas_jax.spaces.constrained import METRICS, check_limits, constrained, violation
@@ -43,13 +44,17 @@ __all__ = [
 PROGRESS = "progress.png"
 # Fields a resumed search may change: how long it runs and where it evaluates, not what it searches.
 RESUME_MAY_CHANGE = ("budget", "num_workers", "executor", "ray_address", "eval_timeout_s", "prefetch", "workdir")
+# Fields added to the configs after searches were run with them: a workdir's config.json without
+# one searched as with this value.
+_ADDED_DEFAULTS = {"scheduler_config.model": "fidelity"}
 
 
 def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:
   """The (space, task, strategy) of a checked config: each string resolved once. With cost
   objectives or constraints, the space is constrained (`spaces.constrained`) and the task
   reports and guards the costs (`tasks.cost_task.with_costs`). With `config.scheduler`, the
-  strategy samples the new networks of that multi-fidelity scheduler (`strategies.schedulers`)."""
+  strategy samples the new networks of that multi-fidelity scheduler (`strategies.schedulers`),
+  on the fidelity space (`spaces.fidelity_space`) when `config.scheduler_config.model` is "joint"."""
   space_kwargs = {k: v for k, v in config.space.items() if k != "name"}
   space = SPACES[config.space.name](**space_kwargs)
   task_section = config.task
@@ -67,12 +72,16 @@ def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy
     unconstrained = space
     space = constrained(unconstrained, lambda point: json_costs(unconstrained.to_json(point)), limits)
     task = with_costs(task, json_costs, objectives, functools.partial(violation, limits=check_limits(limits)))
-  strategy = make_strategy(config.strategy, config, space, task)
-  if config.get("scheduler", ""):  # multi-fidelity: the strategy samples the scheduler's new networks
-    options = config.get("scheduler_config", None)
-    options = options.to_dict() if hasattr(options, "to_dict") else dict(options or {})
-    strategy = schedulers.make_scheduler(config.scheduler, strategy, space, task, options)
-  return space, task, strategy
+  if not config.get("scheduler", ""):
+    return space, task, make_strategy(config.strategy, config, space, task)
+  # Multi-fidelity: the strategy samples the scheduler's new networks; with model "joint" it
+  # models (network, fidelity) points, so it is built on the fidelity space.
+  options = config.get("scheduler_config", None)
+  options = options.to_dict() if hasattr(options, "to_dict") else dict(options or {})
+  joint = options.get("model", "fidelity") == "joint"
+  sampler_space = fidelity_space(space, task.fidelities) if joint else space
+  sampler = make_strategy(config.strategy, config, sampler_space, task)
+  return space, task, schedulers.make_scheduler(config.scheduler, sampler, space, task, options)
 
 
 def make_executor(config: ml_collections.ConfigDict) -> Executor:
@@ -94,13 +103,15 @@ def _check_resume(workdir: str, settings: dict) -> None:
   if not os.path.exists(path):
     return
   with open(path) as f:
-    old = _flat(json.load(f))
+    old = {**_ADDED_DEFAULTS, **_flat(json.load(f))}
   new = _flat(settings)
-  # A field added since the workdir's search began (absent there) differs only when it is set.
+  # A field added since the workdir's search began (absent there) differs only when it is set;
+  # scheduler options matter only to a search with a scheduler.
+  inert = {"scheduler_config"} if not old.get("scheduler") and not new.get("scheduler") else set()
   differ = sorted(
     k
     for k in set(old) | set(new)
-    if old.get(k) != new.get(k) and k.split(".")[0] not in RESUME_MAY_CHANGE and (k in old or new.get(k))
+    if old.get(k) != new.get(k) and k.split(".")[0] not in {*RESUME_MAY_CHANGE, *inert} and (k in old or new.get(k))
   )
   if differ:
     shown = ", ".join(f"{k}={old.get(k)!r} there, {new.get(k)!r} here" for k in differ[:4])

@@ -185,3 +185,22 @@ def test_observations_without_fidelity_fields_still_load():
   o = Observation.from_json(old)
   assert o.fidelity is None and o.curve == []
   assert Observation.from_json(json.loads(json.dumps(dataclasses.replace(o, fidelity=3.0).to_json()))).fidelity == 3.0
+
+
+def test_a_workdir_from_before_the_scheduler_fields_resumes(tmp_path):
+  c = load_config(os.path.join(ROOT, "configs", "random_synthetic.py") + ":smoke")
+  c.workdir, c.budget = str(tmp_path / "old"), 2
+  _run(c)
+  path = os.path.join(c.workdir, loop.CONFIG)
+  with open(path) as f:
+    old = json.load(f)
+  for k in ("scheduler", "scheduler_config"):  # as a version without multi-fidelity search wrote it
+    del old[k]
+  del old["task"]["fidelities"]
+  with open(path, "w") as f:
+    json.dump(old, f)
+  c.budget = 3
+  assert len(_run(c)) == 3
+  c.scheduler, c.task.fidelities = "asha", "1,3,9"
+  with pytest.raises(ValueError, match="holds a search with another config"):
+    _run(c)

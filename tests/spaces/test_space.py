@@ -135,7 +135,10 @@ def test_space_has_the_interface_and_registry_entry():
     "initial",
     "costs",
     "feasible",
+    "fidelities",
+    "base",
   )
+  assert (space.fidelities, space.base) == ((), None)  # set by spaces.fidelity_space only
   assert SPACES["layer_graph"] is layer_graph_space
 
 

@@ -28,6 +28,14 @@ augmented Chebyshev scalarisation of the normalised objectives with weights draw
 the simplex; "ehvi" models the value only and maximises its expected hypervolume improvement
 (`acquisition.ehvi`), the other objectives being costs the space knows before evaluation
 (`Space.costs`, as in a constrained space).
+
+On a fidelity space (`spaces.fidelity_space`, whose points are (network, fidelity)), the
+featurizer is built on the base space and sees the fidelity too (`features.fidelity`), so one
+surrogate models every observation at its fidelity; the optimiser's candidates are at the full
+fidelity, where the acquisition is evaluated, and EI's incumbent is the best full-fidelity score
+(the best of any fidelity before one exists). The optimiser starts from each network once, at
+the full fidelity, with its highest-fidelity score; optimisers that build points themselves
+(tree search, enumeration, gradients) are refused.
 """
 
 from __future__ import annotations
@@ -48,9 +56,11 @@ from nas_jax.acquisition.conditional_search import ValueAcquisition, value_acqui
 from nas_jax.acquisition.optimizers import make_optimiser
 from nas_jax.features.featurizer import FeatureCache
 from nas_jax.features.featurizers import make_featurizer
+from nas_jax.features.fidelity import with_fidelity
 from nas_jax.search.state import GOALS, to_score
 from nas_jax.search.strategies import common
 from nas_jax.search.strategy import Strategy
+from nas_jax.spaces.fidelity_space import FidelityPoint
 from nas_jax.surrogates import point_model
 
 __all__ = ["INITIAL", "MULTI_OBJECTIVE", "BOState", "bo", "bo_factory"]
@@ -62,6 +72,9 @@ _INFEASIBLE = -1e30  # an infeasible candidate's acquisition: finite, so anneali
 _ACQ_DEFAULTS = (("kappa", 2.0), ("xi", 0.0), ("sigma_scale", 1.0))  # `functions.acquire`'s
 _ACQ_OPTIONS = tuple(k for k, _ in _ACQ_DEFAULTS)
 _ANCHOR_STREAM = 0x3FFF_FFF1  # folds the state key for anchor fits, apart from the step keys
+# Optimisers whose candidates all come from the Space API (sample, mutate, initial), so that on a
+# fidelity space they are FidelityPoints at the full fidelity.
+_FIDELITY_OPTIMISERS = ("ea", "mutation", "random")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,8 +160,17 @@ def bo(
   if acquisition not in acq.ACQUISITIONS + ("random",):
     raise ValueError(f"bo: acquisition={acquisition!r}; allowed: {', '.join(acq.ACQUISITIONS + ('random',))}")
   optimiser = make_optimiser(optimizer, space.kind, **_options("optimizer_config", optimizer_config))
+  if space.fidelities and optimizer not in _FIDELITY_OPTIMISERS:
+    raise ValueError(
+      f"bo: optimizer={optimizer!r} builds points itself, without a fidelity; on a fidelity space choose"
+      f" one of: {', '.join(_FIDELITY_OPTIMISERS)}"
+    )
   # Built for "random" too, so that its options are checked: RAND uses neither.
-  feats = make_featurizer(featurizer, space, **_options("featurizer_config", featurizer_config))
+  if space.fidelities:  # the featurizer reads the networks; with_fidelity adds their fidelities
+    feats = make_featurizer(featurizer, space.base, **_options("featurizer_config", featurizer_config))
+    feats = with_fidelity(feats, space.fidelities)
+  else:
+    feats = make_featurizer(featurizer, space, **_options("featurizer_config", featurizer_config))
   model = point_model.point_model(surrogate, feats, **_options("surrogate_config", surrogate_config))
   if acquisition == "random":
     model = None
@@ -226,9 +248,7 @@ def bo(
     and the anchor of warm refits (or ())."""
     k_fit, k_opt, k_aux = keys
     history = state.history
-    ctx = Context(
-      space, history.points, history.scores, history.trial_ids, frozenset(exclude), task_infos=history.task_infos
-    )
+    ctx = _context(space, history, exclude)
     t0 = time.perf_counter()
     anchor, mo_notes = state.anchor, {}
     if model is None:  # RAND: the optimiser on Unif(0, 1) values, one host stream per call
@@ -243,7 +263,7 @@ def bo(
         anchor = anchor_of(state, ok)
       warm = anchor[1] if anchor else None
       fitted = point_model.fit(model, k_fit, cache, train, targets, len(ok), warm=warm)
-      best = float(targets.max())
+      best = float(_incumbent(space, history, ok, targets))
       if optimiser.needs_values:
         va = ValueAcquisition(
           point_model.value_model(fitted), best, *(acq_options.get(k, d) for k, d in _ACQ_DEFAULTS), name=acquisition
@@ -319,6 +339,45 @@ def bo(
     return dataclasses.replace(state, cache=model.featurizer.extend(state.cache, new))
 
   return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))
+
+
+def _context(space: Any, history: common.History, exclude: set) -> Context:
+  """What the optimiser reads. On a fidelity space: each network once, at the full fidelity,
+  with its highest-fidelity observation (its score, trial id and task info), so that parents are
+  scored where candidates are and a network's low-fidelity results do not crowd the population."""
+  if not space.fidelities:
+    return Context(
+      space, history.points, history.scores, history.trial_ids, frozenset(exclude), task_infos=history.task_infos
+    )
+  top: dict = {}  # canonical key -> index of its highest-fidelity observation (a success first)
+  for i, p in enumerate(history.points):
+    k = space.canonical_key(p)
+    j = top.get(k)
+    if j is None or (np.isnan(history.scores[j]), -history.points[j].fidelity) > (
+      np.isnan(history.scores[i]),
+      -p.fidelity,
+    ):
+      top[k] = i
+  idx = sorted(top.values())
+  full = space.fidelities[-1]
+  return Context(
+    space,
+    tuple(FidelityPoint(history.points[i].point, full) for i in idx),
+    history.scores[idx],
+    tuple(history.trial_ids[i] for i in idx),
+    frozenset(exclude),
+    task_infos=tuple(history.task_infos[i] for i in idx),
+  )
+
+
+def _incumbent(space: Any, history: common.History, ok: np.ndarray, targets: np.ndarray) -> float:
+  """EI's and PI's best target: over the successes [len(ok)] at the full fidelity on a fidelity
+  space (a low fidelity's value is not comparable), over all of them before one exists."""
+  if space.fidelities:
+    full = np.asarray([history.points[i].fidelity == space.fidelities[-1] for i in ok], bool)
+    if full.any():
+      return float(targets[full].max())
+  return float(targets.max())
 
 
 def _feasible_first(feasible, score):

@@ -28,10 +28,12 @@ import numpy as np
 
 from nas_jax.search.state import Observation, Status, to_score
 from nas_jax.search.strategy import AtFidelity, Strategy, split_proposal
+from nas_jax.spaces.fidelity_space import FIDELITY_KIND, FidelityPoint
 
-__all__ = ["SCHEDULERS", "SchedulerState", "bracket_sizes", "scheduler", "make_scheduler"]
+__all__ = ["SCHEDULERS", "MODELS", "SchedulerState", "bracket_sizes", "scheduler", "make_scheduler"]
 
 SCHEDULERS = ("sh", "hyperband", "asha")
+MODELS = ("fidelity", "joint")  # what the sampler sees: the model fidelity, or every fidelity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,9 +74,11 @@ def bracket_sizes(name: str, rungs: int, eta: int) -> tuple[tuple[int, int], ...
   return ()
 
 
-def _check(name: str, eta: Any, min_points: Any, fidelities: tuple) -> None:
+def _check(name: str, eta: Any, min_points: Any, fidelities: tuple, model: Any) -> None:
   if name not in SCHEDULERS:
     raise ValueError(f"scheduler: {name!r} is unknown; choose one of: {', '.join(SCHEDULERS)}")
+  if model not in MODELS:
+    raise ValueError(f"scheduler: model={model!r}; choose one of: {', '.join(MODELS)}")
   if isinstance(eta, bool) or not isinstance(eta, int) or eta < 2:
     raise ValueError(f"scheduler: eta={eta!r}; expected an integer >= 2 (keep the best 1/eta at each rung)")
   if isinstance(min_points, bool) or not isinstance(min_points, int) or min_points < 1:
@@ -95,6 +99,7 @@ def scheduler(
   *,
   eta: int = 3,
   min_points: int = 10,
+  model: str = "fidelity",
 ) -> Strategy:
   """Wraps `sampler` in the scheduler `name` ("sh", "hyperband" or "asha").
 
@@ -105,10 +110,13 @@ def scheduler(
     goal: the task's goal.
     fidelities: the task's fidelities, increasing (`Task.fidelities`): the rungs.
     eta: each rung promotes its best 1/eta (at least one network in a synchronous bracket).
-    min_points: successful evaluations a fidelity needs before the sampler models it.
+    min_points: successful evaluations a fidelity needs before the sampler models it ("fidelity").
+    model: "fidelity" (the sampler sees the model fidelity) or "joint" (it sees every observation
+      at its fidelity; `sampler` must be built on `fidelity_space(space, fidelities)`).
   """
   fidelities = tuple(float(f) for f in fidelities)
-  _check(name, eta, min_points, fidelities)
+  _check(name, eta, min_points, fidelities, model)
+  joint = model == "joint"
   brackets = bracket_sizes(name, len(fidelities), eta)
 
   def init(key):
@@ -134,6 +142,8 @@ def scheduler(
     return out
 
   def feed(state: SchedulerState) -> SchedulerState:
+    if joint:  # the sampler was fed every observation as it came (`update`)
+      return state
     seen = view(state)
     signature = tuple((o.trial_id, int(o.status), o.value) for o in seen)
     if signature[: len(state.fed)] == state.fed:
@@ -222,16 +232,16 @@ def scheduler(
         continue
       rung, bracket = new
       fresh = [
-        split_proposal(p)[0]
-        for p in [*pending, *out]
-        if space.canonical_key(split_proposal(p)[0]) not in state.networks
+        FidelityPoint(point, fidelities[-1] if f is None else f) if joint else point
+        for point, f, _ in map(split_proposal, [*pending, *out])
+        if space.canonical_key(point) not in state.networks
       ]
       inner, points = sampler.propose(state.sampler, 1, fresh)
       state = dataclasses.replace(state, sampler=inner)
       if not points:
         break
-      point = points[0]
-      notes = {**sampler.notes(inner, point), "rung": fidelities[rung]}
+      notes = {**sampler.notes(inner, points[0]), "rung": fidelities[rung]}
+      point = unwrap(points[0])
       if name != "asha":
         notes["bracket"] = bracket
       key = (space.canonical_key(point), fidelities[rung])
@@ -239,7 +249,25 @@ def scheduler(
       out.append(AtFidelity(point, fidelities[rung]))
     return state, out
 
+  def unwrap(proposal: Any) -> Any:
+    """The network of a sampler's proposal (a FidelityPoint with model="joint")."""
+    if not joint:
+      return proposal
+    if not isinstance(proposal, FidelityPoint):
+      raise ValueError(
+        f"scheduler: model='joint' but the sampler proposed a {type(proposal).__name__}; build it on"
+        " fidelity_space(space, fidelities) (wiring does: config.scheduler_config.model)"
+      )
+    return proposal.point
+
+  def at_fidelity(o: Observation) -> Observation:
+    """o as the joint sampler reads it: its network at its fidelity."""
+    f = fidelities[-1] if o.fidelity is None else float(o.fidelity)
+    return dataclasses.replace(o, arch_json={"kind": FIDELITY_KIND, "fidelity": f, "point": o.arch_json})
+
   def update(state, observations):
+    if joint and observations:
+      state = dataclasses.replace(state, sampler=sampler.update(state.sampler, [at_fidelity(o) for o in observations]))
     networks, order, notes = dict(state.networks), list(state.order), dict(state.notes)
     for o in observations:
       point = space.from_json(o.arch_json)
@@ -262,7 +290,7 @@ def scheduler(
 
 def make_scheduler(name: str, sampler: Strategy, space: Any, task: Any, options: dict | None = None) -> Strategy:
   """`config.scheduler` over the config's strategy; `config.scheduler_config` gives `options`
-  (eta, min_points)."""
+  (eta, min_points, model; with model="joint" the strategy is built on the fidelity space)."""
   if task.objectives:
     raise ValueError(
       f"scheduler: {name!r} ranks networks by their value alone; it does not take a task with other"

@@ -1,0 +1,57 @@
+"""Multi-fidelity search with real training (issue #20 item 5): NASBOT on digits CNNs, 9 epochs
+a network, against ASHA over 1, 3 and 9 epochs with NASBOT as its sampler (a promoted network
+continues from its checkpoint), at equal wall time on this machine: each method's best validation
+accuracy at 9 epochs (and the test accuracy of that network) at T = the shortest run's wall time,
+compilation included. Both run the same way (2 worker processes), one after the other.
+
+  python benchmarks/bench_multifidelity_digits.py --out=runs/bench_mf_digits --seeds=3
+
+Runs resume from OUT (each has its own workdir).
+"""
+
+import os
+import time
+
+from absl import app, flags
+import numpy as np
+
+from nas_jax.experiments import compare
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("out", "runs/bench_mf_digits", "Output folder (runs resume from it).")
+flags.DEFINE_integer("seeds", 3, "Seeds 0 .. seeds-1.", lower_bound=1)
+METHODS = ("nasbot", "asha_nasbot")
+
+
+def main(argv):
+  del argv
+  load0, t0 = os.getloadavg()[0], time.time()
+  results = compare.compare(
+    [f"configs/multifidelity_digits.py:{m}" for m in METHODS], list(range(FLAGS.seeds)), None, FLAGS.out
+  )
+  ends = [s[-1] for runs in results["seconds"].values() for s in runs]
+  t = float(min(ends))
+  print(f"equal wall time T = {t:.0f} s (the shortest run; runs took {min(ends):.0f}-{max(ends):.0f} s)")
+  print("| method | seeds | evaluations | best validation accuracy at T | its test accuracy | at its budget |")
+  print("|---|---|---|---|---|---|")
+  for name, runs in results["runs"].items():
+    at = [
+      compare.best_at_seconds(np.asarray(b, float), np.asarray(s, float), t)
+      for b, s in zip(runs, results["seconds"][name])
+    ]
+    test = [
+      compare.best_at_seconds(np.asarray(b, float), np.asarray(s, float), t)
+      for b, s in zip(results["test_runs"][name], results["seconds"][name])
+    ]
+    final = np.array([r[-1] for r in runs], float)
+    stat = lambda x: f"{np.nanmean(x):.4f} ± {np.nanstd(x, ddof=1) / np.sqrt(len(x)) if len(x) > 1 else 0.0:.4f}"
+    print(
+      f"| {name} | {len(runs)} | {results['budgets'][name]} | {stat(np.array(at))} | {stat(np.array(test))} | {stat(final)} |"
+    )
+  print(
+    f"\nload average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {time.time() - t0:.0f} s in all"
+  )
+
+
+if __name__ == "__main__":
+  app.run(main)
