@@ -82,7 +82,11 @@ def test_bad_fidelity_calls_and_padded_fidelities_are_refused():
     train_task.train_task("diabetes", "mlp", CONFIG, fidelities=(1, 3), trainer="padded")
 
 
-@pytest.mark.parametrize("garbage", [b"", b"not msgpack at all", None])
+# One case by default; each trains twice (2-4 s).
+@pytest.mark.parametrize(
+  "garbage",
+  [b"not msgpack at all", pytest.param(b"", marks=pytest.mark.slow), pytest.param(None, marks=pytest.mark.slow)],
+)
 def test_a_corrupt_or_foreign_checkpoint_trains_from_scratch(tmp_path, full, garbage):
   task = _task(str(tmp_path))
   task.evaluate(MLP, 7, 1.0)
