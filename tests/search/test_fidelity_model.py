@@ -260,6 +260,6 @@ def test_the_joint_presets_set_the_model():
   for arg in ("asha_bananas+joint", "asha_nasbot+joint+smoke"):
     c = load_config(f"{path}:{arg}")
     assert c.scheduler == "asha" and c.scheduler_config.model == "joint"
-  assert "model" not in load_config(f"{path}:asha_bananas").scheduler_config
+  assert load_config(f"{path}:asha_bananas").scheduler_config.model == "fidelity"
   with pytest.raises(ValueError, match=r"\+joint with a scheduler"):
     load_config(f"{path}:bananas+joint")
