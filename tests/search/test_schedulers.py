@@ -127,6 +127,9 @@ def test_a_waiting_bracket_starts_the_next_one_instead_of_idling():
   state, (other,) = strategy.propose(state, 1, [ninth])
   assert split_proposal(other)[1] == 1.0 and split_proposal(other)[2] is None
   assert strategy.notes(state, other)["bracket"] == 1 and strategy.notes(state, ninth)["bracket"] == 0
+  # The ninth is lost (the search was killed): the old bracket gets a new ninth before any other.
+  state, (again,) = strategy.propose(state, 1, [other])
+  assert strategy.notes(state, again)["bracket"] == 0 and split_proposal(again)[1] == 1.0
 
 
 def test_the_sampler_models_the_highest_fidelity_with_enough_successes():

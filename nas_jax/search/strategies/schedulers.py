@@ -210,10 +210,10 @@ def scheduler(
         p = promotion(state, reached, rung, flying, lambda finished: max(1, finished // eta))
         if p is not None:
           return p, None
-    if newest >= 0:
-      first, size = brackets[newest % len(brackets)]
-      if len(members.get(newest, [])) + starting.get(newest, 0) < size:
-        return None, (first, newest)
+    for b in range(newest + 1):  # the oldest bracket short of networks (one lost in flight, too)
+      first, size = brackets[b % len(brackets)]
+      if len(members.get(b, [])) + starting.get(b, 0) < size:
+        return None, (first, b)
     first, _ = brackets[(newest + 1) % len(brackets)]
     return None, (first, newest + 1)
 
