@@ -16,11 +16,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from ot.lp.emd_wrap import emd_c
-from ott.geometry import geometry
-from ott.problems.linear import linear_problem
-from ott.solvers.linear import acceleration
-from ott.solvers.linear import sinkhorn as ott_sinkhorn
 
 from nas_jax.features import otmann_costs as costs
 
@@ -82,6 +77,11 @@ def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, n
   Returns:
     [n_nu, C] float64.
   """
+  # POT and ott-jax are imported where they are used: at import they load scikit-learn, networkx
+  # and matplotlib (about 3 s of the package's 5 s import on 2 cores), which every process that
+  # never solves a transport problem (workers, CLI checks) would pay.
+  from ot.lp.emd_wrap import emd_c
+
   out = np.empty(cost.shape[1::-1])
 
   def block(pairs: range) -> None:
@@ -164,6 +164,11 @@ def _sinkhorn_round(pa, pb, nu, f, g, kind, params, config):
   Returns:
     f, g: [W, S+1] float32; d_bar: [W] float, the cost of the rounded plan; converged: [W] bool.
   """
+  from ott.geometry import geometry  # imported here: see `_solve_lps`
+  from ott.problems.linear import linear_problem
+  from ott.solvers.linear import acceleration
+  from ott.solvers.linear import sinkhorn as ott_sinkhorn
+
   solver = ott_sinkhorn.Sinkhorn(
     threshold=config.threshold, max_iterations=_ROUND, momentum=acceleration.Momentum(value=config.momentum)
   )

@@ -12,7 +12,6 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
-from sklearn.manifold import TSNE
 
 from nas_jax.search.curves import best_so_far, mean_stderr
 from nas_jax.viz.drawing import draw
@@ -111,6 +110,10 @@ def embedding_2d(
   perplexity = min(30.0, (n - 1) / 3) if perplexity is None else perplexity
   if not 0 < perplexity < n:
     raise ValueError(f"perplexity: {perplexity!r}; expected 0 < perplexity < n = {n}")
+  # Imported here: scikit-learn takes about 1 s to import, which every search would pay for
+  # a plot that only the distance notebooks and CLIs draw.
+  from sklearn.manifold import TSNE
+
   tsne = TSNE(n_components=2, metric="precomputed", init="random", perplexity=perplexity, random_state=seed)
   xy = tsne.fit_transform((d + d.T) / 2).astype(np.float64)
   if path is not None:
