@@ -180,10 +180,11 @@ def _contract_run(scheduler: str, name: str):
 
 
 # Model-based samplers fit a model per new network: under the synchronous schedulers (more new
-# networks in 16 steps than ASHA) they take 10-40 s each, so those run with --runslow.
+# networks in 16 steps than ASHA) they take 10-40 s each, so those run with --runslow, as does
+# Auto-Keras under ASHA (its tree search compiles per network: 12-36 s).
 _MODEL_BASED = ("autokeras", "bananas", "bo", "conditional_bo", "gp_bo", "nasbot")
 _PAIRS = [
-  pytest.param(s, n, marks=[pytest.mark.slow] if s != "asha" and n in _MODEL_BASED else [])
+  pytest.param(s, n, marks=[pytest.mark.slow] if (s != "asha" or n == "autokeras") and n in _MODEL_BASED else [])
   for s in schedulers.SCHEDULERS
   for n in contract.NAMES
 ]

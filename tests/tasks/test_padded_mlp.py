@@ -62,14 +62,21 @@ def _with_decision(arch, decision):
   return Architecture.from_json({**obj, "layers": layers})
 
 
-@pytest.mark.parametrize("decision, num_outputs", [("linear", 1), ("softmax", 5)])
-def test_outputs_and_gradients_match_archnet(decision, num_outputs):
+@pytest.mark.parametrize(
+  "decision, num_outputs, networks",
+  [
+    ("linear", 1, "small"),
+    ("softmax", 5, "small"),
+    # Every pool network, in the pool's padding: 32 unrolled slots take ~10 s to compile, and
+    # the eight pool networks outside SMALL ~25 s more.
+    pytest.param("linear", 1, "all", marks=pytest.mark.slow),
+  ],
+)
+def test_outputs_and_gradients_match_archnet(decision, num_outputs, networks):
   assert sum(len(n.parents) > 1 for n in models.network_nodes(DAG)) == 3  # tanh, elu and op concatenate
   assert PADDINGS["small"].crelu and PADDINGS["small"].fan_in == 4 and PADDINGS["small"].decisions == 2
   x = jax.random.normal(jax.random.key(0), (7, D))
-  # Softmax on the small padding only (it holds two pool networks): the pool padding's program of
-  # 32 unrolled slots takes ~10 s to compile, once per decision.
-  networks = NETWORKS if decision == "linear" else SMALL
+  networks = NETWORKS if networks == "all" else SMALL
   for i, arch in enumerate(networks):
     padding = PADDINGS["pool" if networks is NETWORKS and i < len(POOL) else "small"]
     arch = _with_decision(arch, decision)
