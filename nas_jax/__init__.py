@@ -67,8 +67,8 @@ from nas_jax.acquisition.ehvi import ehvi
 from nas_jax.acquisition.pareto import crowding_distance, hypervolume, non_dominated, pareto_ranks
 from nas_jax.search.executors import InlineExecutor, ProcessExecutor
 from nas_jax.search.journal import replay as replay_journal
-from nas_jax.search.loop import pareto_front
 from nas_jax.search.loop import run as run_search
+from nas_jax.search.results import pareto_front
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.state import Observation, Status, to_score
 from nas_jax.search.strategy import AtFidelity, Strategy

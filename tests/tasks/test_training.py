@@ -11,7 +11,7 @@ import pytest
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools
-from nas_jax.tasks import datasets, early_stopping, models, training, weights
+from nas_jax.tasks import datasets, early_stopping, models, results_table, training, weights
 
 
 def _chain(kind, body, decision):
@@ -220,8 +220,10 @@ def test_init_variables_must_be_a_dict(digits_mlp):
 
 def test_table_rows_show_accuracy_or_mse():
   r = training.EvalResult("classification", 0.25, 0.7, 0.5, 3, 4, 2.0, 0.1, 1.5, (0.3, 0.3, 0.25, 0.26))
-  assert training.format_row("C1", r, 512.0).split() == ["C1", "0.7500", "0.5000", "3", "0.50", "1.50", "512"]
-  assert "val MSE" in training.format_header("regression") and "val acc" in training.format_header("classification")
+  assert results_table.format_row("C1", r, 512.0).split() == ["C1", "0.7500", "0.5000", "3", "0.50", "1.50", "512"]
+  assert "val MSE" in results_table.format_header("regression") and "val acc" in results_table.format_header(
+    "classification"
+  )
 
 
 @pytest.mark.slow
