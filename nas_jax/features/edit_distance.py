@@ -170,6 +170,30 @@ def _real_counts(desc: Descriptor, where: str) -> np.ndarray:
   return _counts(desc)
 
 
+class _Leaves(NamedTuple):
+  """A Descriptor's leaves as numpy arrays (reading them is cheaper than a pytree map)."""
+
+  conv: np.ndarray
+  conv_mask: np.ndarray
+  dense: np.ndarray
+  dense_mask: np.ndarray
+  skips: np.ndarray
+  skip_mask: np.ndarray
+
+
+def _first_real(d: _Leaves, where: str) -> tuple[int, int, int]:
+  """`_real_counts` of one unbatched descriptor: n real entries come first iff the first n of n
+  are real."""
+  out = []
+  for name in ("conv_mask", "dense_mask", "skip_mask"):
+    mask = getattr(d, name)
+    n = int(mask.sum())
+    if not mask[:n].all():
+      raise ValueError(f"{where}: {name} has a real entry after a padded one; real entries come first")
+    out.append(n)
+  return tuple(out)
+
+
 def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
   """desc (one or a batch) at capacities (Lc, Ld, S); padding never changes a distance.
 
@@ -211,8 +235,9 @@ def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
     sizes = tuple(1 << (int(c) - 1).bit_length() for c in most)
   # Filled slot by slot on the host: a search stacks its whole history for every batch of
   # candidates, and padding each descriptor on its own (`pad_descriptor`) costs ten times more.
-  host = [jax.tree.map(np.asarray, d) for d in descs]
-  counts = [_real_counts(d, f"stack_descriptors: descs[{i}]") for i, d in enumerate(host)]
+  # Plain attribute reads and one check per mask: per descriptor this is most of the cost.
+  host = [_Leaves(*(np.asarray(getattr(d, f)) for f in _Leaves._fields)) for d in descs]
+  counts = [_first_real(d, f"stack_descriptors: descs[{i}]") for i, d in enumerate(host)]
   lc, ld, ls = _check_sizes(sizes, tuple(int(c) for c in np.max(counts, 0)), "stack_descriptors")
   b = len(host)
   out = Descriptor(
@@ -239,25 +264,45 @@ def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax
   return jnp.where(k < n_conv, from_conv, from_dense), k < n_conv + dense_mask.sum()
 
 
-def _layer_term(a: Descriptor, b: Descriptor, layer_match: str) -> jax.Array:
+def _layer_terms(a: Descriptor, b: Descriptor, layer_match: str) -> jax.Array:
+  """D_l of W pairs (a[p], b[p]): [W]."""
   if layer_match == "joint":
-    return edit_terms.layer_edit_distance(
-      *_joint(a.conv, a.conv_mask, a.dense, a.dense_mask),
-      *_joint(b.conv, b.conv_mask, b.dense, b.dense_mask),
+    joint = jax.vmap(_joint)
+    return edit_terms.layer_edit_distances(
+      *joint(a.conv, a.conv_mask, a.dense, a.dense_mask), *joint(b.conv, b.conv_mask, b.dense, b.dense_mask)
     )
-  return edit_terms.layer_edit_distance(a.conv, a.conv_mask, b.conv, b.conv_mask) + edit_terms.layer_edit_distance(
+  return edit_terms.layer_edit_distances(a.conv, a.conv_mask, b.conv, b.conv_mask) + edit_terms.layer_edit_distances(
     a.dense, a.dense_mask, b.dense, b.dense_mask
   )
 
 
-@functools.partial(jax.jit, static_argnames=("layer_match",))
-def _pair_terms(pa: Descriptor, pb: Descriptor, layer_match: str):
-  """D_l [W] and the d_s cost matrices [W, Sa, Sb] of W pairs (pa[p], pb[p])."""
+def _pack(h: Descriptor) -> np.ndarray:
+  """A host batch as one [B, 2 Lc + 2 Ld + 4 S] int32 matrix, so that picking a chunk's pairs is
+  one indexing per side rather than one per leaf."""
+  leaves = (h.conv, h.conv_mask, h.dense, h.dense_mask, h.skips.reshape(h.skips.shape[0], -1), h.skip_mask)
+  return np.concatenate([np.asarray(x, np.int32) for x in leaves], axis=1)
 
-  def one(a, b):
-    return _layer_term(a, b, layer_match), edit_terms.skip_distance(a.skips[:, None], b.skips[None, :])
 
-  return jax.vmap(one)(pa, pb)
+def _unpack(x: jax.Array, sizes: tuple[int, int, int]) -> Descriptor:
+  lc, ld, ls = sizes
+  cut = np.cumsum([lc, lc, ld, ld, 3 * ls])
+  conv, conv_mask, dense, dense_mask, skips, skip_mask = jnp.split(x, cut, axis=1)
+  return Descriptor(
+    conv=conv,
+    conv_mask=conv_mask.astype(bool),
+    dense=dense,
+    dense_mask=dense_mask.astype(bool),
+    skips=skips.reshape(x.shape[0], ls, 3),
+    skip_mask=skip_mask.astype(bool),
+  )
+
+
+@functools.partial(jax.jit, static_argnames=("sizes_a", "sizes_b", "layer_match"))
+def _pair_terms(xa: jax.Array, xb: jax.Array, sizes_a: tuple, sizes_b: tuple, layer_match: str):
+  """D_l [W] and the d_s cost matrices [W, Sa, Sb] of W pairs, packed (`_pack`) with capacities
+  sizes_a and sizes_b."""
+  pa, pb = _unpack(xa, sizes_a), _unpack(xb, sizes_b)
+  return _layer_terms(pa, pb, layer_match), edit_terms.skip_distance(pa.skips[:, :, None], pb.skips[:, None, :])
 
 
 class EditDistances(NamedTuple):
@@ -295,7 +340,7 @@ def _host(desc: Descriptor) -> Descriptor:
 
 
 def edit_distance_terms(
-  descs_a: Descs, descs_b: Descs | None = None, *, layer_match: str = "separate", chunk_size: int = 1024
+  descs_a: Descs, descs_b: Descs | None = None, *, layer_match: str = "separate", chunk_size: int = 4096
 ) -> EditDistances:
   """Both terms of the edit distance (autokeras.md 3) between two sets of descriptors.
 
@@ -326,16 +371,18 @@ def edit_distance_terms(
     ia, ib = (x.ravel() for x in np.indices((n_a, n_b)))
   skips_a, skips_b = ha.skip_mask.sum(-1), hb.skip_mask.sum(-1)
   layers, skips = np.zeros((n_a, n_b)), np.zeros((n_a, n_b))
+  costs = np.empty((len(ia), ha.skips.shape[1], hb.skips.shape[1]))  # each pair's d_s matrix
+  xa, xb = _pack(ha), _pack(hb)
+  sizes = lambda h: (h.conv.shape[1], h.dense.shape[1], h.skips.shape[1])
   for start in range(0, len(ia), chunk_size):
-    sel_a, sel_b = ia[start : start + chunk_size], ib[start : start + chunk_size]
-    width = 1 << (len(sel_a) - 1).bit_length()
-    idx = np.arange(width) % len(sel_a)  # padded with repeats of real pairs
-    pick = lambda h, sel: jax.tree.map(lambda x: x[sel[idx]], h)
-    d_l, cost = _pair_terms(pick(ha, sel_a), pick(hb, sel_b), layer_match)
-    layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel_a)]
-    skips[sel_a, sel_b] = edit_terms.skip_edit_distances(
-      np.asarray(cost, np.float64)[: len(sel_a)], skips_a[sel_a], skips_b[sel_b]
-    )
+    sel = np.arange(start, min(start + chunk_size, len(ia)))
+    sel_a, sel_b = ia[sel], ib[sel]
+    idx = np.arange(1 << (len(sel) - 1).bit_length()) % len(sel)  # padded with repeats of real pairs
+    d_l, cost = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes(ha), sizes(hb), layer_match)
+    layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel)]
+    costs[sel] = np.asarray(cost, np.float64)[: len(sel)]
+  # The assignments once for all pairs: per chunk, their setup cost as much as the DP.
+  skips[ia, ib] = edit_terms.skip_edit_distances(costs, skips_a[ia], skips_b[ib])
   if descs_b is None:
     layers[ib, ia], skips[ib, ia] = layers[ia, ib], skips[ia, ib]
   return EditDistances(layers, skips)
@@ -347,7 +394,7 @@ def edit_distances(
   *,
   lam: float = 1.0,
   layer_match: str = "separate",
-  chunk_size: int = 1024,
+  chunk_size: int = 4096,
 ) -> np.ndarray:
   """d = D_l + lam * D_s (eq. 3) between two sets of descriptors: numpy float64 [n_a, n_b].
 

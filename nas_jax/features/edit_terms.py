@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["width_distance", "skip_distance", "layer_edit_distance", "skip_edit_distances"]
+__all__ = ["width_distance", "skip_distance", "layer_edit_distance", "layer_edit_distances", "skip_edit_distances"]
 
 
 def width_distance(w_a: jax.Array, w_b: jax.Array) -> jax.Array:
@@ -40,40 +40,50 @@ def skip_distance(s_a: jax.Array, s_b: jax.Array) -> jax.Array:
 
 
 def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
-  """A[n_a][n_b] of the DP of autokeras.md 3.2: unit insertions and deletions, substitution
-  costs sub: [La, Lb] float; n_a, n_b: [] int real lengths. One lax.scan step per row.
+  """A[n_a][n_b] of the DP of autokeras.md 3.2 for W pairs at once: unit insertions and
+  deletions, substitution costs sub: [W, La, Lb] float; n_a, n_b: [W] int real lengths. Returns
+  [W]. One loop step per row, the pairs on the minor axis of every array in it.
 
-  Column j of a row depends only on columns <= j of it and of the row before, so entries past
-  n_b (and rows past n_a) never reach the answer: padding needs no mask here.
+  Column j of a row depends only on columns <= j of it and of the row before, so entries
+  past n_b (and rows past n_a) never reach the answer: padding needs no mask here.
   """
-  cols = jnp.arange(sub.shape[1] + 1, dtype=sub.dtype)
+  w, _, lb = sub.shape
+  cols = jnp.arange(lb + 1, dtype=sub.dtype)[:, None]  # [Lb + 1, 1]
+  sub_rows = jnp.transpose(sub, (1, 2, 0))  # [La, Lb, W]
 
-  def row(carry, inputs):
-    prev, ans = carry
-    i, sub_i = inputs
-    # Best ways into (i, j) that do not come from (i, j-1): delete a_i, or substitute.
-    best = jnp.concatenate([i[None], jnp.minimum(prev[1:] + 1.0, prev[:-1] + sub_i)])
-    # An insertion costs 1 per column, so A[i][j] = min_{k <= j} best[k] + (j - k).
-    cur = jax.lax.cummin(best - cols) + cols
-    return (cur, jnp.where(i == n_a, cur[n_b], ans)), None
+  def row(i, carry):
+    prev, last = carry  # [Lb + 1, W]: row i, and row n_a once the loop has passed it
+    # Best ways into (i + 1, j) that do not come from (i + 1, j - 1): delete, or substitute.
+    best = jnp.concatenate([jnp.full((1, w), i + 1, sub.dtype), jnp.minimum(prev[1:] + 1, prev[:-1] + sub_rows[i])])
+    # An insertion costs 1 per column, so A[i][j] = min_{k <= j} best[k] + (j - k). A log-depth
+    # prefix scan, not lax.cummin: XLA lowers cummin to a window as wide as the row (quadratic),
+    # 3.8x slower on CPU; min is exact, so the two agree bit for bit.
+    cur = jax.lax.associative_scan(jnp.minimum, best - cols, axis=0) + cols
+    return cur, jnp.where(i + 1 == n_a, cur, last)
 
-  rows = jnp.arange(1, sub.shape[0] + 1, dtype=sub.dtype)
-  (_, ans), _ = jax.lax.scan(row, (cols, cols[n_b]), (rows, sub))
-  return ans
+  start = jnp.broadcast_to(cols, (lb + 1, w))
+  _, last = jax.lax.fori_loop(0, sub.shape[1], row, (start, start))
+  return (last * jax.nn.one_hot(n_b, lb + 1, axis=0, dtype=sub.dtype)).sum(0)  # column n_b of each pair
+
+
+def layer_edit_distances(a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: jax.Array) -> jax.Array:
+  """D_l of W pairs of padded width lists (autokeras.md 3.2, eq. 6 corrected); jit-safe.
+
+  Args:
+    a: [W, La] int widths, real ones first; a_mask: [W, La] bool. b: [W, Lb] int; b_mask: [W, Lb].
+
+  Returns:
+    [W] float: the weighted Levenshtein distances with substitution cost d_l (eq. 5).
+  """
+  chex.assert_rank([a, a_mask, b, b_mask], 2)
+  sub = width_distance(a[:, :, None], b[:, None, :])
+  return _levenshtein(sub, a_mask.sum(-1), b_mask.sum(-1))
 
 
 def layer_edit_distance(a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: jax.Array) -> jax.Array:
-  """D_l of two padded width lists (autokeras.md 3.2, eq. 6 corrected); jit- and vmap-safe.
-
-  Args:
-    a: [La] int widths, real ones first; a_mask: [La] bool. b: [Lb] int; b_mask: [Lb] bool.
-
-  Returns:
-    [] float: the weighted Levenshtein distance with substitution cost d_l (eq. 5).
-  """
+  """D_l of two padded width lists (`layer_edit_distances` of one pair): a: [La], b: [Lb] -> []."""
   chex.assert_rank([a, a_mask, b, b_mask], 1)
-  sub = width_distance(a[:, None], b[None, :])
-  return _levenshtein(sub, a_mask.sum(), b_mask.sum())
+  return layer_edit_distances(a[None], a_mask[None], b[None], b_mask[None])[0]
 
 
 _BRUTE_MAX = 5  # pairs with at most this many skips a side try all (<= 5! = 120) matchings
@@ -90,15 +100,18 @@ def skip_edit_distances(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> n
   out = np.abs(n_a - n_b).astype(np.float64)
   both = (n_a > 0) & (n_b > 0)
   small = both & (np.maximum(n_a, n_b) <= _BRUTE_MAX)
-  for ka, kb in {(int(x), int(y)) for x, y in zip(n_a[small], n_b[small])}:
+  for code in np.unique(n_a[small] * (_BRUTE_MAX + 1) + n_b[small]).tolist():
+    ka, kb = divmod(code, _BRUTE_MAX + 1)
     ps = np.flatnonzero(small & (n_a == ka) & (n_b == kb))
     c = cost[ps, :ka, :kb]
     if ka > kb:  # match the smaller side's skips into the larger's
       c = np.swapaxes(c, 1, 2)
     rows, cols = _matchings(min(ka, kb), max(ka, kb))
     # Each matching's costs summed in sorted order: reordering the skips permutes the matchings
-    # but not their cost multisets, so the result is bit-for-bit independent of skip order.
-    out[ps] += np.sort(c[:, rows, cols], -1).sum(-1).min(-1)
+    # but not their cost multisets, so the result is bit-for-bit independent of skip order. Sums
+    # of one or two terms are exact in any order, so those skip the sort.
+    matched = c[:, rows, cols]
+    out[ps] += (matched if min(ka, kb) <= 2 else np.sort(matched, -1)).sum(-1).min(-1)
   for p in np.flatnonzero(both & ~small):
     c = cost[p, : n_a[p], : n_b[p]]
     rows, cols = linear_sum_assignment(c)

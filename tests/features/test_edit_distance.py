@@ -159,6 +159,14 @@ def test_vmapped_dp_equals_reference_on_random_padded_lists():
   real = lambda k, p: list(widths[k, p, : lengths[k, p]])
   want = [ref_layers(real(0, p), real(1, p)) for p in range(n)]
   np.testing.assert_allclose(got, want, atol=1e-12)
+  # The batched DP stops after the longest real row list: a batch whose lists are all short
+  # (here at most 2 rows) must still see every column, and pairs with no rows at all.
+  batched = jax.jit(edit_terms.layer_edit_distances)
+  np.testing.assert_array_equal(batched(padded[0], masks[0], padded[1], masks[1]), got)
+  short = lengths[0] <= 2
+  np.testing.assert_allclose(
+    batched(padded[0][short], masks[0][short], padded[1][short], masks[1][short]), np.asarray(want)[short], atol=1e-12
+  )
 
 
 # ---- hypothesis properties (autokeras.md 3.4, 10.1-10.2) ---------------------------------------
