@@ -19,6 +19,7 @@ from absl import app, flags
 import numpy as np
 
 from nas_jax.experiments import compare
+from nas_jax.search import curves
 from nas_jax.tasks import tabular
 
 FLAGS = flags.FLAGS
@@ -34,10 +35,6 @@ flags.DEFINE_list("datasets", list(tabular.DATASETS), "NB201 datasets.")
 flags.DEFINE_integer("seeds", 20, "Seeds 0 .. seeds-1.", lower_bound=1)
 flags.DEFINE_integer("slow_seeds", 10, "Seeds of the --slow methods.", lower_bound=1)
 flags.DEFINE_float("full_trainings", 100.0, "T in average 200-epoch trainings of the dataset.", lower_bound=1.0)
-
-
-def stat(x: np.ndarray) -> tuple[float, float]:
-  return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
 
 
 def main(argv):
@@ -65,22 +62,13 @@ def main(argv):
       ends = np.array([s[-1] for s in results["sim_seconds"][name]], np.float64)
       short = int(np.sum(ends < sim_time))  # runs whose budget ended before T keep their last incumbent
       r = regrets[dataset][method] = table.best_test - test
-      mean, se = stat(r)
+      (mean,), (se,) = curves.mean_stderr(r[:, None])
       print(
         f"{dataset} {method}: regret at {sim_time:.0f} simulated s {mean:.3f} ± {se:.3f} over {len(r)} seeds"
         f"{f' ({short} ended before it)' if short else ''} ({time.time() - start:.0f} s, load {os.getloadavg()[0]:.1f})",
         flush=True,
       )
-  print("| method | seeds | " + " | ".join(FLAGS.datasets) + " |")
-  print("|---|---|" + "---|" * len(FLAGS.datasets))
-  for method in FLAGS.methods + [m for m in FLAGS.slow if m not in FLAGS.methods]:
-    cells = []
-    for dataset in FLAGS.datasets:
-      r, base = regrets[dataset][method], regrets[dataset].get("random")
-      mean, se = stat(r)
-      versus = f" ({mean / base.mean():.2f}x random)" if base is not None and method != "random" else ""
-      cells.append(f"{mean:.3f} ± {se:.3f}{versus}")
-    print(f"| {method} | {len(r)} | " + " | ".join(cells) + " |")
+  print("\n".join(compare.method_table(regrets, FLAGS.methods + [m for m in FLAGS.slow if m not in FLAGS.methods])))
   print(
     f"\nload average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {time.time() - t0:.0f} s in all"
   )

@@ -22,6 +22,7 @@ import numpy as np
 
 from nas_jax.acquisition import pareto
 from nas_jax.experiments import compare
+from nas_jax.search import curves
 from nas_jax.search.state import to_score
 from nas_jax.tasks import tabular
 
@@ -71,25 +72,16 @@ def main(argv):
       )
       (hv,) = results["hypervolume"].values()
       r = ratios[dataset][method] = np.asarray(hv, np.float64)[:, -1] / best
-      se = r.std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else 0.0
+      (mean,), (se,) = curves.mean_stderr(r[:, None])
       print(
-        f"{dataset} {method}: hypervolume / front {r.mean():.4f} ± {se:.4f} over {len(r)} seeds"
+        f"{dataset} {method}: hypervolume / front {mean:.4f} ± {se:.4f} over {len(r)} seeds"
         f" ({time.time() - start:.0f} s, load {os.getloadavg()[0]:.1f})",
         flush=True,
       )
   rows = {d: (fronts[d][0], ratios[d]) for d in FLAGS.datasets}
   print(f"\nreference points (median accuracy, most parameters): { {d: r for d, (r, _) in rows.items()} }")
-  print("| method | seeds | " + " | ".join(rows) + " |")
-  print("|---|---|" + "---|" * len(rows))
-  for method in FLAGS.methods + [m for m in FLAGS.slow if m not in FLAGS.methods]:
-    cells, n = [], 0
-    for dataset, (_, ratios) in rows.items():
-      r, base = ratios[method], ratios.get("random")
-      n = len(r)
-      se = r.std(ddof=1) / np.sqrt(n) if n > 1 else 0.0
-      versus = f" ({r.mean() / base.mean():.3f}x random)" if base is not None and method != "random" else ""
-      cells.append(f"{r.mean():.4f} ± {se:.4f}{versus}")
-    print(f"| {method} | {n} | " + " | ".join(cells) + " |")
+  methods = FLAGS.methods + [m for m in FLAGS.slow if m not in FLAGS.methods]
+  print("\n".join(compare.method_table({d: r for d, (_, r) in rows.items()}, methods, digits=4)))
   print(
     f"\nload average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {time.time() - t0:.0f} s in all"
   )

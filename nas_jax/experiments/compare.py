@@ -31,6 +31,7 @@ __all__ = [
   "reference_point",
   "run_costs",
   "at_simulated_time",
+  "method_table",
 ]
 
 RESULTS, TABLE, CURVES, CURVES_SECONDS = "results.json", "table.md", "curves.png", "curves_seconds.png"
@@ -152,6 +153,31 @@ def _final(runs: list) -> tuple[float, float, int]:
   last = np.asarray(runs, np.float64)[:, -1:]
   mean, err = curves.mean_stderr(last)
   return float(mean[0]), float(err[0]), int(np.sum(~np.isnan(last)))
+
+
+def method_table(values: dict, methods: Sequence[str], digits: int = 3) -> list[str]:
+  """A benchmark's markdown table: a row per method, a column per dataset.
+
+  Args:
+    values: {dataset: {method: [S] per-seed values}}; every method in every dataset.
+    methods: the rows, in order.
+    digits: decimals of the means and standard errors.
+
+  Returns:
+    The table's lines: each cell is the mean ± standard error over seeds, and, when "random" is a
+    method, the mean's ratio to random search's.
+  """
+  lines = ["| method | seeds | " + " | ".join(values) + " |", "|---|---|" + "---|" * len(values)]
+  for method in methods:
+    cells, n = [], 0
+    for by_method in values.values():
+      v, base = np.asarray(by_method[method], np.float64), by_method.get("random")
+      (mean,), (err,) = curves.mean_stderr(v[:, None])
+      n = len(v)
+      versus = "" if base is None or method == "random" else f" ({mean / np.mean(base):.{digits}f}x random)"
+      cells.append(f"{mean:.{digits}f} ± {err:.{digits}f}{versus}")
+    lines.append(f"| {method} | {n} | " + " | ".join(cells) + " |")
+  return lines
 
 
 def _nullable(x: np.ndarray) -> list:

@@ -158,3 +158,12 @@ def test_a_multi_objective_comparison_tabulates_hypervolume(tmp_path):
   assert (tmp_path / "mo" / compare.HV_CURVES).read_bytes()[:4] == b"\x89PNG"
   given = compare.compare([RANDOM], [0], 5, str(tmp_path / "given"), overrides=overrides, hv_ref=ref)
   assert given["hypervolume"]["random_synthetic-smoke"][0] == results["hypervolume"]["random_synthetic-smoke"][0]
+
+
+def test_method_table_gives_mean_stderr_and_the_ratio_to_random():
+  values = {"a": {"random": [1.0, 3.0], "re": [1.0, 1.0]}, "b": {"random": [2.0, 2.0, 2.0], "re": [4.0, 6.0, 8.0]}}
+  lines = compare.method_table(values, ["random", "re"], digits=2)
+  assert lines[:2] == ["| method | seeds | a | b |", "|---|---|---|---|"]
+  # random on "a": mean 2, standard error std([1, 3], ddof=1) / sqrt(2) = 1; re on "b": 6 ± 2/sqrt(3)
+  assert lines[2] == "| random | 3 | 2.00 ± 1.00 | 2.00 ± 0.00 |"
+  assert lines[3] == "| re | 3 | 1.00 ± 0.00 (0.50x random) | 6.00 ± 1.15 (3.00x random) |"
