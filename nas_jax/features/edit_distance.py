@@ -37,6 +37,7 @@ LAYER_MATCHES = ("separate", "joint")
 # divide 0 by 0); masks and lengths keep them out of every result.
 _PAD_WIDTH = 1
 _PAD_SKIP = (1, 2, 0)
+_BLOCK_COSTS = 1 << 22  # d_s entries held on the host at once (32 MiB)
 
 
 @flax.struct.dataclass
@@ -371,18 +372,23 @@ def edit_distance_terms(
     ia, ib = (x.ravel() for x in np.indices((n_a, n_b)))
   skips_a, skips_b = ha.skip_mask.sum(-1), hb.skip_mask.sum(-1)
   layers, skips = np.zeros((n_a, n_b)), np.zeros((n_a, n_b))
-  costs = np.empty((len(ia), ha.skips.shape[1], hb.skips.shape[1]))  # each pair's d_s matrix
   xa, xb = _pack(ha), _pack(hb)
   sizes = lambda h: (h.conv.shape[1], h.dense.shape[1], h.skips.shape[1])
-  for start in range(0, len(ia), chunk_size):
-    sel = np.arange(start, min(start + chunk_size, len(ia)))
-    sel_a, sel_b = ia[sel], ib[sel]
-    idx = np.arange(1 << (len(sel) - 1).bit_length()) % len(sel)  # padded with repeats of real pairs
-    d_l, cost = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes(ha), sizes(hb), layer_match)
-    layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel)]
-    costs[sel] = np.asarray(cost, np.float64)[: len(sel)]
-  # The assignments once for all pairs: per chunk, their setup cost as much as the DP.
-  skips[ia, ib] = edit_terms.skip_edit_distances(costs, skips_a[ia], skips_b[ib])
+  # The skip assignments run once per block of chunks: per chunk, their setup cost as much as
+  # the DP. A block's d_s matrices (float64) stay under _BLOCK_COSTS entries.
+  block = max(chunk_size, _BLOCK_COSTS // (ha.skips.shape[1] * hb.skips.shape[1]))
+  for lo in range(0, len(ia), block):
+    pairs = np.arange(lo, min(lo + block, len(ia)))
+    costs = np.empty((len(pairs), ha.skips.shape[1], hb.skips.shape[1]))
+    for start in range(0, len(pairs), chunk_size):
+      sel = pairs[start : start + chunk_size]
+      sel_a, sel_b = ia[sel], ib[sel]
+      idx = np.arange(1 << (len(sel) - 1).bit_length()) % len(sel)  # padded with repeats of real pairs
+      d_l, cost = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes(ha), sizes(hb), layer_match)
+      layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel)]
+      costs[start : start + len(sel)] = np.asarray(cost, np.float64)[: len(sel)]
+    sel_a, sel_b = ia[pairs], ib[pairs]
+    skips[sel_a, sel_b] = edit_terms.skip_edit_distances(costs, skips_a[sel_a], skips_b[sel_b])
   if descs_b is None:
     layers[ib, ia], skips[ib, ia] = layers[ia, ib], skips[ia, ib]
   return EditDistances(layers, skips)

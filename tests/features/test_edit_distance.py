@@ -247,7 +247,7 @@ def test_elementary_distances_are_in_range(width_pairs, skip_pairs):
 # ---- batches, padding and the public API -------------------------------------------------------
 
 
-def test_batches_lists_and_chunks_agree():
+def test_batches_lists_and_chunks_agree(monkeypatch):
   rng = np.random.default_rng(1)
   widths_ = lambda most: list(rng.integers(1, 300, rng.integers(0, most + 1)))
   lists = [(widths_(6), widths_(2), [(1, 3, "add")] * int(rng.integers(0, 3))) for _ in range(9)]
@@ -255,6 +255,9 @@ def test_batches_lists_and_chunks_agree():
   sym = nas_jax.edit_distances(descs)
   batch = ed.stack_descriptors(descs, sizes=(16, 8, 8))
   np.testing.assert_array_equal(nas_jax.edit_distances(batch, batch, chunk_size=5), sym)
+  np.testing.assert_array_equal(nas_jax.edit_distances(descs[:4], descs, chunk_size=3), sym[:4])
+  # Skip assignments in blocks of 4 pairs (2 x 2 skip slots, 16 d_s entries), across chunks of 3.
+  monkeypatch.setattr(ed, "_BLOCK_COSTS", 16)
   np.testing.assert_array_equal(nas_jax.edit_distances(descs[:4], descs, chunk_size=3), sym[:4])
   want = [[ref_distance(x, y) for y in lists] for x in lists]
   np.testing.assert_allclose(sym, want, atol=1e-12)
