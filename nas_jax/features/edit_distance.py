@@ -1,6 +1,6 @@
-"""Auto-Keras edit distance between network descriptors (autokeras.md 1.5, 3): the Descriptor
-pytree, and the distance matrices of sets of descriptors, whose pairs' terms (`edit_terms`) run
-in jitted chunks vmapped over pairs, the skip assignments on the host.
+"""Auto-Keras edit distance between network descriptors (autokeras.md 3): the distance matrices
+of sets of descriptors (`edit_descriptors`), whose pairs' terms (`edit_terms`) run in jitted
+chunks over pairs, the skip assignments on the host.
 """
 
 from __future__ import annotations
@@ -9,14 +9,19 @@ import functools
 import numbers
 from typing import NamedTuple, Sequence, Union
 
-import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.arch import main_chain
-from nas_jax.arch.architecture import Architecture
 from nas_jax.features import edit_terms
+from nas_jax.features.edit_descriptors import (
+  SKIP_TYPES,
+  Descriptor,
+  arch_descriptor,
+  descriptor,
+  pad_descriptor,
+  stack_descriptors,
+)
 
 __all__ = [
   "LAYER_MATCHES",
@@ -31,229 +36,8 @@ __all__ = [
   "stack_descriptors",
 ]
 
-SKIP_TYPES = ("add", "concat")  # stored as their index: 0 = add, 1 = concat
 LAYER_MATCHES = ("separate", "joint")
-# Padded slots hold these values, so that every formula stays finite on them (a width of 0 would
-# divide 0 by 0); masks and lengths keep them out of every result.
-_PAD_WIDTH = 1
-_PAD_SKIP = (1, 2, 0)
 _BLOCK_COSTS = 1 << 22  # d_s entries held on the host at once (32 MiB)
-
-
-@flax.struct.dataclass
-class Descriptor:
-  """desc(f) of autokeras.md 1.5 as padded arrays; real entries come first.
-
-  conv: [Lc] int32, widths of the convolutions with kernel > 1, in main-chain order;
-  conv_mask: [Lc] bool. dense: [Ld] int32, widths of the dense layers, classifier included;
-  dense_mask: [Ld] bool. skips: [S, 3] int32 triples (u, v, type), type an index into
-  SKIP_TYPES; skip_mask: [S] bool. A batch adds a leading axis B to every leaf.
-  """
-
-  conv: jax.Array
-  conv_mask: jax.Array
-  dense: jax.Array
-  dense_mask: jax.Array
-  skips: jax.Array
-  skip_mask: jax.Array
-
-
-def _widths(name: str, widths) -> list[int]:
-  if isinstance(widths, (str, bytes)) or not isinstance(widths, Sequence):
-    raise TypeError(f"{name}: {type(widths).__name__} given; expected a list of integer widths")
-  for i, w in enumerate(widths):
-    if isinstance(w, bool) or not isinstance(w, numbers.Integral) or w < 1:
-      raise ValueError(f"{name}[{i}]: {w!r} is not allowed; a width is an integer >= 1")
-  return [int(w) for w in widths]
-
-
-def _skip_triples(skips) -> list[tuple[int, int, int]]:
-  if isinstance(skips, (str, bytes)) or not isinstance(skips, Sequence):
-    raise TypeError(f"skips: {type(skips).__name__} given; expected a list of (u, v, type) triples")
-  out = []
-  for i, s in enumerate(skips):
-    if isinstance(s, (str, bytes)) or not isinstance(s, Sequence) or len(s) != 3:
-      raise ValueError(f"skips[{i}]: {s!r} is not a triple; expected (u, v, type)")
-    u, v, kind = s
-    if any(isinstance(x, bool) or not isinstance(x, numbers.Integral) for x in (u, v)):
-      raise ValueError(f"skips[{i}]: u, v = {u!r}, {v!r}; they must be integers with 1 <= u < v")
-    if not 1 <= u < v:
-      raise ValueError(f"skips[{i}]: u, v = {u}, {v}; a skip needs 1 <= u < v")
-    if kind not in SKIP_TYPES:
-      raise ValueError(f"skips[{i}]: type {kind!r} is unknown; allowed: {', '.join(SKIP_TYPES)}")
-    out.append((int(u), int(v), SKIP_TYPES.index(kind)))
-  return out
-
-
-def _check_sizes(sizes, counts: tuple[int, int, int], where: str) -> tuple[int, int, int]:
-  names = ("conv", "dense", "skips")
-  if sizes is None:
-    return tuple(max(1, c) for c in counts)
-  if not isinstance(sizes, Sequence) or len(sizes) != 3:
-    raise ValueError(f"{where}: sizes={sizes!r}; expected (Lc, Ld, S) or None")
-  for name, size, count in zip(names, sizes, counts):
-    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < max(1, count):
-      raise ValueError(
-        f"{where}: sizes={tuple(sizes)} has room for {size!r} {name} entries; it needs an integer >= {max(1, count)}"
-      )
-  return tuple(int(s) for s in sizes)
-
-
-def descriptor(conv, dense=(), skips=(), *, sizes=None) -> Descriptor:
-  """A Descriptor from plain Python lists (autokeras.md 1.5), checked before any array exists.
-
-  Args:
-    conv: conv widths in main-chain order, integers >= 1 (may be empty).
-    dense: dense widths in order, classifier included, integers >= 1 (may be empty).
-    skips: (u, v, type) triples with integers 1 <= u < v and type in SKIP_TYPES.
-    sizes: capacities (Lc, Ld, S) to pad to; default the real counts (at least 1 each).
-
-  Returns:
-    Descriptor with leaves [Lc], [Lc], [Ld], [Ld], [S, 3], [S].
-
-  Raises:
-    TypeError / ValueError naming the field, the value and what is allowed.
-  """
-  conv, dense = _widths("conv", conv), _widths("dense", dense)
-  triples = _skip_triples(skips)
-  lc, ld, ls = _check_sizes(sizes, (len(conv), len(dense), len(triples)), "descriptor")
-
-  def padded(values, size, fill):
-    return np.array(values + [fill] * (size - len(values)), np.int32)
-
-  return Descriptor(  # numpy leaves: a search builds hundreds per proposal, on the host
-    conv=padded(conv, lc, _PAD_WIDTH),
-    conv_mask=np.arange(lc) < len(conv),
-    dense=padded(dense, ld, _PAD_WIDTH),
-    dense_mask=np.arange(ld) < len(dense),
-    skips=padded(triples, ls, _PAD_SKIP).reshape(ls, 3),
-    skip_mask=np.arange(ls) < len(triples),
-  )
-
-
-def arch_descriptor(arch: Architecture, num_classes: int, *, sizes=None) -> Descriptor:
-  """desc(f) of an autokeras Architecture (spec 1.5): conv block widths in chain order, hidden fc
-  widths then the classifier's `num_classes`, and the skip triples (`main_chain.Chain`)."""
-  chain = main_chain.chain_view(arch)
-  units = np.asarray(arch.units)
-  return descriptor(
-    [int(units[c]) for c in chain.convs],
-    [int(units[f]) for f in chain.fcs] + [num_classes],
-    chain.skip_triples(),
-    sizes=sizes,
-  )
-
-
-def _counts(desc: Descriptor) -> np.ndarray:
-  """Real entries of each kind: [..., 3] int (conv, dense, skips)."""
-  masks = (desc.conv_mask, desc.dense_mask, desc.skip_mask)
-  return np.stack([np.asarray(m).sum(-1) for m in masks], -1)
-
-
-def _fit(x, size: int, axis: int, fill) -> np.ndarray:
-  """x cut or padded with `fill` to `size` entries along `axis` (real entries come first); on
-  the host, since eager jnp calls per descriptor would cost more than the distances."""
-  x = np.asarray(x)
-  x = np.take(x, np.arange(min(size, x.shape[axis])), axis=axis)
-  tail_shape = list(x.shape)
-  tail_shape[axis] = size - x.shape[axis]
-  tail = np.broadcast_to(np.asarray(fill, x.dtype), tail_shape)
-  return np.concatenate([x, tail], axis)
-
-
-def _real_counts(desc: Descriptor, where: str) -> np.ndarray:
-  """[..., 3] real entries (conv, dense, skips) of a descriptor or a batch; ValueError naming the
-  mask that has a real entry after a padded one."""
-  for name in ("conv_mask", "dense_mask", "skip_mask"):
-    mask = np.asarray(getattr(desc, name))
-    if not np.array_equal(mask, np.arange(mask.shape[-1]) < mask.sum(-1, keepdims=True)):
-      raise ValueError(f"{where}: {name} has a real entry after a padded one; real entries come first")
-  return _counts(desc)
-
-
-class _Leaves(NamedTuple):
-  """A Descriptor's leaves as numpy arrays (reading them is cheaper than a pytree map)."""
-
-  conv: np.ndarray
-  conv_mask: np.ndarray
-  dense: np.ndarray
-  dense_mask: np.ndarray
-  skips: np.ndarray
-  skip_mask: np.ndarray
-
-
-def _first_real(d: _Leaves, where: str) -> tuple[int, int, int]:
-  """`_real_counts` of one unbatched descriptor: n real entries come first iff the first n of n
-  are real."""
-  out = []
-  for name in ("conv_mask", "dense_mask", "skip_mask"):
-    mask = getattr(d, name)
-    n = int(mask.sum())
-    if not mask[:n].all():
-      raise ValueError(f"{where}: {name} has a real entry after a padded one; real entries come first")
-    out.append(n)
-  return tuple(out)
-
-
-def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
-  """desc (one or a batch) at capacities (Lc, Ld, S); padding never changes a distance.
-
-  Raises:
-    ValueError if a capacity is smaller than the real entries, or a mask has a real entry after
-    a padded one.
-  """
-  axis = np.ndim(desc.conv) - 1  # the slot axis, after any batch axis
-  counts = tuple(int(c) for c in _real_counts(desc, "pad_descriptor").reshape(-1, 3).max(0))
-  lc, ld, ls = _check_sizes(sizes, counts, "pad_descriptor")
-  return Descriptor(
-    conv=_fit(desc.conv, lc, axis, _PAD_WIDTH),
-    conv_mask=_fit(desc.conv_mask, lc, axis, False),
-    dense=_fit(desc.dense, ld, axis, _PAD_WIDTH),
-    dense_mask=_fit(desc.dense_mask, ld, axis, False),
-    skips=_fit(desc.skips, ls, axis, _PAD_SKIP),
-    skip_mask=_fit(desc.skip_mask, ls, axis, False),
-  )
-
-
-def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
-  """A batch of descriptors padded to common capacities.
-
-  Args:
-    descs: a non-empty list of unbatched Descriptor.
-    sizes: capacities (Lc, Ld, S); default the largest capacities among descs, rounded up to
-      powers of two, so that a growing history compiles O(log n) shapes.
-
-  Returns:
-    Descriptor with leaves [B, Lc], [B, Lc], [B, Ld], [B, Ld], [B, S, 3], [B, S].
-  """
-  if isinstance(descs, Descriptor) or not isinstance(descs, Sequence) or not descs:
-    raise TypeError(f"descs: {type(descs).__name__} given; expected a non-empty list of Descriptor")
-  for i, d in enumerate(descs):
-    if not isinstance(d, Descriptor) or np.ndim(d.conv) != 1:
-      raise TypeError(f"descs[{i}]: {type(d).__name__} given; expected an unbatched Descriptor")
-  if sizes is None:
-    most = np.max([(d.conv.shape[0], d.dense.shape[0], d.skips.shape[0]) for d in descs], axis=0)
-    sizes = tuple(1 << (int(c) - 1).bit_length() for c in most)
-  # Filled slot by slot on the host: a search stacks its whole history for every batch of
-  # candidates, and padding each descriptor on its own (`pad_descriptor`) costs ten times more.
-  # Plain attribute reads and one check per mask: per descriptor this is most of the cost.
-  host = [_Leaves(*(np.asarray(getattr(d, f)) for f in _Leaves._fields)) for d in descs]
-  counts = [_first_real(d, f"stack_descriptors: descs[{i}]") for i, d in enumerate(host)]
-  lc, ld, ls = _check_sizes(sizes, tuple(int(c) for c in np.max(counts, 0)), "stack_descriptors")
-  b = len(host)
-  out = Descriptor(
-    conv=np.full((b, lc), _PAD_WIDTH, np.int32),
-    conv_mask=np.zeros((b, lc), bool),
-    dense=np.full((b, ld), _PAD_WIDTH, np.int32),
-    dense_mask=np.zeros((b, ld), bool),
-    skips=np.tile(np.asarray(_PAD_SKIP, np.int32), (b, ls, 1)),
-    skip_mask=np.zeros((b, ls), bool),
-  )
-  for i, (d, (nc, nd, ns)) in enumerate(zip(host, counts)):
-    out.conv[i, :nc], out.conv_mask[i, :nc] = d.conv[:nc], True
-    out.dense[i, :nd], out.dense_mask[i, :nd] = d.dense[:nd], True
-    out.skips[i, :ns], out.skip_mask[i, :ns] = d.skips[:ns], True
-  return out
 
 
 def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax.Array):
