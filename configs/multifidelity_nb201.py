@@ -4,7 +4,9 @@ each with an evaluation budget that passes 100 average 200-epoch trainings of si
 
 The arg names the method (default asha_bananas; add `+smoke` for a tiny budget, as tests do; add `+joint` to a scheduler
 method for model-based multi-fidelity: its sampler models every network at every fidelity it was
-evaluated at, scheduler_config.model = "joint", e.g. asha_bananas+joint, asha_nasbot+joint):
+evaluated at, scheduler_config.model = "joint", e.g. asha_bananas+joint, asha_nasbot+joint; add
+`+model` for that and promotions ranked by the model's predictions at 200 epochs too,
+scheduler_config.promote = "model", e.g. asha_bananas+model):
   random, re, ls, bananas           single fidelity (200 epochs), 150 evaluations
   asha_random, sh_random, hyperband_random
                                     the scheduler, random networks
@@ -35,13 +37,14 @@ _BUDGETS = {"": 150, "asha": 450, "sh": 450, "hyperband": 300}
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
   tokens = [t for t in arg.split("+") if t]
-  methods = [t for t in tokens if t not in ("smoke", "joint")] or ["asha_bananas"]
+  methods = [t for t in tokens if t not in ("smoke", "joint", "model")] or ["asha_bananas"]
   scheduler, _, strategy = (methods[0] if len(methods) == 1 else "").rpartition("_")
-  joint = "joint" in tokens
+  promote = "model" in tokens
+  joint = "joint" in tokens or promote
   if len(methods) != 1 or scheduler not in _BUDGETS or strategy not in _STRATEGIES or (joint and not scheduler):
     raise ValueError(
       f"get_config: arg must be a strategy ({', '.join(_STRATEGIES)}) or scheduler_strategy (scheduler one"
-      f" of asha, sh, hyperband), optionally +smoke, and +joint with a scheduler; got {arg!r}"
+      f" of asha, sh, hyperband), optionally +smoke, and +joint or +model with a scheduler; got {arg!r}"
     )
   smoke = "smoke" in tokens
   base = runpy.run_path(os.path.join(_HERE, _STRATEGIES[strategy]))["get_config"]
@@ -51,5 +54,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     c.scheduler = scheduler
     if joint:  # the sampler models (network, fidelity): spaces.fidelity_space
       c.scheduler_config.model = "joint"
+    if promote:  # and ranks each rung by its predictions at the full fidelity
+      c.scheduler_config.promote = "model"
   c.budget = 30 if smoke else _BUDGETS[scheduler]
   return c

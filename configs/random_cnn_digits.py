@@ -57,9 +57,11 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   # Multi-fidelity search (README): a scheduler ("sh" | "hyperband" | "asha"; "" for none) runs
   # networks at task.fidelities and promotes the best 1/eta; the strategy samples its new networks
   # (model "fidelity": its model sees the highest fidelity with min_points successes; "joint": it
-  # models every observation at its fidelity, e.g. multifidelity_nb201.py's asha_bananas+joint).
+  # models every observation at its fidelity, e.g. multifidelity_nb201.py's asha_bananas+joint);
+  # promote "value" ranks a rung by its values there, "model" (with "joint") by the model's
+  # predictions at the full fidelity (multifidelity_nb201.py's asha_bananas+model).
   c.scheduler = ""
-  c.scheduler_config = ml_collections.ConfigDict({"eta": 3, "min_points": 10, "model": "fidelity"})
+  c.scheduler_config = ml_collections.ConfigDict({"eta": 3, "min_points": 10, "model": "fidelity", "promote": "value"})
   c.seed = 0
   c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
   return c

@@ -49,9 +49,14 @@ class Strategy(NamedTuple):
       ones included (value None). Replaying a journal is `update(init(key), all_observations)`.
     notes: `notes(state, point) -> dict`, JSON-able facts about a point just proposed (e.g. its
       parent's trial id), recorded in `Observation.info["strategy"]`. Optional.
+    predict: `predict(state, points) -> [m] float array or None`: the strategy's model of its
+      observations, as the mean score (higher is better) it predicts at each point; None while it
+      has no model. A function of the state alone, so a replayed state predicts the same.
+      Optional (None: a strategy without a model); multi-fidelity schedulers promote by it.
   """
 
   init: Callable[[Any], Any]
   propose: Callable[[Any, int, list], tuple[Any, list]]
   update: Callable[[Any, list[Observation]], Any]
   notes: Callable[[Any, Any], dict] = no_notes
+  predict: Callable[[Any, list], Any] | None = None

@@ -45,6 +45,7 @@ __all__ = [
   "point_model",
   "fit",
   "predict",
+  "mean_at",
   "capacity",
   "value_model",
   "value_predictive",
@@ -258,6 +259,16 @@ def predict(fitted: Fitted, candidates: Sequence, *, joint: bool = False) -> tup
   pred = model.surrogate.predict(fitted.state, inputs)
   pred_p = pred if fitted.state_p is fitted.state else model.surrogate.predict(fitted.state_p, inputs)
   return _to_scores(model, pred, m), _to_scores(model, pred_p, m)
+
+
+def mean_at(
+  model: PointModel, key: jax.Array, cache: FeatureCache, train: Sequence, scores: np.ndarray, points: Sequence
+) -> np.ndarray:
+  """[m] float64: the mean score at `points` of the model fitted on `train` with `scores` [n]
+  (averaged over hyper-parameter samples). Every train point must be in `cache`."""
+  pred, _ = predict(fit(model, key, cache, train, scores, len(train)), points)
+  mean = np.asarray(pred.mean, np.float64)
+  return mean.mean(0) if mean.ndim == 2 else mean
 
 
 _VAR_FLOOR = 1e-12  # relative to Var(Y): keeps the gradient of the std finite at observed points

@@ -10,7 +10,7 @@ from typing import Any
 import ml_collections
 
 from nas_jax.search.strategies.registry import STRATEGIES
-from nas_jax.search.strategies.schedulers import MODELS, SCHEDULERS
+from nas_jax.search.strategies.schedulers import MODELS, PROMOTE, SCHEDULERS
 from nas_jax.spaces.constrained import METRICS
 from nas_jax.spaces.registry import SPACES
 from nas_jax.tasks import synthetic, tabular, trainers, training
@@ -252,7 +252,7 @@ def _check_costs(config: ml_collections.ConfigDict, task_name: str) -> None:
     )
 
 
-_SCHEDULER_OPTIONS = ("eta", "min_points", "model")
+_SCHEDULER_OPTIONS = ("eta", "min_points", "model", "promote")
 # config.task.name -> what its fidelities may be, checked before the task is built.
 _FIDELITY_RULES = {
   "nb201": (lambda f, c: f in ((), tabular.FIDELITIES), "'' or '12,200' (the benchmark's two schedules)"),
@@ -290,6 +290,14 @@ def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None
     _need_count("scheduler_config.min_points", options.get("min_points", 10), 1)
     model = options.get("model", "fidelity")
     _need(model in MODELS, "scheduler_config.model", model, f"choose one of: {', '.join(MODELS)}")
+    promote = options.get("promote", "value")
+    _need(promote in PROMOTE, "scheduler_config.promote", promote, f"choose one of: {', '.join(PROMOTE)}")
+    _need(
+      promote == "value" or model == "joint",
+      "scheduler_config.promote",
+      promote,
+      "ranking by the model needs the model of every fidelity: set scheduler_config.model='joint'",
+    )
 
 
 def check_search_config(config: ml_collections.ConfigDict) -> None:

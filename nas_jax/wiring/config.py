@@ -46,7 +46,7 @@ PROGRESS = "progress.png"
 RESUME_MAY_CHANGE = ("budget", "num_workers", "executor", "ray_address", "eval_timeout_s", "prefetch", "workdir")
 # Fields added to the configs after searches were run with them: a workdir's config.json without
 # one searched as with this value.
-_ADDED_DEFAULTS = {"scheduler_config.model": "fidelity"}
+_ADDED_DEFAULTS = {"scheduler_config.model": "fidelity", "scheduler_config.promote": "value"}
 
 
 def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:

@@ -261,5 +261,5 @@ def test_the_joint_presets_set_the_model():
     c = load_config(f"{path}:{arg}")
     assert c.scheduler == "asha" and c.scheduler_config.model == "joint"
   assert load_config(f"{path}:asha_bananas").scheduler_config.model == "fidelity"
-  with pytest.raises(ValueError, match=r"\+joint with a scheduler"):
+  with pytest.raises(ValueError, match=r"\+joint or \+model with a scheduler"):
     load_config(f"{path}:bananas+joint")

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import jax
 import ml_collections
+import numpy as np
 import pytest
 
 from nas_jax.search.state import Observation, Status
@@ -244,6 +245,19 @@ def test_replaying_the_journal_proposes_what_the_live_run_does(name):
   replayed = run.strategy.update(run.strategy.init(KEY), run.journal)
   _, again = run.strategy.propose(replayed, 2, [])
   assert _jsons(run.space, again) == _jsons(run.space, _next_two(name))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_model_predicts_as_a_function_of_the_state(name):
+  run = _run(name)
+  points = [p for batch in run.proposed for p in batch][:3] + _next_two(name)
+  mean = None if run.strategy.predict is None else run.strategy.predict(run.state, points)
+  if mean is None:  # no predict, or no model ("rand": BO on random acquisition values)
+    assert name in ("ea", "local_search", "rand", "random", "regularized_evolution"), f"{name}: no predictions"
+    return
+  assert mean.shape == (len(points),) and np.all(np.isfinite(mean))
+  replayed = run.strategy.update(run.strategy.init(KEY), run.journal)
+  np.testing.assert_allclose(run.strategy.predict(replayed, points), mean, rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("name", NAMES)

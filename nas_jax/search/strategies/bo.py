@@ -51,16 +51,15 @@ import numpy as np
 from nas_jax.acquisition import ehvi as ehvi_lib
 from nas_jax.acquisition import functions as acq
 from nas_jax.acquisition import mutation, pareto
-from nas_jax.acquisition.acq_optimiser import Context, check_counts
+from nas_jax.acquisition.acq_optimiser import check_counts
 from nas_jax.acquisition.conditional_search import ValueAcquisition, value_acquisition
 from nas_jax.acquisition.optimizers import make_optimiser
 from nas_jax.features.featurizer import FeatureCache
 from nas_jax.features.featurizers import make_featurizer
 from nas_jax.features.fidelity import with_fidelity
 from nas_jax.search.state import GOALS, to_score
-from nas_jax.search.strategies import common
+from nas_jax.search.strategies import bo_context, common
 from nas_jax.search.strategy import Strategy
-from nas_jax.spaces.fidelity_space import FidelityPoint
 from nas_jax.surrogates import point_model
 
 __all__ = ["INITIAL", "MULTI_OBJECTIVE", "BOState", "bo", "bo_factory"]
@@ -72,6 +71,7 @@ _INFEASIBLE = -1e30  # an infeasible candidate's acquisition: finite, so anneali
 _ACQ_DEFAULTS = (("kappa", 2.0), ("xi", 0.0), ("sigma_scale", 1.0))  # `functions.acquire`'s
 _ACQ_OPTIONS = tuple(k for k, _ in _ACQ_DEFAULTS)
 _ANCHOR_STREAM = 0x3FFF_FFF1  # folds the state key for anchor fits, apart from the step keys
+_PREDICT_STREAM = 0x3FFF_FFF3  # folds the state key for `predict`'s fits
 # Optimisers whose candidates all come from the Space API (sample, mutate, initial), so that on a
 # fidelity space they are FidelityPoints at the full fidelity.
 _FIDELITY_OPTIMISERS = ("ea", "mutation", "random")
@@ -248,7 +248,7 @@ def bo(
     and the anchor of warm refits (or ())."""
     k_fit, k_opt, k_aux = keys
     history = state.history
-    ctx = _context(space, history, exclude)
+    ctx = bo_context.optimiser_context(space, history, exclude)
     t0 = time.perf_counter()
     anchor, mo_notes = state.anchor, {}
     if model is None:  # RAND: the optimiser on Unif(0, 1) values, one host stream per call
@@ -263,7 +263,7 @@ def bo(
         anchor = anchor_of(state, ok)
       warm = anchor[1] if anchor else None
       fitted = point_model.fit(model, k_fit, cache, train, targets, len(ok), warm=warm)
-      best = float(_incumbent(space, history, ok, targets))
+      best = float(bo_context.incumbent(space, history, ok, targets))
       if optimiser.needs_values:
         va = ValueAcquisition(
           point_model.value_model(fitted), best, *(acq_options.get(k, d) for k, d in _ACQ_DEFAULTS), name=acquisition
@@ -283,6 +283,21 @@ def bo(
   if model is not None:
     parts.update(featurizer=featurizer, surrogate=surrogate)
 
+  def modelled(history: common.History, n_pending: int) -> bool:
+    """Whether the initial design is over: `min_ok` successes (and `n_init` points with "random")."""
+    return history.ok.sum() >= min_ok and (initial == "pool" or len(history) + n_pending >= n_init)
+
+  def predict(state, points):
+    """The model's mean score at `points` (`Strategy.predict`), fitted on the successes with a key
+    of the state's key and history alone; None before the initial design is over or for RAND."""
+    history = state.history
+    if model is None or not points or not modelled(history, 0):
+      return None
+    ok = np.flatnonzero(history.ok)
+    key = jax.random.fold_in(jax.random.fold_in(state.key, _PREDICT_STREAM), len(history))
+    train = [history.points[i] for i in ok]
+    return point_model.mean_at(model, key, state.cache, train, history.scores[ok], list(points))
+
   def init(key):
     return BOState(key=key, history=common.empty_history(), cache=model.featurizer.init([]) if model else None)
 
@@ -297,7 +312,7 @@ def bo(
       notes.update({space.canonical_key(q): {"origin": "initial_pool"} for q in pool})
       out += pool
     history = state.history
-    warm = history.ok.sum() >= min_ok and (initial == "pool" or len(history) + len(pending) >= n_init)
+    warm = modelled(history, len(pending))
     for j in itertools.count():
       if len(out) >= n:
         break
@@ -338,46 +353,7 @@ def bo(
     new = state.history.points[len(state.history) - len(observations) :]
     return dataclasses.replace(state, cache=model.featurizer.extend(state.cache, new))
 
-  return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))
-
-
-def _context(space: Any, history: common.History, exclude: set) -> Context:
-  """What the optimiser reads. On a fidelity space: each network once, at the full fidelity,
-  with its highest-fidelity observation (its score, trial id and task info), so that parents are
-  scored where candidates are and a network's low-fidelity results do not crowd the population."""
-  if not space.fidelities:
-    return Context(
-      space, history.points, history.scores, history.trial_ids, frozenset(exclude), task_infos=history.task_infos
-    )
-  top: dict = {}  # canonical key -> index of its highest-fidelity observation (a success first)
-  for i, p in enumerate(history.points):
-    k = space.canonical_key(p)
-    j = top.get(k)
-    if j is None or (np.isnan(history.scores[j]), -history.points[j].fidelity) > (
-      np.isnan(history.scores[i]),
-      -p.fidelity,
-    ):
-      top[k] = i
-  idx = sorted(top.values())
-  full = space.fidelities[-1]
-  return Context(
-    space,
-    tuple(FidelityPoint(history.points[i].point, full) for i in idx),
-    history.scores[idx],
-    tuple(history.trial_ids[i] for i in idx),
-    frozenset(exclude),
-    task_infos=tuple(history.task_infos[i] for i in idx),
-  )
-
-
-def _incumbent(space: Any, history: common.History, ok: np.ndarray, targets: np.ndarray) -> float:
-  """EI's and PI's best target: over the successes [len(ok)] at the full fidelity on a fidelity
-  space (a low fidelity's value is not comparable), over all of them before one exists."""
-  if space.fidelities:
-    full = np.asarray([history.points[i].fidelity == space.fidelities[-1] for i in ok], bool)
-    if full.any():
-      return float(targets[full].max())
-  return float(targets.max())
+  return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space), predict=predict)
 
 
 def _feasible_first(feasible, score):

@@ -30,10 +30,11 @@ from nas_jax.search.state import Observation, Status, to_score
 from nas_jax.search.strategy import AtFidelity, Strategy, split_proposal
 from nas_jax.spaces.fidelity_space import FIDELITY_KIND, FidelityPoint
 
-__all__ = ["SCHEDULERS", "MODELS", "SchedulerState", "bracket_sizes", "scheduler", "make_scheduler"]
+__all__ = ["SCHEDULERS", "MODELS", "PROMOTE", "SchedulerState", "bracket_sizes", "scheduler", "make_scheduler"]
 
 SCHEDULERS = ("sh", "hyperband", "asha")
 MODELS = ("fidelity", "joint")  # what the sampler sees: the model fidelity, or every fidelity
+PROMOTE = ("value", "model")  # what ranks a rung: its observed values, or the joint model's predictions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +75,9 @@ def bracket_sizes(name: str, rungs: int, eta: int) -> tuple[tuple[int, int], ...
   return ()
 
 
-def _check(name: str, eta: Any, min_points: Any, fidelities: tuple, model: Any) -> None:
+def _check(
+  name: str, eta: Any, min_points: Any, fidelities: tuple, model: Any, promote: Any, sampler: Strategy
+) -> None:
   if name not in SCHEDULERS:
     raise ValueError(f"scheduler: {name!r} is unknown; choose one of: {', '.join(SCHEDULERS)}")
   if model not in MODELS:
@@ -83,6 +86,14 @@ def _check(name: str, eta: Any, min_points: Any, fidelities: tuple, model: Any) 
     raise ValueError(f"scheduler: eta={eta!r}; expected an integer >= 2 (keep the best 1/eta at each rung)")
   if isinstance(min_points, bool) or not isinstance(min_points, int) or min_points < 1:
     raise ValueError(f"scheduler: min_points={min_points!r}; expected an integer >= 1")
+  if promote not in PROMOTE:
+    raise ValueError(f"scheduler: promote={promote!r}; choose one of: {', '.join(PROMOTE)}")
+  if promote == "model" and (model != "joint" or sampler.predict is None):
+    raise ValueError(
+      "scheduler: promote='model' ranks each rung by the sampler's predictions at the full fidelity: it"
+      " needs model='joint' and a sampler with a model (Strategy.predict: bo and its presets, e.g."
+      f" nasbot, bananas); got model={model!r} and a sampler {'with' if sampler.predict else 'without'} one"
+    )
   if len(fidelities) < 2:
     raise ValueError(
       f"scheduler: the task has fidelities {fidelities!r}; a scheduler needs at least two (e.g."
@@ -100,6 +111,7 @@ def scheduler(
   eta: int = 3,
   min_points: int = 10,
   model: str = "fidelity",
+  promote: str = "value",
 ) -> Strategy:
   """Wraps `sampler` in the scheduler `name` ("sh", "hyperband" or "asha").
 
@@ -113,9 +125,12 @@ def scheduler(
     min_points: successful evaluations a fidelity needs before the sampler models it ("fidelity").
     model: "fidelity" (the sampler sees the model fidelity) or "joint" (it sees every observation
       at its fidelity; `sampler` must be built on `fidelity_space(space, fidelities)`).
+    promote: "value" (a rung's networks ranked by their values there) or "model" (with model="joint":
+      ranked by the sampler's predicted score at the full fidelity, which reads every network at
+      every fidelity; by their values while the sampler has no model yet).
   """
   fidelities = tuple(float(f) for f in fidelities)
-  _check(name, eta, min_points, fidelities, model)
+  _check(name, eta, min_points, fidelities, model, promote, sampler)
   joint = model == "joint"
   brackets = bracket_sizes(name, len(fidelities), eta)
 
@@ -160,33 +175,46 @@ def scheduler(
       out[space.canonical_key(point), fidelities[-1] if fidelity is None else fidelity] = point
     return out
 
-  def rung_ranking(state: SchedulerState, keys: Sequence, f: float) -> tuple[int, list]:
-    """(how many of `keys` finished at fidelity f, those that succeeded best first; ties: first run)."""
+  def predictions(state: SchedulerState) -> dict:
+    """canonical key -> the sampler's predicted full-fidelity score of every network with a
+    success below the full fidelity (promote="model"); {} while the sampler has no model."""
+    top = fidelities[-1]
+    keys = [k for k in state.order if any(f < top and o.ok for f, o in state.networks[k].done.items())]
+    mean = sampler.predict(state.sampler, [FidelityPoint(state.networks[k].point, top) for k in keys]) if keys else None
+    return {} if mean is None else dict(zip(keys, np.asarray(mean, np.float64)))
+
+  def promotion(state: SchedulerState, keys: Sequence, rung: int, flying: dict, keep, predicted) -> tuple | None:
+    """(proposal, notes) of the first of the best `keep(finished)` networks of `keys` at `rung` not
+    yet run (or in flight) at the next rung; None when there is none. The successes at `rung` are
+    ranked by their values there, or by `predicted()` (promote="model"); ties: the first run."""
+    f, g = fidelities[rung], fidelities[rung + 1]
     finished = [k for k in keys if f in state.networks[k].done]
     ok = [k for k in finished if state.networks[k].done[f].ok]
-    scores = to_score([state.networks[k].done[f].value for k in ok], goal)
-    return len(finished), [ok[i] for i in np.argsort(-scores, kind="stable")]
-
-  def promotion(state: SchedulerState, keys: Sequence, rung: int, flying: dict, keep) -> AtFidelity | None:
-    """The first of the best `keep(finished)` networks of `keys` at `rung` not yet run (or in
-    flight) at the next rung, as a proposal; None when there is none."""
-    f, g = fidelities[rung], fidelities[rung + 1]
-    finished, ranked = rung_ranking(state, keys, f)
-    for k in ranked[: keep(finished)]:
-      net = state.networks[k]
-      if g not in net.done and (k, g) not in flying:
-        return AtFidelity(net.point, g, net.done[f].trial_id)
+    count = keep(len(finished))
+    waiting = {k for k in ok if g not in state.networks[k].done and (k, g) not in flying}
+    if not count or not waiting:
+      return None
+    scores, notes = to_score([state.networks[k].done[f].value for k in ok], goal), {}
+    guess = predicted() if promote == "model" else {}
+    if guess:
+      scores = np.nan_to_num(np.array([guess[k] for k in ok]), nan=-np.inf)
+    for i in np.argsort(-scores, kind="stable")[:count]:
+      k = ok[i]
+      if k in waiting:
+        if guess:
+          notes = {"ranked_by": "model", "predicted": round(float(scores[i]), 6)}
+        return AtFidelity(state.networks[k].point, g, state.networks[k].done[f].trial_id), notes
     return None
 
-  def asha_step(state: SchedulerState, flying: dict):
+  def asha_step(state: SchedulerState, flying: dict, predicted):
     """ASHA: the highest rung with a promotable network promotes it; else a new network at rung 0."""
     for rung in range(len(fidelities) - 2, -1, -1):
-      p = promotion(state, state.order, rung, flying, lambda finished: finished // eta)
+      p = promotion(state, state.order, rung, flying, lambda finished: finished // eta, predicted)
       if p is not None:
         return p, None
     return None, (0, -1)
 
-  def bracket_step(state: SchedulerState, flying: dict):
+  def bracket_step(state: SchedulerState, flying: dict, predicted):
     """Synchronous brackets: a promotion in the oldest bracket whose rung has finished; else a new
     network in the newest bracket while it is not full; else a new bracket (so no worker idles)."""
     members: dict[int, list] = {}
@@ -207,7 +235,7 @@ def scheduler(
         reached = [k for k in keys if fidelities[rung] in state.networks[k].done or (k, fidelities[rung]) in flying]
         if any((k, fidelities[rung]) in flying for k in reached):
           break  # this rung is still running: the bracket waits here
-        p = promotion(state, reached, rung, flying, lambda finished: max(1, finished // eta))
+        p = promotion(state, reached, rung, flying, lambda finished: max(1, finished // eta), predicted)
         if p is not None:
           return p, None
     for b in range(newest + 1):  # the oldest bracket short of networks (one lost in flight, too)
@@ -218,13 +246,16 @@ def scheduler(
     return None, (first, newest + 1)
 
   def propose(state, n, pending):
-    state, out = feed(state), []
+    state, out, memo = feed(state), [], {}
+    # The sampler's observations do not change within a call: its predictions are made once, when needed.
+    predicted = lambda fed=state: memo["p"] if "p" in memo else memo.setdefault("p", predictions(fed))
     for _ in range(n):
       flying = in_flight([*pending, *out])
-      promoted, new = (asha_step if name == "asha" else bracket_step)(state, flying)
+      promoted, new = (asha_step if name == "asha" else bracket_step)(state, flying, predicted)
       if promoted is not None:
+        promoted, ranked = promoted
         key = (space.canonical_key(promoted.point), promoted.fidelity)
-        notes = {"origin": f"promoted from trial {promoted.continues}", "rung": promoted.fidelity}
+        notes = {"origin": f"promoted from trial {promoted.continues}", "rung": promoted.fidelity, **ranked}
         if name != "asha":
           notes["bracket"] = state.networks[key[0]].bracket
         state = dataclasses.replace(state, notes={**state.notes, key: notes})
