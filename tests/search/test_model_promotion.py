@@ -87,6 +87,15 @@ def test_a_model_ranked_rung_promotes_by_the_predictions_not_the_values():
   ]
 
 
+def test_successive_halving_promotes_its_rungs_by_the_predictions():
+  strategy = schedulers.scheduler("sh", _oracle(_inverted), BASE, "max", FIDELITIES, model="joint", promote="model")
+  _, journal, proposals = sched_tests._run(strategy, BASE, 13)
+  true = lambda o: contract._value(BASE, BASE.from_json(o.arch_json))
+  worst3 = sorted(journal[:9], key=true)[:3]  # the bracket's 9 networks at rung 1, the top 3 by prediction
+  assert [split_proposal(p)[2] for p in proposals[9:12]] == [o.trial_id for o in worst3]
+  assert split_proposal(proposals[12])[2] == min(journal[9:12], key=true).trial_id
+
+
 def test_without_a_model_yet_the_values_rank_the_rung():
   calls = []
 
