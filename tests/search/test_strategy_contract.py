@@ -235,6 +235,13 @@ def _next_two(name: str) -> list:
   return run.strategy.propose(run.state, 2, [])[1]
 
 
+@functools.lru_cache(maxsize=None)
+def _replayed(name: str) -> Any:
+  """The state `update(init(key), journal)` of the reference run's journal (a resume)."""
+  run = _run(name)
+  return run.strategy.update(run.strategy.init(KEY), run.journal)
+
+
 def test_every_registered_strategy_has_a_case():
   assert sorted(CASES) == NAMES
 
@@ -242,7 +249,7 @@ def test_every_registered_strategy_has_a_case():
 @pytest.mark.parametrize("name", NAMES)
 def test_replaying_the_journal_proposes_what_the_live_run_does(name):
   run = _run(name)
-  replayed = run.strategy.update(run.strategy.init(KEY), run.journal)
+  replayed = _replayed(name)
   _, again = run.strategy.propose(replayed, 2, [])
   assert _jsons(run.space, again) == _jsons(run.space, _next_two(name))
 
@@ -256,7 +263,7 @@ def test_a_model_predicts_as_a_function_of_the_state(name):
     assert name in ("ea", "local_search", "rand", "random", "regularized_evolution"), f"{name}: no predictions"
     return
   assert mean.shape == (len(points),) and np.all(np.isfinite(mean))
-  replayed = run.strategy.update(run.strategy.init(KEY), run.journal)
+  replayed = _replayed(name)
   np.testing.assert_allclose(run.strategy.predict(replayed, points), mean, rtol=1e-5, atol=1e-7)
 
 
