@@ -6,7 +6,10 @@ at the kernel's four nu_str values; the script asserts that they agree before pr
 Then the exact solver on growing sets of random CNNs (--sizes, at --large_nu): seconds, pairs
 per second, the growth against n^2 and the process's peak memory after each size (sizes run in
 increasing order, so the peak belongs to the largest so far). --sinkhorn_large=N adds Sinkhorn
-on an N x N matrix (slow on CPU: about 130 pairs/s per nu_str value).
+on an N x N matrix (slow on CPU: about 130 pairs/s per nu_str value). --authors_code=PATH times
+the authors' own code (kirthevasank/nasbot, a Python 3 copy the user makes: `authors_nasbot.py`)
+on the same 60 CNNs against the exact solver with their constants (params "nasbot_code"), and
+asserts that both agree to 1e-6 relative before printing the ratio.
 """
 
 import argparse
@@ -22,6 +25,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np  # noqa: E402
 import ot  # noqa: E402
 
+import authors_nasbot  # noqa: E402
 from nas_jax.arch import graph, json_io, labels  # noqa: E402
 from nas_jax.features import otmann, otmann_costs, otmann_solvers  # noqa: E402
 from nas_jax.spaces import pools, random_arch  # noqa: E402
@@ -114,19 +118,39 @@ def checked_peak_rss(r) -> float:
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def against_authors(path, archs, repeats):
+  """The authors' per-pair code against the exact solver with their constants, on `archs`."""
+  neural_network, nn_comparators = authors_nasbot.load(path)
+  nets = authors_nasbot.networks(neural_network, archs)
+  t_theirs, (d, d_bar) = timed(lambda: authors_nasbot.distances(nn_comparators, nets, NU), 1)
+  run = lambda: otmann.otmann_distances(archs, solver="exact", nu_str=NU, params="nasbot_code")
+  run()
+  t_ours, ours = timed(run, repeats)
+  off = ~np.eye(len(archs), dtype=bool)
+  errors = [(np.abs(np.asarray(a) - b)[:, off] / b[:, off]).max() for a, b in ((ours.d, d), (ours.d_bar, d_bar))]
+  assert max(errors) <= 1e-6, f"exact vs the authors' code: max relative error {max(errors):.3g}"
+  print(
+    f"authors' code (kirthevasank/nasbot, one call, per pair): {t_theirs:.2f} s; exact with params nasbot_code"
+    f" {t_ours:.3f} s: {t_theirs / t_ours:.1f}x; max relative error d {errors[0]:.1e}, d_bar {errors[1]:.1e}"
+    f" ({ours.d.dtype})"
+  )
+
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("--sizes", default="100,250,500,1000", help="set sizes of the exact growth run ('' skips it)")
   ap.add_argument("--large_nu", type=float, nargs="+", default=[0.5], help="nu_str values of the large matrices")
   ap.add_argument("--sinkhorn_large", type=int, default=0, help="size of a Sinkhorn matrix (0 skips it)")
   ap.add_argument("--repeats", type=int, default=5)
+  ap.add_argument("--authors_code", default="", help="a Python 3 copy of kirthevasank/nasbot ('' skips it)")
   args = ap.parse_args()
   rng = np.random.default_rng(0)
   archs = pools.initial_pool("cnn") + [random_arch.random_architecture("cnn", rng) for _ in range(50)]
   n_pairs = len(archs) * (len(archs) - 1) // 2
   print(
     f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}, pot {ot.__version__}, "
-    f"cpu affinity {sorted(os.sched_getaffinity(0))}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
+    f"cpu affinity {sorted(os.sched_getaffinity(0))}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r},"
+    f" load average {os.getloadavg()[0]:.1f}"
   )
   sizes = [int(a.mask.sum()) for a in archs]
   print(f"{len(archs)} CNNs ({min(sizes)}-{max(sizes)} layers), {n_pairs} pairs x {len(NU)} nu_str values {NU}")
@@ -159,6 +183,8 @@ def main():
       f"{solver:30s} {t:9.3f} {n_pairs / t:10.0f} {t_base / t:10.2f}x   (first call, with compilation: {first:.2f} s)"
     )
   print(f"network simplex alone inside one exact run: {lp_share(archs):.3f} s")
+  if args.authors_code:
+    against_authors(args.authors_code, archs, args.repeats)
 
   nu = args.large_nu[0] if len(args.large_nu) == 1 else args.large_nu
   sizes = sorted(int(s) for s in args.sizes.split(",") if s)
