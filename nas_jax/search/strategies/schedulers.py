@@ -202,7 +202,7 @@ def scheduler(
       k = ok[i]
       if k in waiting:
         if guess:
-          notes = {"ranked_by": "model", "predicted": round(float(scores[i]), 6)}
+          notes = {"ranked_by": "model", "predicted": round(float(scores[i]), 6) if np.isfinite(scores[i]) else None}
         return AtFidelity(state.networks[k].point, g, state.networks[k].done[f].trial_id), notes
     return None
 
