@@ -6,7 +6,7 @@ built from lists or from an autokeras Architecture, padded and stacked into batc
 from __future__ import annotations
 
 import numbers
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import flax.struct
 import jax
@@ -22,6 +22,7 @@ SKIP_TYPES = ("add", "concat")  # stored as their index: 0 = add, 1 = concat
 # divide 0 by 0); masks and lengths keep them out of every result.
 _PAD_WIDTH = 1
 _PAD_SKIP = (1, 2, 0)
+_KINDS = (("conv", "conv_mask"), ("dense", "dense_mask"), ("skips", "skip_mask"))  # (entries, mask)
 
 
 @flax.struct.dataclass
@@ -191,13 +192,19 @@ def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
   for i, d in enumerate(descs):
     if not isinstance(d, Descriptor) or np.ndim(d.conv) != 1:
       raise TypeError(f"descs[{i}]: {type(d).__name__} given; expected an unbatched Descriptor")
+  # All slots at once, from each leaf concatenated over descs: a search stacks its whole history
+  # for every batch of candidates, and a loop per descriptor (or padding each on its own,
+  # `pad_descriptor`) costs more than the distances.
+  kinds = {name: _real_slots(descs, name, mask) for name, mask in _KINDS}
+  holed = min(k.holed for k in kinds.values())
+  if holed < len(descs):  # the first descriptor with a hole, and its first such mask, as _real_counts
+    mask = next(m for n, m in _KINDS if kinds[n].holed == holed)
+    raise ValueError(
+      f"stack_descriptors: descs[{holed}]: {mask} has a real entry after a padded one; real entries come first"
+    )
   if sizes is None:
-    most = np.max([(d.conv.shape[0], d.dense.shape[0], d.skips.shape[0]) for d in descs], axis=0)
-    sizes = tuple(1 << (int(c) - 1).bit_length() for c in most)
-  # Filled slot by slot on the host: a search stacks its whole history for every batch of
-  # candidates, and padding each descriptor on its own (`pad_descriptor`) costs ten times more.
-  counts = [_real_counts(d, f"stack_descriptors: descs[{i}]") for i, d in enumerate(descs)]
-  lc, ld, ls = _check_sizes(sizes, tuple(int(c) for c in np.max(counts, 0)), "stack_descriptors")
+    sizes = tuple(1 << (kinds[name].capacity - 1).bit_length() for name, _ in _KINDS)
+  lc, ld, ls = _check_sizes(sizes, tuple(kinds[name].most for name, _ in _KINDS), "stack_descriptors")
   b = len(descs)
   out = Descriptor(
     conv=np.full((b, lc), _PAD_WIDTH, np.int32),
@@ -207,8 +214,38 @@ def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
     skips=np.tile(np.asarray(_PAD_SKIP, np.int32), (b, ls, 1)),
     skip_mask=np.zeros((b, ls), bool),
   )
-  for i, (d, (nc, nd, ns)) in enumerate(zip(descs, counts)):
-    out.conv[i, :nc], out.conv_mask[i, :nc] = d.conv[:nc], True
-    out.dense[i, :nd], out.dense_mask[i, :nd] = d.dense[:nd], True
-    out.skips[i, :ns], out.skip_mask[i, :ns] = d.skips[:ns], True
+  for name, mask in _KINDS:
+    k = kinds[name]
+    getattr(out, name)[k.row, k.slot] = k.entries
+    getattr(out, mask)[k.row, k.slot] = True
   return out
+
+
+class _Slots(NamedTuple):
+  """The real entries of one kind over a list of descriptors, flattened."""
+
+  row: np.ndarray  # [E] the descriptor of each real entry
+  slot: np.ndarray  # [E] its slot
+  entries: np.ndarray  # [E] or [E, 3] its value
+  most: int  # the most real entries of a descriptor
+  capacity: int  # the most slots of a descriptor (>= 1)
+  holed: int  # the first descriptor whose mask has a real entry after a padded one, else len
+
+
+def _real_slots(descs: Sequence[Descriptor], name: str, mask_name: str) -> _Slots:
+  masks = [np.asarray(getattr(d, mask_name), bool) for d in descs]
+  slots = np.array([len(m) for m in masks])
+  row = np.repeat(np.arange(len(descs)), slots)
+  slot = np.arange(len(row)) - np.repeat(np.cumsum(slots) - slots, slots)
+  mask = np.concatenate(masks)
+  count = np.bincount(row, weights=mask, minlength=len(descs)).astype(int)
+  holes = np.flatnonzero(np.bincount(row, weights=mask != (slot < count[row]), minlength=len(descs)))
+  entries = np.concatenate([np.asarray(getattr(d, name)) for d in descs])[mask]
+  return _Slots(
+    row[mask],
+    slot[mask],
+    entries,
+    int(count.max()),
+    max(1, int(slots.max())),
+    int(holes[0]) if len(holes) else len(descs),
+  )

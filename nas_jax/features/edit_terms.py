@@ -45,7 +45,9 @@ def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
   [W]. One loop step per row, the pairs on the minor axis of every array in it.
 
   Column j of a row depends only on columns <= j of it and of the row before, so entries
-  past n_b (and rows past n_a) never reach the answer: padding needs no mask here.
+  past n_b never reach the answer: padding needs no mask here. Rows past the longest n_a are not
+  computed at all (the loop's bound is that length), so a batch of short lists in a wide padding
+  costs what its own lists need.
   """
   w, _, lb = sub.shape
   cols = jnp.arange(lb + 1, dtype=sub.dtype)[:, None]  # [Lb + 1, 1]
@@ -62,7 +64,7 @@ def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
     return cur, jnp.where(i + 1 == n_a, cur, last)
 
   start = jnp.broadcast_to(cols, (lb + 1, w))
-  _, last = jax.lax.fori_loop(0, sub.shape[1], row, (start, start))
+  _, last = jax.lax.fori_loop(0, jnp.minimum(n_a.max(initial=0), sub.shape[1]), row, (start, start))
   return (last * jax.nn.one_hot(n_b, lb + 1, axis=0, dtype=sub.dtype)).sum(0)  # column n_b of each pair
 
 

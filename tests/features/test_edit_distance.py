@@ -303,6 +303,13 @@ def test_stack_equals_padding_each_descriptor_and_refuses_holes():
   holed = descs[0].replace(conv_mask=np.array([False, True] + [False] * (len(descs[0].conv_mask) - 2)))
   with pytest.raises(ValueError, match=r"descs\[1\]: conv_mask has a real entry after a padded one"):
     ed.stack_descriptors([descs[1], holed])
+  skip_holed = ed.descriptor([3], [], [(1, 2, "add")], sizes=(1, 1, 2)).replace(skip_mask=np.array([False, True]))
+  with pytest.raises(ValueError, match=r"descs\[0\]: skip_mask has a real entry after a padded one"):
+    ed.stack_descriptors([skip_holed, holed])
+  # By default the capacities are the largest among descs (not their real entries), rounded up.
+  roomy = [ed.descriptor([5], [10], [], sizes=(5, 3, 3)), descs[2]]
+  assert ed.stack_descriptors(roomy).conv.shape == (2, 8) and ed.stack_descriptors(roomy).skips.shape[1] == 4
+  np.testing.assert_array_equal(ed.stack_descriptors(roomy).conv[0], [5] + [1] * 7)
 
 
 @pytest.mark.parametrize(
