@@ -1,6 +1,7 @@
 """Auto-Keras edit distance between network descriptors (autokeras.md 3): the distance matrices
 of sets of descriptors (`edit_descriptors`), whose pairs' terms (`edit_terms`) run in jitted
-chunks over pairs, the skip assignments on the host.
+chunks over pairs, the skip assignments in them too for up to FEW_SKIPS skips a network, on the
+host beyond.
 """
 
 from __future__ import annotations
@@ -84,10 +85,18 @@ def _unpack(x: jax.Array, sizes: tuple[int, int, int]) -> Descriptor:
 
 @functools.partial(jax.jit, static_argnames=("sizes_a", "sizes_b", "layer_match"))
 def _pair_terms(xa: jax.Array, xb: jax.Array, sizes_a: tuple, sizes_b: tuple, layer_match: str):
-  """D_l [W] and the d_s cost matrices [W, Sa, Sb] of W pairs, packed (`_pack`) with capacities
-  sizes_a and sizes_b."""
+  """D_l [W] of W pairs, packed (`_pack`) with capacities sizes_a and sizes_b, and their skip
+  term D_s [W] when both skip capacities are at most FEW_SKIPS, else the d_s cost matrices
+  [W, Sa, Sb] for the host's assignment."""
   pa, pb = _unpack(xa, sizes_a), _unpack(xb, sizes_b)
-  return _layer_terms(pa, pb, layer_match), edit_terms.skip_distance(pa.skips[:, :, None], pb.skips[:, None, :])
+  cost = edit_terms.skip_distance(pa.skips[:, :, None], pb.skips[:, None, :])
+  if _few_skips(sizes_a, sizes_b):
+    cost = edit_terms.few_skip_edit_distances(cost, pa.skip_mask.sum(-1), pb.skip_mask.sum(-1))
+  return _layer_terms(pa, pb, layer_match), cost
+
+
+def _few_skips(sizes_a: tuple, sizes_b: tuple) -> bool:
+  return max(sizes_a[2], sizes_b[2]) <= edit_terms.FEW_SKIPS
 
 
 class EditDistances(NamedTuple):
@@ -163,21 +172,26 @@ def edit_distance_terms(
   layers, skips = np.zeros((n_a, n_b)), np.zeros((n_a, n_b))
   xa, xb = _pack(ha), _pack(hb)
   sizes = lambda h: (h.conv.shape[1], h.dense.shape[1], h.skips.shape[1])
-  # The skip assignments run once per block of chunks: per chunk, their setup cost as much as
-  # the DP. A block's d_s matrices (float64) stay under _BLOCK_COSTS entries.
-  block = max(chunk_size, _BLOCK_COSTS // (ha.skips.shape[1] * hb.skips.shape[1]))
+  few = _few_skips(sizes(ha), sizes(hb))  # D_s comes out of the chunks' program
+  # Otherwise the skip assignments run on the host once per block of chunks: per chunk, their
+  # setup cost as much as the DP. A block's d_s matrices (float64) stay under _BLOCK_COSTS entries.
+  block = len(ia) if few else max(chunk_size, _BLOCK_COSTS // (ha.skips.shape[1] * hb.skips.shape[1]))
   for lo in range(0, len(ia), block):
     pairs = np.arange(lo, min(lo + block, len(ia)))
-    costs = np.empty((len(pairs), ha.skips.shape[1], hb.skips.shape[1]))
+    costs = None if few else np.empty((len(pairs), ha.skips.shape[1], hb.skips.shape[1]))
     for start in range(0, len(pairs), chunk_size):
       sel = pairs[start : start + chunk_size]
       sel_a, sel_b = ia[sel], ib[sel]
       idx = np.arange(1 << (len(sel) - 1).bit_length()) % len(sel)  # padded with repeats of real pairs
-      d_l, cost = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes(ha), sizes(hb), layer_match)
+      d_l, skip = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes(ha), sizes(hb), layer_match)
       layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel)]
-      costs[start : start + len(sel)] = np.asarray(cost, np.float64)[: len(sel)]
-    sel_a, sel_b = ia[pairs], ib[pairs]
-    skips[sel_a, sel_b] = edit_terms.skip_edit_distances(costs, skips_a[sel_a], skips_b[sel_b])
+      if few:
+        skips[sel_a, sel_b] = np.asarray(skip, np.float64)[: len(sel)]
+      else:
+        costs[start : start + len(sel)] = np.asarray(skip, np.float64)[: len(sel)]
+    if not few:
+      sel_a, sel_b = ia[pairs], ib[pairs]
+      skips[sel_a, sel_b] = edit_terms.skip_edit_distances(costs, skips_a[sel_a], skips_b[sel_b])
   if descs_b is None:
     layers[ib, ia], skips[ib, ia] = layers[ia, ib], skips[ia, ib]
   return EditDistances(layers, skips)

@@ -289,6 +289,25 @@ def test_skip_terms_match_scipys_assignment_for_small_and_large_skip_sets():
   np.testing.assert_allclose(edit_terms.skip_edit_distances(cost, n_a, n_b), want, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("s_a, s_b", [(1, 1), (2, 3), (4, 1), (3, 4), (4, 4)])
+def test_jitted_skip_terms_equal_the_hosts_bit_for_bit(s_a, s_b):
+  """Up to FEW_SKIPS skip slots a side, D_s comes out of the jitted chunk: it must be the host's
+  value to the last bit (the matrix's entries must not depend on which path a batch took), for
+  every count of real skips including none."""
+  rng = np.random.default_rng(s_a * 10 + s_b)
+  cost = rng.random((400, s_a, s_b))
+  cost[:50] = np.round(cost[:50], 1)  # ties between matchings, and exact zeros
+  n_a, n_b = rng.integers(0, s_a + 1, 400), rng.integers(0, s_b + 1, 400)
+  want = edit_terms.skip_edit_distances(cost, n_a, n_b)
+  got = np.asarray(jax.jit(edit_terms.few_skip_edit_distances)(cost, n_a, n_b))  # x64: conftest
+  np.testing.assert_array_equal(got, want)
+
+
+def test_jitted_skip_terms_refuse_more_than_few_slots():
+  with pytest.raises(ValueError, match=r"cost: 5 x 2 skip slots; few_skip_edit_distances takes at most 4 a side"):
+    edit_terms.few_skip_edit_distances(np.zeros((1, 5, 2)), np.zeros(1, int), np.zeros(1, int))
+
+
 def test_stack_equals_padding_each_descriptor_and_refuses_holes():
   rng = np.random.default_rng(3)
   widths_ = lambda most: list(rng.integers(1, 300, rng.integers(0, most + 1)))
