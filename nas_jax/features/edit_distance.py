@@ -39,6 +39,7 @@ __all__ = [
 
 LAYER_MATCHES = ("separate", "joint")
 _BLOCK_COSTS = 1 << 22  # d_s entries held on the host at once (32 MiB)
+_MIN_PAIRS = 1024  # a call's fewest pairs (padded); a DP of 1024 pairs takes about a millisecond
 
 
 def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax.Array):
@@ -95,6 +96,13 @@ def _pair_terms(xa: jax.Array, xb: jax.Array, sizes_a: tuple, sizes_b: tuple, la
   return _layer_terms(pa, pb, layer_match), cost
 
 
+def _padded_pairs(n: int, chunk_size: int) -> int:
+  """The pairs of a call of n: a power of two, at least _MIN_PAIRS (or chunk_size's power of two
+  if smaller), so that a search's calls of a few candidates share one compiled program."""
+  pow2 = lambda k: 1 << (k - 1).bit_length()
+  return max(pow2(n), min(_MIN_PAIRS, pow2(chunk_size)))
+
+
 def _few_skips(sizes_a: tuple, sizes_b: tuple) -> bool:
   return max(sizes_a[2], sizes_b[2]) <= edit_terms.FEW_SKIPS
 
@@ -144,7 +152,8 @@ def edit_distance_terms(
       are computed and mirrored, the diagonal is 0.
     layer_match: "separate" (default, the code: conv and dense lists matched apart, summed) or
       "joint" (one list, conv then dense, with conv-dense substitution allowed).
-    chunk_size: pairs per jitted call; each call is padded to a power of two <= chunk_size.
+    chunk_size: pairs per jitted call; each call is padded to a power of two, at least 1024
+      pairs (or chunk_size's power of two if smaller). Both sets are padded to common capacities.
 
   Returns:
     EditDistances(layers, skips), numpy float64 [n_a, n_b]; `.total(lam)` gives d.
@@ -158,6 +167,10 @@ def edit_distance_terms(
     raise ValueError(f"chunk_size: {chunk_size!r}; expected a positive integer")
   ha = _host(_as_batch(descs_a, "descs_a"))
   hb = ha if descs_b is None else _host(_as_batch(descs_b, "descs_b"))
+  sizes = lambda h: (h.conv.shape[1], h.dense.shape[1], h.skips.shape[1])
+  if sizes(ha) != sizes(hb):  # one set of capacities: a search's candidates vary, its history less
+    common = tuple(map(max, sizes(ha), sizes(hb)))
+    ha, hb = pad_descriptor(ha, common), pad_descriptor(hb, common)
   n_a, n_b = ha.conv.shape[0], hb.conv.shape[0]
   if descs_b is None:
     ia, ib = np.triu_indices(n_a, 1)
@@ -171,7 +184,6 @@ def edit_distance_terms(
   skips_a, skips_b = ha.skip_mask.sum(-1), hb.skip_mask.sum(-1)
   layers, skips = np.zeros((n_a, n_b)), np.zeros((n_a, n_b))
   xa, xb = _pack(ha), _pack(hb)
-  sizes = lambda h: (h.conv.shape[1], h.dense.shape[1], h.skips.shape[1])
   few = _few_skips(sizes(ha), sizes(hb))  # D_s comes out of the chunks' program
   # Otherwise the skip assignments run on the host once per block of chunks: per chunk, their
   # setup cost as much as the DP. A block's d_s matrices (float64) stay under _BLOCK_COSTS entries.
@@ -182,7 +194,7 @@ def edit_distance_terms(
     for start in range(0, len(pairs), chunk_size):
       sel = pairs[start : start + chunk_size]
       sel_a, sel_b = ia[sel], ib[sel]
-      idx = np.arange(1 << (len(sel) - 1).bit_length()) % len(sel)  # padded with repeats of real pairs
+      idx = np.arange(_padded_pairs(len(sel), chunk_size)) % len(sel)  # padded with repeats of real pairs
       d_l, skip = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes(ha), sizes(hb), layer_match)
       layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel)]
       if few:

@@ -26,6 +26,7 @@ import numpy as np
 from nas_jax.features.pairwise import ArcPair, OtmannPair, VectorPair
 
 __all__ = [
+  "by_identity",
   "FeatureCache",
   "Featurizer",
   "vector_featurizer",
@@ -100,6 +101,33 @@ def _new(key_fn: Callable, cache: FeatureCache, points: Sequence) -> tuple[list,
   return keys, fresh
 
 
+def by_identity(fn: Callable, size: int = 2) -> Callable:
+  """fn memoised on the identity of its arguments, for its last `size` distinct calls.
+
+  A surrogate's acquisition search asks for the same fitted train points' features once per batch
+  of candidates; their keys, gathers and embeddings are the same every time. Only calls whose
+  arguments cannot change are remembered (no list, dict or numpy array among them: a list given
+  twice may have been edited in between); the memo holds them, so an id is never reused while
+  remembered. Results are returned as computed: callers must not edit them.
+  """
+  memo: dict = {}
+
+  def call(*args):
+    frozen = not any(isinstance(a, (list, dict, set, np.ndarray)) for a in args)
+    key = tuple(map(id, args))
+    hit = memo.get(key) if frozen else None
+    if hit is not None:
+      return hit[1]
+    out = fn(*args)
+    if frozen:
+      if len(memo) >= size:
+        memo.pop(next(iter(memo)), None)
+      memo[key] = (args, out)
+    return out
+
+  return call
+
+
 def _rows(cache: FeatureCache, key_fn: Callable, points: Sequence) -> np.ndarray:
   """Cache rows of points that must be cached; ValueError naming the first one that is not."""
   rows = []
@@ -148,8 +176,12 @@ def vector_featurizer(
     order = [r if r is not None else len(cache) + extra.index[key_fn(p)] for p, r in zip(points, cached)]
     return tuple(x[np.asarray(order, np.int64)] for x in both)
 
+  @by_identity
+  def train_features(cache: FeatureCache, train: Sequence) -> tuple:
+    return tuple(x[_rows(cache, key_fn, train)] for x in cache.data)
+
   def pairs(cache: FeatureCache, train: Sequence, candidates: Sequence):
-    ft = tuple(x[_rows(cache, key_fn, train)] for x in cache.data)
+    ft = train_features(cache, train)
     fc = features(cache, candidates) if len(candidates) else tuple(x[:0] for x in ft)
     return to_pair(ft, ft), to_pair(fc, ft)
 
@@ -202,9 +234,13 @@ def distance_featurizer(
     index = {**cache.index, **{k: n + i for i, k in enumerate(keys)}}
     return FeatureCache(cache.keys + tuple(keys), index, items, data)
 
-  def pairs(cache: FeatureCache, train: Sequence, candidates: Sequence):
+  @by_identity
+  def train_distances(cache: FeatureCache, train: Sequence) -> tuple[np.ndarray, tuple]:
     rows = _rows(cache, key_fn, train)
-    d_train = tuple(x[..., rows[:, None], rows[None, :]] for x in cache.data)
+    return rows, tuple(x[..., rows[:, None], rows[None, :]] for x in cache.data)
+
+  def pairs(cache: FeatureCache, train: Sequence, candidates: Sequence):
+    rows, d_train = train_distances(cache, train)
     cached = [cache.index.get(key_fn(p)) for p in candidates]
     missing = [i for i, r in enumerate(cached) if r is None]
     d_cross = [np.zeros(x.shape[:-2] + (len(candidates), len(rows))) for x in cache.data]

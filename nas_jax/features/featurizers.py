@@ -25,6 +25,7 @@ from nas_jax.arch.host_graph import canonical_key as arch_key
 from nas_jax.features import bourgain, encodings
 from nas_jax.features import edit_distance as ed
 from nas_jax.features.featurizer import (
+  by_identity,
   Featurizer,
   arc_to_pair,
   distance_featurizer,
@@ -154,8 +155,9 @@ def edit_featurizer(
   def dist(a: list, b: list) -> tuple:
     return (ed.edit_distances(ed.stack_descriptors(a), ed.stack_descriptors(b), lam=lam, layer_match=layer_match),)
 
-  def to_pair(d_train: tuple, d_cross: tuple) -> tuple[DistancePair, DistancePair]:
-    (dt,), (dc,) = d_train, d_cross
+  @by_identity  # the same train distances for every batch of candidates of a search's proposal
+  def train_embedding(d_train: tuple) -> tuple[Callable, np.ndarray, DistancePair]:
+    (dt,) = d_train
     n = dt.shape[0]
     if n > 1:
       anchors = bourgain.bourgain_anchors(jax.random.key(_ANCHOR_SEED), n, repeat=bourgain_repeat)
@@ -163,7 +165,12 @@ def edit_featurizer(
     else:
       embed = lambda d: np.asarray(d, float)[:, :1]
     phi = embed(dt)
-    return sq_euclidean(phi), sq_euclidean(embed(dc) if len(dc) else phi[:0], phi)
+    return embed, phi, sq_euclidean(phi)
+
+  def to_pair(d_train: tuple, d_cross: tuple) -> tuple[DistancePair, DistancePair]:
+    embed, phi, train = train_embedding(d_train)
+    (dc,) = d_cross
+    return train, sq_euclidean(embed(dc) if len(dc) else phi[:0], phi)
 
   prepare = lambda pts: [ed.arch_descriptor(p.arch, num_classes) for p in pts]
   return distance_featurizer("edit", ("autokeras",), space.canonical_key, prepare, dist, to_pair, DistancePair, None)

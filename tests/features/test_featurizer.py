@@ -7,10 +7,12 @@ import pytest
 
 from nas_jax.arch.conditional_point import stack_points, to_unit
 from nas_jax.features import encodings
+from nas_jax.features import featurizer
 from nas_jax.features import featurizers as F
 from nas_jax.features import otmann
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.spaces.cells import nb201_space
+from nas_jax.spaces import morph_space
 from nas_jax.spaces.conditional import conditional_space
 from nas_jax.spaces.space import layer_graph_space
 
@@ -70,6 +72,36 @@ def test_extend_computes_only_new_keys_and_repeats_are_one_row():
   t, x = f.pairs(cache, cells[1:4], cells)
   np.testing.assert_array_equal(np.asarray(x.x1), np.asarray(encodings.encode("path", cells)))
   np.testing.assert_array_equal(np.asarray(t.x1), np.asarray(encodings.encode("path", cells[1:4])))
+
+
+def test_by_identity_remembers_frozen_arguments_only_and_its_last_calls():
+  calls = []
+  f = featurizer.by_identity(lambda *args: calls.append(args) or len(calls), size=2)
+  a, b, c = (1, 2), (3,), (4,)
+  assert [f(a), f(a), f(b), f(a)] == [1, 1, 2, 1]  # the same objects: computed once each
+  assert f(tuple([1, 2])) == 3  # an equal tuple that is another object is another call
+  assert f(c) == 4 and f(a) == 5  # two newer calls evicted a's
+  listed = [1, 2]
+  assert f(listed) == 6 and f(listed) == 7  # a list may change between calls: never remembered
+  assert f(a, np.zeros(2)) == 8 and f(a, np.zeros(2)) == 9
+
+
+def test_repeated_pairs_of_one_train_tuple_equal_fresh_ones():
+  """The train side is remembered per (cache, train) object: a later cache, or an edited list,
+  must give its own train features."""
+  f = F.make_featurizer("edit", morph_space.morph_space())
+  points = morph_space.morph_space().sample(jax.random.key(4), 6)
+  cache = f.init(points)
+  train = tuple(points[:4])
+  first = f.pairs(cache, train, points[4:])
+  again = f.pairs(cache, train, points[4:])
+  for x, y in zip(jax.tree.leaves(first), jax.tree.leaves(again)):
+    np.testing.assert_array_equal(x, y)
+  listed = list(points[:4])
+  f.pairs(cache, listed, [])
+  listed[0] = points[5]
+  fresh = f.pairs(f.init(listed), tuple(listed), [])[0]
+  np.testing.assert_array_equal(f.pairs(cache, listed, [])[0].sq_dist, fresh.sq_dist)
 
 
 def test_train_points_must_be_cached():
