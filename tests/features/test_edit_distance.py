@@ -303,6 +303,24 @@ def test_jitted_skip_terms_equal_the_hosts_bit_for_bit(s_a, s_b):
   np.testing.assert_array_equal(got, want)
 
 
+def test_a_batch_with_many_skips_matches_the_reference_and_the_few_skip_path():
+  """A batch with room for 8 skips takes the host's assignments; every entry must be the
+  reference, and the pairs with up to 4 skips a side the values of a batch whose capacity is 4
+  (the jitted path) to the last bit."""
+  rng = np.random.default_rng(11)
+  triples = lambda k: [
+    (int(u), int(u) + 1 + int(g), ("add", "concat")[int(t)]) for u, g, t in rng.integers((1, 0, 0), (6, 3, 2), (k, 3))
+  ]
+  lists = [(list(rng.integers(1, 300, rng.integers(1, 7))), [10], triples(k)) for k in (0, 1, 3, 4, 5, 7, 2, 6, 4)]
+  descs = [ed.descriptor(*x) for x in lists]
+  terms = ed.edit_distance_terms(descs)
+  want = [[ref_distance(x, y) for y in lists] for x in lists]
+  np.testing.assert_allclose(terms.total(), want, atol=1e-12)
+  few = [i for i, x in enumerate(lists) if len(x[2]) <= 4]
+  alone = ed.edit_distance_terms([descs[i] for i in few])
+  np.testing.assert_array_equal(terms.skips[np.ix_(few, few)], alone.skips)
+
+
 def test_jitted_skip_terms_refuse_more_than_few_slots():
   with pytest.raises(ValueError, match=r"cost: 5 x 2 skip slots; few_skip_edit_distances takes at most 4 a side"):
     edit_terms.few_skip_edit_distances(np.zeros((1, 5, 2)), np.zeros(1, int), np.zeros(1, int))
