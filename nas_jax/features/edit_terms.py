@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 
 import chex
 import jax
@@ -96,22 +97,25 @@ def layer_edit_distance(a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: j
   return layer_edit_distances(a[None], a_mask[None], b[None], b_mask[None])[0]
 
 
-_BRUTE_MAX = 5  # pairs with at most this many skips a side try all (<= 5! = 120) matchings
+_BRUTE_MATCHINGS = 720  # pairs with at most this many matchings (6! = 720) try them all
 
 
 def skip_edit_distances(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
   """D_s (eq. 7) of each pair: [W] float64 from cost [W, Sa, Sb] and real counts n_a, n_b [W].
 
   The optimal matching pairs min(n_a, n_b) skips (d_s <= 1 < 2, autokeras.md 3.3); each
-  unmatched skip of the larger set costs 1. Pairs with at most _BRUTE_MAX skips a side are solved
-  together by trying every matching, array-wide (networks rarely have more skips); the others
-  one by one by scipy's assignment.
+  unmatched skip of the larger set costs 1. Pairs with at most _BRUTE_MATCHINGS ways to match the
+  smaller set into the larger (every pair of up to 5 skips a side, and e.g. 3 into 8) are solved
+  together by trying every matching, array-wide; the others one by one by scipy's assignment.
   """
   out = np.abs(n_a - n_b).astype(np.float64)
   both = (n_a > 0) & (n_b > 0)
-  small = both & (np.maximum(n_a, n_b) <= _BRUTE_MAX)
-  for code in np.unique(n_a[small] * (_BRUTE_MAX + 1) + n_b[small]).tolist():
-    ka, kb = divmod(code, _BRUTE_MAX + 1)
+  base = max(cost.shape[1:]) + 1
+  # ways[m, k]: matchings of k skips into m, capped (capacities may be large)
+  ways = np.array([[min(math.perm(m, k), _BRUTE_MATCHINGS + 1) for k in range(base)] for m in range(base)])
+  small = both & (ways[np.maximum(n_a, n_b), np.minimum(n_a, n_b)] <= _BRUTE_MATCHINGS)
+  for code in np.unique(n_a[small] * base + n_b[small]).tolist():
+    ka, kb = divmod(code, base)
     ps = np.flatnonzero(small & (n_a == ka) & (n_b == kb))
     c = cost[ps, :ka, :kb]
     if ka > kb:  # match the smaller side's skips into the larger's

@@ -2,6 +2,7 @@
 (DP, brute-force assignment), the properties of spec 3.4 and 10, and input validation."""
 
 import itertools
+import math
 
 import hypothesis
 import hypothesis.strategies as st
@@ -273,8 +274,9 @@ def test_stack_pads_to_powers_of_two_and_keeps_real_entries_first():
 
 
 def test_skip_terms_match_scipys_assignment_for_small_and_large_skip_sets():
-  """Pairs with up to 5 skips a side are solved by trying every matching at once, larger ones by
-  scipy; both must equal scipy's optimal assignment plus 1 per unmatched skip."""
+  """Pairs with at most 720 matchings (up to 5 skips a side, or e.g. 2 into 8) are solved by trying
+  every matching at once, the others by scipy; both must equal scipy's optimal assignment plus 1
+  per unmatched skip."""
   from scipy.optimize import linear_sum_assignment
 
   rng = np.random.default_rng(7)
@@ -285,7 +287,10 @@ def test_skip_terms_match_scipys_assignment_for_small_and_large_skip_sets():
     c = cost[p, : n_a[p], : n_b[p]]
     r, k = linear_sum_assignment(c)
     want[p] += c[r, k].sum()
-  assert ((n_a > 5) & (n_b > 0)).any() and ((n_a <= 5) & (n_a > n_b) & (n_b > 0)).any()
+  ways = np.array([math.perm(int(max(a, b)), int(min(a, b))) for a, b in zip(n_a, n_b)])
+  both = (n_a > 0) & (n_b > 0)
+  assert (both & (ways > 720)).any() and (both & (ways <= 720) & (np.maximum(n_a, n_b) > 5)).any()
+  assert ((n_a <= 5) & (n_a > n_b) & (n_b > 0)).any()
   np.testing.assert_allclose(edit_terms.skip_edit_distances(cost, n_a, n_b), want, rtol=0, atol=1e-12)
 
 
