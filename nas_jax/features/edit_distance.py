@@ -187,7 +187,7 @@ def edit_distance_terms(
   few = _few_skips(sizes(ha), sizes(hb))  # D_s comes out of the chunks' program
   # Otherwise the skip assignments run on the host once per block of chunks: per chunk, their
   # setup cost as much as the DP. A block's d_s matrices (float64) stay under _BLOCK_COSTS entries.
-  block = len(ia) if few else max(chunk_size, _BLOCK_COSTS // (ha.skips.shape[1] * hb.skips.shape[1]))
+  block = max(chunk_size, len(ia)) if few else max(chunk_size, _BLOCK_COSTS // (ha.skips.shape[1] * hb.skips.shape[1]))
   for lo in range(0, len(ia), block):
     pairs = np.arange(lo, min(lo + block, len(ia)))
     costs = None if few else np.empty((len(pairs), ha.skips.shape[1], hb.skips.shape[1]))

@@ -326,6 +326,14 @@ def test_a_batch_with_many_skips_matches_the_reference_and_the_few_skip_path():
   np.testing.assert_array_equal(terms.skips[np.ix_(few, few)], alone.skips)
 
 
+@pytest.mark.parametrize("skips", [0, 6])
+def test_one_network_has_a_zero_matrix_on_either_skip_path(skips):
+  """No pair at all (a search's first observed network), with room for few or many skips."""
+  one = ed.descriptor([3, 5], [10], [(1, 2, "add")] * skips)
+  np.testing.assert_array_equal(nas_jax.edit_distances([one]), [[0.0]])
+  np.testing.assert_array_equal(nas_jax.edit_distances([one], [one]), [[0.0]])
+
+
 def test_jitted_skip_terms_refuse_more_than_few_slots():
   with pytest.raises(ValueError, match=r"cost: 5 x 2 skip slots; few_skip_edit_distances takes at most 4 a side"):
     edit_terms.few_skip_edit_distances(np.zeros((1, 5, 2)), np.zeros(1, int), np.zeros(1, int))
