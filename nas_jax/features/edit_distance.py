@@ -84,14 +84,14 @@ def _unpack(x: jax.Array, sizes: tuple[int, int, int]) -> Descriptor:
   )
 
 
-@functools.partial(jax.jit, static_argnames=("sizes_a", "sizes_b", "layer_match"))
-def _pair_terms(xa: jax.Array, xb: jax.Array, sizes_a: tuple, sizes_b: tuple, layer_match: str):
-  """D_l [W] of W pairs, packed (`_pack`) with capacities sizes_a and sizes_b, and their skip
-  term D_s [W] when both skip capacities are at most FEW_SKIPS, else the d_s cost matrices
-  [W, Sa, Sb] for the host's assignment."""
-  pa, pb = _unpack(xa, sizes_a), _unpack(xb, sizes_b)
+@functools.partial(jax.jit, static_argnames=("sizes", "layer_match"))
+def _pair_terms(xa: jax.Array, xb: jax.Array, sizes: tuple, layer_match: str):
+  """D_l [W] of W pairs, both sides packed (`_pack`) with capacities sizes (Lc, Ld, S), and their
+  skip term D_s [W] when S is at most FEW_SKIPS, else the d_s cost matrices [W, S, S] for the
+  host's assignment."""
+  pa, pb = _unpack(xa, sizes), _unpack(xb, sizes)
   cost = edit_terms.skip_distance(pa.skips[:, :, None], pb.skips[:, None, :])
-  if _few_skips(sizes_a, sizes_b):
+  if _few_skips(sizes):
     cost = edit_terms.few_skip_edit_distances(cost, pa.skip_mask.sum(-1), pb.skip_mask.sum(-1))
   return _layer_terms(pa, pb, layer_match), cost
 
@@ -103,8 +103,8 @@ def _padded_pairs(n: int, chunk_size: int) -> int:
   return max(pow2(n), min(_MIN_PAIRS, pow2(chunk_size)))
 
 
-def _few_skips(sizes_a: tuple, sizes_b: tuple) -> bool:
-  return max(sizes_a[2], sizes_b[2]) <= edit_terms.FEW_SKIPS
+def _few_skips(sizes: tuple) -> bool:
+  return sizes[2] <= edit_terms.FEW_SKIPS
 
 
 class EditDistances(NamedTuple):
@@ -167,10 +167,11 @@ def edit_distance_terms(
     raise ValueError(f"chunk_size: {chunk_size!r}; expected a positive integer")
   ha = _host(_as_batch(descs_a, "descs_a"))
   hb = ha if descs_b is None else _host(_as_batch(descs_b, "descs_b"))
-  sizes = lambda h: (h.conv.shape[1], h.dense.shape[1], h.skips.shape[1])
-  if sizes(ha) != sizes(hb):  # one set of capacities: a search's candidates vary, its history less
-    common = tuple(map(max, sizes(ha), sizes(hb)))
-    ha, hb = pad_descriptor(ha, common), pad_descriptor(hb, common)
+  capacities = lambda h: (h.conv.shape[1], h.dense.shape[1], h.skips.shape[1])
+  # One set of capacities for both sides: a search's candidates vary, its history less.
+  sizes = tuple(map(max, capacities(ha), capacities(hb)))
+  if capacities(ha) != capacities(hb):
+    ha, hb = pad_descriptor(ha, sizes), pad_descriptor(hb, sizes)
   n_a, n_b = ha.conv.shape[0], hb.conv.shape[0]
   if descs_b is None:
     ia, ib = np.triu_indices(n_a, 1)
@@ -184,18 +185,18 @@ def edit_distance_terms(
   skips_a, skips_b = ha.skip_mask.sum(-1), hb.skip_mask.sum(-1)
   layers, skips = np.zeros((n_a, n_b)), np.zeros((n_a, n_b))
   xa, xb = _pack(ha), _pack(hb)
-  few = _few_skips(sizes(ha), sizes(hb))  # D_s comes out of the chunks' program
+  few = _few_skips(sizes)  # D_s comes out of the chunks' program
   # Otherwise the skip assignments run on the host once per block of chunks: per chunk, their
   # setup cost as much as the DP. A block's d_s matrices (float64) stay under _BLOCK_COSTS entries.
-  block = max(chunk_size, len(ia)) if few else max(chunk_size, _BLOCK_COSTS // (ha.skips.shape[1] * hb.skips.shape[1]))
+  block = max(chunk_size, len(ia)) if few else max(chunk_size, _BLOCK_COSTS // sizes[2] ** 2)
   for lo in range(0, len(ia), block):
     pairs = np.arange(lo, min(lo + block, len(ia)))
-    costs = None if few else np.empty((len(pairs), ha.skips.shape[1], hb.skips.shape[1]))
+    costs = None if few else np.empty((len(pairs), sizes[2], sizes[2]))
     for start in range(0, len(pairs), chunk_size):
       sel = pairs[start : start + chunk_size]
       sel_a, sel_b = ia[sel], ib[sel]
       idx = np.arange(_padded_pairs(len(sel), chunk_size)) % len(sel)  # padded with repeats of real pairs
-      d_l, skip = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes(ha), sizes(hb), layer_match)
+      d_l, skip = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes, layer_match)
       layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel)]
       if few:
         skips[sel_a, sel_b] = np.asarray(skip, np.float64)[: len(sel)]
