@@ -1,9 +1,11 @@
-"""Test-wide settings: float64 for GP algebra, and the `slow` marker switch."""
+"""Test-wide settings: float64 for GP algebra, the `slow` marker switch, and a compile counter."""
 
 import os
 
 # Before jax: OpenBLAS threads fight XLA's pool (a float64 Cholesky ~30x slower otherwise).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import contextlib  # noqa: E402
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
@@ -24,3 +26,25 @@ def pytest_collection_modifyitems(config, items):
   for item in items:
     if "slow" in item.keywords:
       item.add_marker(skip_slow)
+
+
+@pytest.fixture
+def count_compiles():
+  """`with count_compiles() as n:` ... then `n[0]`: the XLA programs compiled inside the block
+  (jax's backend-compile event; cache hits do not count)."""
+
+  @contextlib.contextmanager
+  def counting():
+    count = [0]
+
+    def listener(event, duration, **kwargs):
+      if event == "/jax/core/compile/backend_compile_duration":
+        count[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+      yield count
+    finally:
+      jax.monitoring.unregister_event_duration_listener(listener)
+
+  return counting

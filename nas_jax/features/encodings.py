@@ -180,7 +180,7 @@ def encode(name: str, cells: Sequence[Cell] | Cell) -> jax.Array:
   """[B, D] float32 encodings of a list of cells (or a batch Cell) under encoding `name`.
 
   The batch is padded to a power of two before the jitted call, so varying B (candidate sets)
-  compiles O(log B) times.
+  compiles O(log B) times; the padding is cut off on the host (an eager slice would compile per B).
   """
   _check_name(name)
   batch = cells if isinstance(cells, Cell) else stack_cells(cells)
@@ -188,4 +188,4 @@ def encode(name: str, cells: Sequence[Cell] | Cell) -> jax.Array:
   b = batch.ops.shape[0]
   cap = 1 << (b - 1).bit_length()
   padded = jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[:1], cap - b, 0)]), batch)
-  return _encode_batch(padded, name)[:b]
+  return jax.device_put(np.asarray(_encode_batch(padded, name))[:b])

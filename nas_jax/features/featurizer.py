@@ -20,10 +20,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, NamedTuple, Sequence
 
-import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.features.pairwise import ArcPair, OtmannPair, VectorPair
+from nas_jax.features.pairwise import ArcPair, OtmannPair, VectorPair, on_device
 
 __all__ = [
   "by_identity",
@@ -264,8 +263,8 @@ def otmann_to_pair(d_train: tuple, d_cross: tuple) -> tuple[OtmannPair, OtmannPa
 
 
 def vector_to_pair(fa: tuple, fb: tuple) -> VectorPair:
-  return VectorPair(jnp.asarray(fa[0]), jnp.asarray(fb[0]))
+  return VectorPair(on_device(fa[0]), on_device(fb[0]))
 
 
 def arc_to_pair(fa: tuple, fb: tuple) -> ArcPair:
-  return ArcPair(jnp.asarray(fa[0]), jnp.asarray(fa[1]), jnp.asarray(fb[0]), jnp.asarray(fb[1]))
+  return ArcPair(on_device(fa[0]), on_device(fa[1]), on_device(fb[0]), on_device(fb[1]))

@@ -243,11 +243,15 @@ def _to_scores(model: PointModel, pred: Predictive, m: int) -> Predictive:
   return Predictive(c - mean, std, None if samples is None else c - samples)
 
 
-def predict(fitted: Fitted, candidates: Sequence, *, joint: bool = False) -> tuple[Predictive, Predictive]:
+def predict(
+  fitted: Fitted, candidates: Sequence, *, joint: bool = False, padded: bool = False
+) -> tuple[Predictive, Predictive]:
   """(pred, pred_p): predictions at the candidates by the model of the observations and by the
   model that also holds the pending points, mean and std [m] (or [S, m] for hyper-parameter
   samples) on the score scale. joint=True also fills GP samples (Thompson sampling): it needs the
-  candidates' features against each other."""
+  candidates' features against each other. padded=True returns them at all
+  `capacity(m, min_candidates)` candidate slots instead (filler after the first m): what a
+  caller that computes on them eagerly wants, since each new m would compile its programs anew."""
   model, m = fitted.model, len(candidates)
   r = capacity(m, model.min_candidates)
   _, cross = model.featurizer.pairs(fitted.cache, fitted.train, candidates)
@@ -258,6 +262,7 @@ def predict(fitted: Fitted, candidates: Sequence, *, joint: bool = False) -> tup
     inputs = JointInputs(inputs, test.pad(r, r))
   pred = model.surrogate.predict(fitted.state, inputs)
   pred_p = pred if fitted.state_p is fitted.state else model.surrogate.predict(fitted.state_p, inputs)
+  m = r if padded else m
   return _to_scores(model, pred, m), _to_scores(model, pred_p, m)
 
 

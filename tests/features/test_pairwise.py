@@ -83,6 +83,19 @@ def test_pad_appends_zeros_and_keeps_data():
     pairwise.vector_pair(np.ones((3, 2))).pad(2, 3)
 
 
+def test_pad_runs_on_the_host_for_concrete_arrays_and_traces_under_jit(count_compiles):
+  d = np.random.default_rng(3).uniform(size=(2, 3, 4))
+  pair = pairwise.otmann_pair(d, d)
+  pair.pad(5, 6)
+  with count_compiles() as compiled:  # a search pads a new shape at almost every call
+    for n1, n2 in [(7, 8), (3, 9), (11, 4)]:
+      padded = pair.pad(n1, n2)
+      np.testing.assert_array_equal(padded.d, np.pad(d, ((0, 0), (0, n1 - 3), (0, n2 - 4))))
+  assert compiled[0] == 0
+  traced = jax.jit(lambda p: p.pad(5, 6))(pair)
+  np.testing.assert_array_equal(traced.d_bar, pair.pad(5, 6).d_bar)
+
+
 def test_pairs_round_trip_as_pytrees_under_jit():
   rng = np.random.default_rng(2)
   pairs = [

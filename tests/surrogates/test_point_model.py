@@ -1,5 +1,6 @@
 """Surrogates over points: the target offset maps predictions back to scores, pending points are
-hallucinated (same mean, smaller std), the fixed GP draws joint samples, the traceable value
+hallucinated (same mean, smaller std), the fixed GP draws joint samples, padded predictions hold
+the candidates' first and compile nothing for another count of one capacity, the traceable value
 model equals the host prediction, overflowing scores fail loudly, and bad pairings are refused by
 name."""
 
@@ -56,6 +57,24 @@ def test_the_fixed_gp_draws_joint_samples():
   model = pm.point_model("gp_fixed", make_featurizer("path", NB201), variance=2.25, length_scale=9.0)
   pred, _ = pm.predict(_fit(model), CELLS[10:], joint=True)
   assert pred.samples.shape == (16, 4) and np.all(np.isfinite(np.asarray(pred.samples)))
+
+
+@pytest.mark.parametrize("surrogate, options", [("gp", dict(n_starts=2, fit_steps=10)), ("ensemble", {})])
+def test_padded_predictions_hold_the_candidates_first_and_compile_once_per_capacity(
+  surrogate, options, count_compiles
+):
+  model = pm.point_model(surrogate, make_featurizer("path", NB201), target_offset=100.0, **options)
+  fitted = _fit(model, n_pending=1)
+  cands = NB201.sample(jax.random.key(5), 8)
+  pm.predict(fitted, cands, padded=True)
+  with count_compiles() as compiled:  # fewer candidates, same capacities: every program reused
+    for m in (7, 5):
+      pred, pred_p = pm.predict(fitted, cands[:m], padded=True)
+  assert compiled[0] == 0
+  exact, exact_p = pm.predict(fitted, cands[:5])
+  assert pred.mean.shape[-1] == pred_p.std.shape[-1] == pm.capacity(5, model.min_candidates)
+  for a, b in [(pred.mean, exact.mean), (pred.std, exact.std), (pred_p.std, exact_p.std)]:
+    np.testing.assert_allclose(np.asarray(a)[..., :5], np.asarray(b), rtol=1e-12)
 
 
 def test_the_value_model_equals_the_host_prediction():

@@ -212,11 +212,15 @@ def bo(
 
   def score_fn(fitted, best, key, observed):
     def score(cands: list) -> np.ndarray:
-      pred, pred_p = point_model.predict(fitted, cands, joint=joint and not ehvi)
+      # The deterministic acquisitions are computed at every padded candidate slot: one program
+      # per candidate capacity, not per candidate count. Draws (ts, its) keep their [m] shapes.
+      padded = acquisition in ("ei", "pi", "ucb") and not ehvi
+      pred, pred_p = point_model.predict(fitted, cands, joint=joint and not ehvi, padded=padded)
       if ehvi:
         known = [[float(to_score(space.costs(c)[name], g)) for name, g in objectives] for c in cands]
         return ehvi_lib.ehvi(pred, pred_p, np.asarray(known), observed, key, n_samples=ehvi_samples, ref=ref_scores)
-      return np.asarray(acq.acquire(acquisition, pred, pred_p, best, key, **acq_options), np.float64)
+      values = acq.acquire(acquisition, pred, pred_p, best, key, **acq_options)
+      return np.asarray(values, np.float64)[: len(cands)]
 
     return score
 
