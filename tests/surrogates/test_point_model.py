@@ -60,9 +60,7 @@ def test_the_fixed_gp_draws_joint_samples():
 
 
 @pytest.mark.parametrize("surrogate, options", [("gp", dict(n_starts=2, fit_steps=10)), ("ensemble", {})])
-def test_padded_predictions_hold_the_candidates_first_and_compile_once_per_capacity(
-  surrogate, options, count_compiles
-):
+def test_padded_predictions_hold_the_candidates_first_and_compile_once_per_capacity(surrogate, options, count_compiles):
   model = pm.point_model(surrogate, make_featurizer("path", NB201), target_offset=100.0, **options)
   fitted = _fit(model, n_pending=1)
   cands = NB201.sample(jax.random.key(5), 8)
