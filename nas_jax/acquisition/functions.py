@@ -15,6 +15,7 @@ from nas_jax.surrogates.surrogate import Predictive
 
 __all__ = [
   "ACQUISITIONS",
+  "CLOSED_FORM",
   "acquire",
   "ei",
   "gp_ucb_beta",
@@ -140,7 +141,10 @@ def hei(pred: Predictive, pred_pending: Predictive, best, key=None, *, xi: float
   return ei(with_pending(pred, pred_pending), best, xi=xi)
 
 
-ACQUISITIONS = ("ei", "pi", "ucb", "ts", "its")
+# Elementwise functions of the predictive mean and std (no draws): their value at a candidate does
+# not depend on the other candidates, so they may be computed at padded candidate slots.
+CLOSED_FORM = ("ei", "pi", "ucb")
+ACQUISITIONS = (*CLOSED_FORM, "ts", "its")
 
 
 def acquire(

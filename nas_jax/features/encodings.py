@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch.cell import Cell
+from nas_jax.features.pairwise import on_device
 
 __all__ = [
   "path_encoding",
@@ -188,4 +189,4 @@ def encode(name: str, cells: Sequence[Cell] | Cell) -> jax.Array:
   b = batch.ops.shape[0]
   cap = 1 << (b - 1).bit_length()
   padded = jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[:1], cap - b, 0)]), batch)
-  return jax.device_put(np.asarray(_encode_batch(padded, name))[:b])
+  return on_device(np.asarray(_encode_batch(padded, name))[:b])

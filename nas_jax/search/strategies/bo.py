@@ -203,7 +203,7 @@ def bo(
     )
   joint = acquisition == "ts" and model is not None and not model.vectors
   if optimiser.needs_values and (
-    model is None or model.vectors or model.featurizer.encode_values is None or acquisition not in ("ei", "pi", "ucb")
+    model is None or model.vectors or model.featurizer.encode_values is None or acquisition not in acq.CLOSED_FORM
   ):
     raise ValueError(
       f"bo: optimizer={optimizer!r} ascends the acquisition's gradient: it needs a GP surrogate on"
@@ -212,9 +212,9 @@ def bo(
 
   def score_fn(fitted, best, key, observed):
     def score(cands: list) -> np.ndarray:
-      # The deterministic acquisitions are computed at every padded candidate slot: one program
-      # per candidate capacity, not per candidate count. Draws (ts, its) keep their [m] shapes.
-      padded = acquisition in ("ei", "pi", "ucb") and not ehvi
+      # Closed-form acquisitions are computed at every padded candidate slot: one program per
+      # candidate capacity, not per candidate count. Draws (ts, its) keep their [m] shapes.
+      padded = acquisition in acq.CLOSED_FORM and not ehvi
       pred, pred_p = point_model.predict(fitted, cands, joint=joint and not ehvi, padded=padded)
       if ehvi:
         known = [[float(to_score(space.costs(c)[name], g)) for name, g in objectives] for c in cands]
