@@ -141,8 +141,8 @@ def hei(pred: Predictive, pred_pending: Predictive, best, key=None, *, xi: float
   return ei(with_pending(pred, pred_pending), best, xi=xi)
 
 
-# Elementwise functions of the predictive mean and std (no draws): their value at a candidate does
-# not depend on the other candidates, so they may be computed at padded candidate slots.
+# Elementwise functions of the predictive mean and std (no draws): the acquisitions a gradient can
+# ascend.
 CLOSED_FORM = ("ei", "pi", "ucb")
 ACQUISITIONS = (*CLOSED_FORM, "ts", "its")
 
@@ -164,6 +164,11 @@ def acquire(
   ei, pi: at best + xi, with the std scaled by sigma_scale (BANANAS' code: 1/5); ucb: mean +
   kappa std (BANANAS' paper 0.5, Auto-Keras 2.576); ts: one joint draw (pred samples: the
   ensemble's members, or a GP's joint samples); its: independent draws per candidate.
+
+  The value at candidate i never depends on the candidates after it: ts picks a sample row by key
+  alone, and its' draws come from jax's partitionable threefry (the default since jax 0.5), where
+  normal(key, [r])[:m] == normal(key, [m]). So callers may compute at padded candidate slots and
+  cut, which compiles one program per capacity instead of one per candidate count.
   """
   p = with_pending(pred, pred_pending)
   if name in ("ei", "pi"):

@@ -117,6 +117,24 @@ def test_independent_thompson_has_the_predictive_moments():
   np.testing.assert_allclose(draws.std(0), [0.5, 3.0], rtol=0.03)
 
 
+@pytest.mark.parametrize("name", acq.ACQUISITIONS)
+@pytest.mark.parametrize("hyper_samples", [False, True])
+def test_every_acquisition_at_padded_slots_cut_to_m_equals_it_at_m(name, hyper_samples):
+  # bo computes acquisitions at a padded candidate capacity and cuts (one compile per capacity):
+  # the first m values must be those of m candidates, draws (ts, its) included.
+  rng = np.random.default_rng(0)
+  r, m = 16, 7
+  shape = (3, r) if hyper_samples else (r,)
+  mean, std = rng.normal(size=shape), rng.uniform(0.1, 2.0, size=shape)
+  samples = jnp.asarray(rng.normal(size=(5, r)))
+  full = _pred(mean, std, samples)
+  cut = _pred(mean[..., :m], std[..., :m], samples[:, :m])
+  for k in range(5):
+    key = jax.random.key(k)
+    got = acq.acquire(name, full, full, 0.3, key)[:m]
+    np.testing.assert_array_equal(got, acq.acquire(name, cut, cut, 0.3, key))
+
+
 def test_hei_uses_the_real_mean_and_the_hallucinated_std():
   real = _pred([1.0, 0.2, -0.5], [1.0, 0.8, 0.3])
   hallucinated = _pred([7.0, 7.0, 7.0], [0.1, 0.8, 0.3])  # its mean must be ignored

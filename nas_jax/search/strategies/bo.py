@@ -212,10 +212,10 @@ def bo(
 
   def score_fn(fitted, best, key, observed):
     def score(cands: list) -> np.ndarray:
-      # Closed-form acquisitions are computed at every padded candidate slot: one program per
-      # candidate capacity, not per candidate count. Draws (ts, its) keep their [m] shapes.
-      padded = acquisition in acq.CLOSED_FORM and not ehvi
-      pred, pred_p = point_model.predict(fitted, cands, joint=joint and not ehvi, padded=padded)
+      # Acquisitions are computed at every padded candidate slot: one program per candidate
+      # capacity, not per candidate count. A slot's value does not depend on the slots after it
+      # (`acq.acquire`), so cutting afterwards gives what [m] candidates would have.
+      pred, pred_p = point_model.predict(fitted, cands, joint=joint and not ehvi, padded=not ehvi)
       if ehvi:
         known = [[float(to_score(space.costs(c)[name], g)) for name, g in objectives] for c in cands]
         return ehvi_lib.ehvi(pred, pred_p, np.asarray(known), observed, key, n_samples=ehvi_samples, ref=ref_scores)
