@@ -204,3 +204,15 @@ def test_a_workdir_from_before_the_scheduler_fields_resumes(tmp_path):
   c.scheduler, c.task.fidelities = "asha", "1,3,9"
   with pytest.raises(ValueError, match="holds a search with another config"):
     _run(c)
+
+
+@pytest.mark.skipif(not os.path.isdir(SHARED), reason="needs ../shared/data/nasbench201 (the NB201 tables)")
+def test_local_search_samples_for_asha_on_nb201(tmp_path):
+  # The README's `asha_ls` row: a preset of the config, no code of its own.
+  c = load_config(os.path.join(ROOT, "configs", "multifidelity_nb201.py") + ":asha_ls+smoke")
+  c.task.path, c.workdir = SHARED, str(tmp_path)
+  assert (c.scheduler, c.strategy) == ("asha", "local_search")
+  done = _run(c)
+  assert len(done) == 30 and {o.fidelity for o in done} == {12.0, 200.0}
+  promoted = [o for o in done if o.fidelity == 200.0]
+  assert all(any(_key(p)[0] == _key(o)[0] for o in done if o.fidelity == 12.0) for p in promoted)
