@@ -10,7 +10,7 @@ scheduler_config.promote = "model", e.g. asha_bananas+model):
   random, re, ls, bananas           single fidelity (200 epochs), 150 evaluations
   asha_random, sh_random, hyperband_random
                                     the scheduler, random networks
-  asha_re, asha_ls, asha_bananas, hyperband_bananas (BOHB-like), asha_nasbot
+  asha_re, asha_ls, sh_ls, asha_bananas, hyperband_bananas (BOHB-like), asha_nasbot
                                     the scheduler, that strategy as its sampler
   python launch/search.py --config=configs/multifidelity_nb201.py:asha_bananas \\
     --config.workdir=runs/asha_bananas --config.task.path=../shared/data/nasbench201
