@@ -1,6 +1,6 @@
 """Specialised vs padded training of MLPs on diabetes: seconds per network, end to end.
 
-Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_padded.py [--epochs=50] [--random=10]
+Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_padded.py [--epochs=50] [--random=10] [--cnn_count]
 
 The networks are the paper's 10 pool MLPs and `--random` random MLPs (`random_arch`, seeds 0..).
 Each trainer runs in its own fresh process (no compiled program carried over; jax's persistent
@@ -13,6 +13,13 @@ cache off), over the same networks and keys, as a worker of a search would:
   auto         `trainers.evaluate("auto", ...)`: per network, the cheaper by `trainers.choose`.
 Prints the wall time of each (ratio = specialised / trainer; above 1 the trainer is faster), its
 compile share, and the largest difference of a network's best validation MSE from specialised.
+
+`--cnn_count` counts, without training, why CNNs train specialised (no padded CNN exists): for each
+pool CNN on digits, the multiply-accumulates of one example through a padding of the MLP's kind
+(every image slot at the input's 8x8 positions, the network's widest conv and largest kernel; one
+conv per slot, so a lower bound) against the network's own (`costs.network_costs`), and how many
+distinct paddings a padding per image size (slots grouped by input size, each group at its own
+widest layer and kernel) needs for the pool and for --random random CNNs (none shared: a compile each).
 
 `--sizes=1,8,32` then trains populations of P copies of the first pool MLP (P keys, one program
 per P; the second of two runs is timed) and prints networks trained per second for each P: what
@@ -100,6 +107,68 @@ def scaling(sizes: list[int], epochs: int) -> None:
   print(json.dumps({"rates": rates}))
 
 
+def _pow2(n: int) -> int:
+  return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _cnn_layers(arch):
+  """(nodes, input size of each node) of a CNN on 8x8 digits, and its image and fc layers."""
+  from nas_jax.arch import labels
+  from nas_jax.tasks import models
+
+  role = labels.Role
+  nodes = models.network_nodes(arch)
+  size = [8] * len(nodes)
+  inputs = [8] * len(nodes)
+  for j, n in enumerate(nodes[1:], 1):
+    inputs[j] = size[n.parents[0]]  # parents share one size (concatenation)
+    image = n.role in (role.CONV, role.RES, role.POOL)
+    size[j] = -(-inputs[j] // max(n.stride, 1)) if image else 1
+  images = [(inputs[j], n) for j, n in enumerate(nodes) if n.role in (role.CONV, role.RES, role.POOL)]
+  fcs = [n.units for n in nodes if n.role == role.FC]
+  return images, fcs
+
+
+def cnn_count(n_random: int) -> None:
+  """Prints the uniform padding's arithmetic per pool CNN and the per-size paddings' sharing."""
+  import numpy as np
+
+  from nas_jax.spaces import pools, random_arch
+  from nas_jax.tasks import costs
+
+  pool = pools.initial_pool("cnn")
+  total_own = total_padded = 0.0
+  print("pool CNNs on digits (8x8x1, 10 classes), MACs of one example's forward pass:")
+  for i, arch in enumerate(pool):
+    images, fcs = _cnn_layers(arch)
+    convs = [n for _, n in images if n.units]
+    width, kernel = _pow2(max(n.units for n in convs)), max(n.kernel for n in convs)
+    fc_width = _pow2(max(fcs, default=1))
+    padded = _pow2(len(images)) * 64 * kernel * kernel * width * width
+    padded += _pow2(max(len(fcs), 1)) * max(width, fc_width) * fc_width + fc_width * 10
+    own = costs.network_costs(arch, (8, 8, 1), 10).flops / 2
+    total_own, total_padded = total_own + own, total_padded + padded
+    print(f"  C{i + 1}: own {own / 1e6:7.1f} M, uniformly padded {padded / 1e6:8.1f} M ({padded / own:5.0f}x)")
+  print(f"  all 10: {total_padded / total_own:.0f}x")
+
+  def per_size_padding(arch):
+    images, fcs = _cnn_layers(arch)
+    groups = {}
+    for s, n in images:
+      groups.setdefault(s, []).append(n)
+    key = tuple(
+      (s, _pow2(len(ns)), _pow2(max([n.units for n in ns] + [1])), max(n.kernel for n in ns))
+      for s, ns in sorted(groups.items())
+    )
+    return key + ((_pow2(max(len(fcs), 1)), _pow2(max(fcs, default=1))),)
+
+  randoms = [random_arch.random_architecture("cnn", np.random.default_rng(s), max_layers=60) for s in range(n_random)]
+  print(
+    f"paddings per image size: {len({per_size_padding(a) for a in pool})} distinct for the 10 pool CNNs,"
+    f" {len({per_size_padding(a) for a in randoms})} for {n_random} random CNNs (seeds 0..{n_random - 1})"
+  )
+
+
 def _cpu_model() -> str:
   with open("/proc/cpuinfo") as f:
     return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.processor())
@@ -111,8 +180,11 @@ def main():
   parser.add_argument("--random", type=int, default=10, help="random MLPs besides the 10 pool networks")
   parser.add_argument("--modes", default=",".join(MODES), help="'' for none")
   parser.add_argument("--sizes", default="", help="population sizes for the scaling run, e.g. 1,8,32")
+  parser.add_argument("--cnn_count", action="store_true", help="count the CNN paddings' arithmetic and sharing")
   parser.add_argument("--child", default="", help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if args.cnn_count:
+    return cnn_count(args.random)
   if args.child == "scaling":
     return scaling([int(p) for p in args.sizes.split(",")], args.epochs)
   if args.child:
