@@ -177,7 +177,9 @@ def _cpu_model() -> str:
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--epochs", type=int, default=50, help="the MLP configs' epochs")
-  parser.add_argument("--random", type=int, default=10, help="random MLPs besides the 10 pool networks")
+  parser.add_argument(
+    "--random", type=int, default=10, help="random networks besides the 10 pool ones (MLPs; CNNs with --cnn_count)"
+  )
   parser.add_argument("--modes", default=",".join(MODES), help="'' for none")
   parser.add_argument("--sizes", default="", help="population sizes for the scaling run, e.g. 1,8,32")
   parser.add_argument("--cnn_count", action="store_true", help="count the CNN paddings' arithmetic and sharing")
