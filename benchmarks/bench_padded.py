@@ -112,7 +112,7 @@ def _pow2(n: int) -> int:
 
 
 def _cnn_layers(arch):
-  """(nodes, input size of each node) of a CNN on 8x8 digits, and its image and fc layers."""
+  """A CNN on 8x8 digits: its conv, res and pool layers as (input size, node), and its fc layers' units."""
   from nas_jax.arch import labels
   from nas_jax.tasks import models
 
