@@ -107,26 +107,22 @@ def scaling(sizes: list[int], epochs: int) -> None:
   print(json.dumps({"rates": rates}))
 
 
-def _pow2(n: int) -> int:
-  return 1 << max(int(n) - 1, 0).bit_length()
-
-
 def _cnn_layers(arch):
-  """A CNN on 8x8 digits: its conv, res and pool layers as (input size, node), and its fc layers' units."""
-  from nas_jax.arch import labels
-  from nas_jax.tasks import models
+  """A CNN on 8x8 digits: its conv, res and pool layers as (input size, units, kernel), and its fc
+  layers' units. Input sizes come from `graph_edit.image_sizes` (each layer's downsampling)."""
+  import numpy as np
+
+  from nas_jax.arch import host_graph, labels
+  from nas_jax.spaces import graph_edit
 
   role = labels.Role
-  nodes = models.network_nodes(arch)
-  size = [8] * len(nodes)
-  inputs = [8] * len(nodes)
-  for j, n in enumerate(nodes[1:], 1):
-    inputs[j] = size[n.parents[0]]  # parents share one size (concatenation)
-    image = n.role in (role.CONV, role.RES, role.POOL)
-    size[j] = -(-inputs[j] // max(n.stride, 1)) if image else 1
-  images = [(inputs[j], n) for j, n in enumerate(nodes) if n.role in (role.CONV, role.RES, role.POOL)]
-  fcs = [n.units for n in nodes if n.role == role.FC]
-  return images, fcs
+  g = host_graph.from_arch(arch)
+  factor, kernel = graph_edit.image_sizes(g), labels.label_table("cnn").kernel
+  images = [
+    (-(-8 // int(factor[np.flatnonzero(g.adj[:, u])[0]])), int(g.units[u]), int(kernel[g.labels[u]]))
+    for u in np.flatnonzero(np.isin(g.roles, [role.CONV, role.RES, role.POOL]))
+  ]
+  return images, [int(x) for x in g.units[g.roles == role.FC]]
 
 
 def cnn_count(n_random: int) -> None:
@@ -134,18 +130,19 @@ def cnn_count(n_random: int) -> None:
   import numpy as np
 
   from nas_jax.spaces import pools, random_arch
-  from nas_jax.tasks import costs
+  from nas_jax.tasks import costs, padded_mlp
 
+  pow2 = lambda n: padded_mlp._pow2(n, 1)  # the padded MLP's rounding
   pool = pools.initial_pool("cnn")
   total_own = total_padded = 0.0
   print("pool CNNs on digits (8x8x1, 10 classes), MACs of one example's forward pass:")
   for i, arch in enumerate(pool):
     images, fcs = _cnn_layers(arch)
-    convs = [n for _, n in images if n.units]
-    width, kernel = _pow2(max(n.units for n in convs)), max(n.kernel for n in convs)
-    fc_width = _pow2(max(fcs, default=1))
-    padded = _pow2(len(images)) * 64 * kernel * kernel * width * width
-    padded += _pow2(max(len(fcs), 1)) * max(width, fc_width) * fc_width + fc_width * 10
+    convs = [(units, k) for _, units, k in images if units]  # pools have no units
+    width, kernel = pow2(max(u for u, _ in convs)), max(k for _, k in convs)
+    fc_width = pow2(max(fcs, default=1))
+    padded = pow2(len(images)) * 64 * kernel * kernel * width * width
+    padded += pow2(max(len(fcs), 1)) * max(width, fc_width) * fc_width + fc_width * 10
     own = costs.network_costs(arch, (8, 8, 1), 10).flops / 2
     total_own, total_padded = total_own + own, total_padded + padded
     print(f"  C{i + 1}: own {own / 1e6:7.1f} M, uniformly padded {padded / 1e6:8.1f} M ({padded / own:5.0f}x)")
@@ -154,13 +151,12 @@ def cnn_count(n_random: int) -> None:
   def per_size_padding(arch):
     images, fcs = _cnn_layers(arch)
     groups = {}
-    for s, n in images:
-      groups.setdefault(s, []).append(n)
+    for size, units, k in images:
+      groups.setdefault(size, []).append((units, k))
     key = tuple(
-      (s, _pow2(len(ns)), _pow2(max([n.units for n in ns] + [1])), max(n.kernel for n in ns))
-      for s, ns in sorted(groups.items())
+      (size, pow2(len(ls)), pow2(max(u for u, _ in ls)), max(k for _, k in ls)) for size, ls in sorted(groups.items())
     )
-    return key + ((_pow2(max(len(fcs), 1)), _pow2(max(fcs, default=1))),)
+    return key + ((pow2(max(len(fcs), 1)), pow2(max(fcs, default=1))),)
 
   randoms = [random_arch.random_architecture("cnn", np.random.default_rng(s), max_layers=60) for s in range(n_random)]
   print(
