@@ -1,11 +1,34 @@
-"""Test-wide settings: float64 for GP algebra, the `slow` marker switch, and a compile counter."""
+"""Test-wide settings: float64 for GP algebra, a per-process XLA cache, the `slow` marker switch, a
+compile counter, and a lock that keeps the Ray tests apart when pytest-xdist runs tests side by side."""
 
 import os
 
 # Before jax: OpenBLAS threads fight XLA's pool (a float64 Cholesky ~30x slower otherwise).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import atexit  # noqa: E402
 import contextlib  # noqa: E402
+import fcntl  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+
+def _session_compilation_cache() -> None:
+  """A persistent XLA cache for this test process, shared by the launch scripts and notebook
+  kernels it starts (they inherit the environment), and removed at exit: many tests rebuild the
+  same jitted programs from fresh closures, which jax's in-memory cache does not recognise but the
+  persistent one (keyed by the program) does. It also keeps the tests out of the user's own
+  `~/.cache/nas_jax/xla`; a directory set before pytest started is used as given ("" turns it
+  off). Each pytest-xdist worker makes its own, as jax's cache files are not written atomically."""
+  if "JAX_COMPILATION_CACHE_DIR" not in os.environ or "NAS_JAX_TESTS_XLA_CACHE" in os.environ:
+    path = tempfile.mkdtemp(prefix="nas_jax_tests_xla_")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["NAS_JAX_TESTS_XLA_CACHE"] = path
+  os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # tests compile small programs
+  os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+
+
+_session_compilation_cache()
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
@@ -48,3 +71,12 @@ def count_compiles():
       jax.monitoring.unregister_event_duration_listener(listener)
 
   return counting
+
+
+@pytest.fixture
+def ray_alone():
+  """Holds a machine-wide lock for the test: one Ray test ends with `ray stop --force`, which stops
+  every Ray process, so two Ray tests on two pytest-xdist workers must not overlap."""
+  with open(os.path.join(tempfile.gettempdir(), "nas_jax_tests_ray.lock"), "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    yield

@@ -22,7 +22,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.skipif(RAY is None, reason="ray is not installed (pip install -e '.[test]' installs it)")
-def test_a_search_runs_on_a_ray_head_given_by_address(tmp_path):
+def test_a_search_runs_on_a_ray_head_given_by_address(tmp_path, ray_alone):
   port = _free_port()
   env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "JAX_COMPILATION_CACHE_DIR": ""}
   head = [RAY, "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2"]
