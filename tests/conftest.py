@@ -6,29 +6,31 @@ import os
 # Before jax: OpenBLAS threads fight XLA's pool (a float64 Cholesky ~30x slower otherwise).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import atexit  # noqa: E402
 import contextlib  # noqa: E402
 import fcntl  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
 
-def _session_compilation_cache() -> None:
+def _session_compilation_cache() -> str | None:
   """A persistent XLA cache for this test process, shared by the launch scripts and notebook
-  kernels it starts (they inherit the environment), and removed at exit: many tests rebuild the
-  same jitted programs from fresh closures, which jax's in-memory cache does not recognise but the
-  persistent one (keyed by the program) does. It also keeps the tests out of the user's own
-  `~/.cache/nas_jax/xla`; a directory set before pytest started is used as given ("" turns it
-  off). Each pytest-xdist worker makes its own, as jax's cache files are not written atomically."""
+  kernels it starts (they inherit the environment); returns the folder it made, which
+  `pytest_unconfigure` removes, or None. Many tests rebuild the same jitted programs from fresh
+  closures, which jax's in-memory cache does not recognise but the persistent one (keyed by the
+  program) does. It also keeps the tests out of the user's own `~/.cache/nas_jax/xla`; a folder set
+  before pytest started is used as given ("" turns the cache off). Each pytest-xdist worker makes
+  its own, as jax's cache files are not written atomically."""
   if "JAX_COMPILATION_CACHE_DIR" not in os.environ or "NAS_JAX_TESTS_XLA_CACHE" in os.environ:
     path = tempfile.mkdtemp(prefix="nas_jax_tests_xla_")
-    atexit.register(shutil.rmtree, path, ignore_errors=True)
     os.environ["JAX_COMPILATION_CACHE_DIR"] = os.environ["NAS_JAX_TESTS_XLA_CACHE"] = path
+  else:
+    path = None
   os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # tests compile small programs
   os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+  return path
 
 
-_session_compilation_cache()
+_XLA_CACHE = _session_compilation_cache()
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
@@ -40,6 +42,11 @@ SHARED_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 def pytest_addoption(parser):
   parser.addoption("--runslow", action="store_true", default=False, help="also run tests marked slow")
+
+
+def pytest_unconfigure(config):
+  if _XLA_CACHE is not None:
+    shutil.rmtree(_XLA_CACHE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
