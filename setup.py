@@ -24,9 +24,10 @@ setuptools.setup(
     "tqdm>=4.66",
   ],
   extras_require={
-    # CI installs only this extra: it runs the tests on two processes (pytest-xdist), the notebooks (nbclient), where a system Chromium is
-    # found the report in a headless browser (selenium), the Ray executor on a local head (ray),
-    # and the format/lint check (ruff, pinned: formatting may change between releases).
+    # CI installs only this extra: it runs the tests on two processes (pytest-xdist), the
+    # notebooks (nbclient), where a system Chromium is found the report in a headless browser
+    # (selenium), the Ray executor on a local head (ray), and the format/lint check (ruff, pinned:
+    # formatting may change between releases).
     "test": [
       "pytest>=7.4",
       "pytest-xdist>=3.5",
