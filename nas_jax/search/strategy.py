@@ -53,6 +53,11 @@ class Strategy(NamedTuple):
       observations, as the mean score (higher is better) it predicts at each point; None while it
       has no model. A function of the state alone, so a replayed state predicts the same.
       Optional (None: a strategy without a model); multi-fidelity schedulers promote by it.
+    restart: `restart(state) -> state`: what `init` gave for the state's key, but keeping what
+      depends on the points alone (e.g. a featurizer's distances between them), so that replaying
+      a changed history onto it (a scheduler's view of a network revised, `schedulers`) costs
+      only the points not seen before. `update(restart(s), obs)` must propose what
+      `update(init(key), obs)` does. Optional (None: the scheduler replays onto `init(key)`).
   """
 
   init: Callable[[Any], Any]
@@ -60,3 +65,4 @@ class Strategy(NamedTuple):
   update: Callable[[Any, list[Observation]], Any]
   notes: Callable[[Any, Any], dict] = no_notes
   predict: Callable[[Any, list], Any] | None = None
+  restart: Callable[[Any], Any] | None = None

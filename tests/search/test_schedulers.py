@@ -159,6 +159,32 @@ def test_bad_options_and_single_fidelity_tasks_fail_with_one_line(scheduler):
     schedulers.scheduler("nope", random_search(space), space, "max", FIDELITIES)
 
 
+def test_a_revised_view_is_replayed_onto_the_samplers_restart():
+  # NASBOT under ASHA: a network promoted to the model fidelity revises the sampler's view, which
+  # is then replayed onto `restart` of the sampler's state. That keeps the OTMANN distances of
+  # the networks seen before and nothing else, so the replay equals the one onto `init`.
+  space = contract._case("nasbot").space()
+  sampler = contract._build("nasbot", space, contract._case("nasbot").options)
+  kept = []
+  spied = sampler._replace(restart=lambda s: kept.append(len(s.cache)) or sampler.restart(s))
+  strategy = _wrap("asha", spied, space, min_points=3)
+  state, journal, _ = _run(strategy, space, 16)
+  state, _ = strategy.propose(state, 1, [])  # the sampler's view is fed at proposal time
+  assert kept and min(kept) > 0  # revisions happened, with distances to keep
+  inner = state.sampler
+  restarted = sampler.restart(inner)
+  assert len(restarted.history) == 0 and restarted.cache is inner.cache
+  assert (restarted.anchor, restarted.queue, restarted.notes) == ((), (), {})
+  replayed = strategy.update(strategy.init(KEY), journal)
+  replayed, _ = strategy.propose(replayed, 1, [])
+  fresh = replayed.sampler  # the same view replayed onto init: every distance computed again
+  assert fresh.history.trial_ids == inner.history.trial_ids
+  np.testing.assert_array_equal(fresh.history.scores, inner.history.scores)
+  order = [inner.cache.index[k] for k in fresh.cache.keys]
+  for a, b in zip(fresh.cache.data, inner.cache.data):
+    np.testing.assert_allclose(b[..., order, :][..., order], a, rtol=1e-12)
+
+
 # --- the contract, with every registered strategy as the sampler -------------------------------
 
 

@@ -305,6 +305,11 @@ def bo(
   def init(key):
     return BOState(key=key, history=common.empty_history(), cache=model.featurizer.init([]) if model else None)
 
+  def restart(state):
+    # The cache is a function of the points alone (module docstring): the distances between
+    # points seen before are what a replay would compute again.
+    return dataclasses.replace(init(state.key), cache=state.cache)
+
   def propose(state, n, pending):
     exclude = set(state.history.keys) | {space.canonical_key(q) for q in pending}
     key = common.step_key(state.key, state.history, pending)
@@ -357,7 +362,9 @@ def bo(
     new = state.history.points[len(state.history) - len(observations) :]
     return dataclasses.replace(state, cache=model.featurizer.extend(state.cache, new))
 
-  return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space), predict=predict)
+  return Strategy(
+    init=init, propose=propose, update=update, notes=common.notes_reader(space), predict=predict, restart=restart
+  )
 
 
 def _feasible_first(feasible, score):
