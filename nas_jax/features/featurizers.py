@@ -36,7 +36,7 @@ from nas_jax.features.featurizer import (
 from nas_jax.features.otmann import (
   KERNEL_NU_STR,
   check_options,
-  feature_distances,
+  feature_pair_distances,
   feature_rows,
   host_features,
   stack_features,
@@ -103,23 +103,47 @@ def otmann_featurizer(
     rows = dict(zip(first, feature_rows(host_features([archs[i] for i in first.values()], params))))
     return [OtmannItem(k, a.kind, rows[k]) for k, a in zip(keys, archs)]
 
-  def dist(a: list, b: list) -> tuple:
-    # Solve each distinct network once: conditional points share networks, cells share graphs.
-    unique_a, inv_a = _unique(a)
-    unique_b, inv_b = _unique(b)
-    out = feature_distances(
-      stack_features([x.features for x in unique_a]),
-      stack_features([x.features for x in unique_b]),
+  def dist_pairs(a: list, b: list, ia: np.ndarray, ib: np.ndarray) -> tuple:
+    # Each unordered pair of distinct networks is solved once (conditional points share
+    # networks, cells share graphs), the network with the smaller key as the source: an LP and
+    # its transpose agree only to ~1e-13, so this keeps a matrix built in one call (a replay's)
+    # exactly symmetric, with half the LPs.
+    nets, inv = _unique(a + b)
+    order = sorted(range(len(nets)), key=lambda k: nets[k].key)
+    rank = np.empty(len(nets), np.int64)
+    rank[order] = np.arange(len(nets))
+    i, j = rank[inv[ia]], rank[inv[len(a) + ib]]
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    pairs, inverse = np.unique(lo * len(nets) + hi, return_inverse=True)
+    feats = stack_features([nets[k].features for k in order])
+    out = feature_pair_distances(
+      feats,
+      feats,
+      pairs // len(nets),
+      pairs % len(nets),
       a[0].kind,
       solver=solver,
       nu_str=nus,
       params=params,
       chunk_size=chunk_size,
     )
-    return out.d[:, inv_a][:, :, inv_b], out.d_bar[:, inv_a][:, :, inv_b]
+    same = lo == hi  # one network: distance 0, as OTMANN's
+    return tuple(np.where(same, 0.0, x[:, inverse]) for x in out)
+
+  def dist(a: list, b: list) -> tuple:
+    ia, ib = (x.ravel() for x in np.indices((len(a), len(b))))
+    return tuple(x.reshape(len(nus), len(a), len(b)) for x in dist_pairs(a, b, ia, ib))
 
   return distance_featurizer(
-    "otmann", OTMANN_SPACES, space.canonical_key, prepare, dist, otmann_to_pair, OtmannPair, len(nus)
+    "otmann",
+    OTMANN_SPACES,
+    space.canonical_key,
+    prepare,
+    dist,
+    otmann_to_pair,
+    OtmannPair,
+    len(nus),
+    dist_pairs=dist_pairs,
   )
 
 

@@ -29,6 +29,7 @@ __all__ = [
   "feature_rows",
   "stack_features",
   "feature_distances",
+  "feature_pair_distances",
 ]
 
 SOLVERS = ("exact", "sinkhorn")
@@ -207,29 +208,58 @@ def feature_distances(
   """`otmann_distances` of architectures given by their `host_features` (made with the same
   params), for callers that keep each network's features between calls; fb None: the symmetric
   matrix of fa. kind: the architectures' kind."""
-  for name, f in (("fa", fa), ("fb", fb)):
-    if not isinstance(f, costs.OtmannFeatures) and not (name == "fb" and f is None):
-      raise TypeError(f"feature_distances: {name} is a {type(f).__name__}; expected OtmannFeatures (host_features)")
-  if kind not in labels.KINDS:
-    raise ValueError(f"feature_distances: kind={kind!r}; allowed: {', '.join(labels.KINDS)}")
-  _check(solver, chunk_size, sinkhorn)
-  nus, scalar = _nu_values(nu_str)
-  params = costs.otmann_params(params)
+  _check_features("feature_distances", kind, fa=fa, **({} if fb is None else {"fb": fb}))
   symmetric = fb is None
   fb = fa if symmetric else fb
   n_a, n_b = len(fa.n), len(fb.n)
   ia, ib = np.triu_indices(n_a, 1) if symmetric else (x.ravel() for x in np.indices((n_a, n_b)))
+  nus, scalar = _nu_values(nu_str)
+  options = dict(solver=solver, nu_str=nus, params=params, chunk_size=chunk_size, sinkhorn=sinkhorn)
   d_bar = np.zeros((len(nus), n_a, n_b))
-  if len(ia):
-    if solver == "exact":
-      vals = solvers.exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size)
-    else:
-      vals = solvers.sinkhorn_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size, sinkhorn)
-    d_bar[:, ia, ib] = vals
-    if symmetric:
-      d_bar[:, ib, ia] = d_bar[:, ia, ib]
+  d_bar[:, ia, ib] = feature_pair_distances(fa, fb, ia, ib, kind, **options).d_bar
+  if symmetric:
+    d_bar[:, ib, ia] = d_bar[:, ia, ib]
   tm = fa.masses.sum(-1, dtype=np.float64)[:, None] + fb.masses.sum(-1, dtype=np.float64)[None, :]
   d = d_bar * tm
+  return OtmannDistances(d[0], d_bar[0]) if scalar else OtmannDistances(d, d_bar)
+
+
+def _check_features(where: str, kind: str, **features) -> None:
+  for name, f in features.items():
+    if not isinstance(f, costs.OtmannFeatures):
+      raise TypeError(f"{where}: {name} is a {type(f).__name__}; expected OtmannFeatures (host_features)")
+  if kind not in labels.KINDS:
+    raise ValueError(f"{where}: kind={kind!r}; allowed: {', '.join(labels.KINDS)}")
+
+
+def feature_pair_distances(
+  fa: costs.OtmannFeatures,
+  fb: costs.OtmannFeatures,
+  ia,
+  ib,
+  kind: str,
+  *,
+  solver: str = "exact",
+  nu_str=0.5,
+  params: str | costs.OtmannParams = "paper",
+  chunk_size: int = 256,
+  sinkhorn: solvers.SinkhornConfig = solvers.SinkhornConfig(),
+) -> OtmannDistances:
+  """`feature_distances` of the pairs (a[ia[p]], b[ib[p]]) alone: d, d_bar [P] (or [n_nu, P]),
+  for callers that need a few entries of a matrix (e.g. a candidate against train points it was
+  not compared with yet)."""
+  _check_features("feature_pair_distances", kind, fa=fa, fb=fb)
+  _check(solver, chunk_size, sinkhorn)
+  nus, scalar = _nu_values(nu_str)
+  params = costs.otmann_params(params)
+  ia, ib = np.asarray(ia, np.int64), np.asarray(ib, np.int64)
+  if ia.shape != ib.shape or ia.ndim != 1:
+    raise ValueError(f"feature_pair_distances: ia and ib have shapes {ia.shape} and {ib.shape}; expected one [P] each")
+  d_bar = np.zeros((len(nus), len(ia)))
+  if len(ia):
+    pairs_of = solvers.exact_pairs if solver == "exact" else functools.partial(solvers.sinkhorn_pairs, config=sinkhorn)
+    d_bar = pairs_of(fa, fb, ia, ib, nus, kind, params, chunk_size)
+  d = d_bar * (fa.masses.sum(-1, dtype=np.float64)[ia] + fb.masses.sum(-1, dtype=np.float64)[ib])
   return OtmannDistances(d[0], d_bar[0]) if scalar else OtmannDistances(d, d_bar)
 
 

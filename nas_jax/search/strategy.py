@@ -56,8 +56,9 @@ class Strategy(NamedTuple):
     restart: `restart(state) -> state`: what `init` gave for the state's key, but keeping what
       depends on the points alone (e.g. a featurizer's distances between them), so that replaying
       a changed history onto it (a scheduler's view of a network revised, `schedulers`) costs
-      only the points not seen before. `update(restart(s), obs)` must propose what
-      `update(init(key), obs)` does. Optional (None: the scheduler replays onto `init(key)`).
+      only the points not seen before. `update(restart(s), obs)` must be the state
+      `update(init(key), obs)` is, up to the rounding of what it kept (distances computed in
+      other batches). Optional (None: the scheduler replays onto `init(key)`).
   """
 
   init: Callable[[Any], Any]

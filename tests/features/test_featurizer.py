@@ -39,6 +39,33 @@ def test_otmann_pairs_equal_direct_distances_in_any_extend_order():
     np.testing.assert_allclose(x.d_bar, ref_cross.d_bar, atol=1e-9)
 
 
+def test_candidates_met_again_are_solved_only_against_new_train_points(monkeypatch):
+  # The acquisition's candidates recur across proposals while the train set grows: the memo of
+  # the OTMANN featurizer solves a candidate met again against the train points new to it only,
+  # in one call with the unseen candidates, and gives the direct distances in any train order.
+  solved = []
+  direct = otmann.feature_pair_distances
+  monkeypatch.setattr(
+    F,
+    "feature_pair_distances",
+    lambda fa, fb, ia, ib, *a, **k: solved.append(len(ia)) or direct(fa, fb, ia, ib, *a, **k),
+  )
+  pts = MLP.initial() + MLP.sample(jax.random.key(0), 6)
+  cands = MLP.sample(jax.random.key(1), 4)
+  f = F.make_featurizer("otmann", MLP, nu_str=(0.1, 0.8))
+  cache = f.init(pts[:4])
+  calls = [(pts[:4], cands[:3]), (pts[:4], cands[:3]), (pts[:6], cands), (pts[5::-1], cands[::-1]), (pts[2:7], cands)]
+  for i, (train, cand) in enumerate(calls):
+    cache = f.extend(cache, train)
+    solved.clear()
+    _, x = f.pairs(cache, train, cand)
+    ref = otmann_distances(cand, train, nu_str=(0.1, 0.8))
+    np.testing.assert_allclose(x.d, ref.d, rtol=1e-12)
+    np.testing.assert_allclose(x.d_bar, ref.d_bar, rtol=1e-12)
+    # new pairs: all 12; none; the 3 old candidates x 2 new points + 1 new x 6; none; 4 x pts[6]
+    assert sum(solved) == [12, 0, 3 * 2 + 6, 0, 4][i] and len(solved) <= 1
+
+
 def test_otmann_features_kept_per_network_give_the_direct_distances_across_slot_sizes():
   """Each network's features are built once on its own slot count and batched again with others
   (padding slots carry no mass): the same distances as from the stacked architectures."""
