@@ -47,21 +47,16 @@ def _history(space, task, n, key):
     child, changed = space.mutate(parent, jax.random.fold_in(sub, 1))
     if changed and space.canonical_key(child) not in {space.canonical_key(p) for p in points}:
       points.append(child)
-  out = []
-  for i, p in enumerate(points[:n]):
-    js = space.to_json(p)
-    out.append(
-      Observation(
-        trial_id=i,
-        arch_json=js,
-        value=task.evaluate(js, 0).value,
-        status=Status.OK,
-        error="",
-        seconds=0.0,
-        worker="bench",
-      )
-    )
-  return out
+  return [_observe(space, task, i, p) for i, p in enumerate(points[:n])]
+
+
+def _observe(space, task, trial_id, point):
+  """The observation of `point` scored by the synthetic task."""
+  js = space.to_json(point)
+  value = task.evaluate(js, 0).value
+  return Observation(
+    trial_id=trial_id, arch_json=js, value=value, status=Status.OK, error="", seconds=0.0, worker="bench"
+  )
 
 
 def _timed(make, state, space, repeats):
@@ -90,12 +85,7 @@ def _in_search(strategy, state, space, task, repeats):
     t0 = time.perf_counter()
     state, (point,) = strategy.propose(state, 1, [])
     times.append(time.perf_counter() - t0)
-    js = space.to_json(point)
-    value = task.evaluate(js, 0).value
-    seen = Observation(
-      trial_id=len(state.history), arch_json=js, value=value, status=Status.OK, error="", seconds=0.0, worker="bench"
-    )
-    state = strategy.update(state, [seen])
+    state = strategy.update(state, [_observe(space, task, len(state.history), point)])
   return float(np.median(times[1:]))
 
 

@@ -259,9 +259,7 @@ def distance_featurizer(
         out[..., hit, :] = x[..., got[:, None], rows[None, :]]
     if missing and memo is not None and len(rows):
       new = [np.zeros(x.shape[:-2] + (len(missing), len(rows))) for x in d_cross]
-      memo(
-        [keys[i] for i in missing], [candidates[i] for i in missing], [cache.keys[r] for r in rows], cache, rows, new
-      )
+      memo([keys[i] for i in missing], [candidates[i] for i in missing], cache, rows, new)
     elif missing:
       new = dist(prepare([candidates[i] for i in missing]), [cache.items[r] for r in rows])
     for out, x in zip(d_cross, new if missing else ()):
@@ -282,14 +280,14 @@ def _candidate_memo(prepare: Callable, dist_pairs: Callable, size: int) -> Calla
   functions of the two points alone, so the memo returns what `dist` would.
 
   Returns:
-    `memo(keys, candidates, train_keys, cache, rows, out)`, which fills out: [..., m, n] arrays
-    with the distances of the m candidates to the train points cache.items[rows].
+    `memo(keys, candidates, cache, rows, out)`, which fills out: [..., m, n] arrays with the
+    distances of the m candidates to the train points at cache rows `rows`.
   """
   ids: dict = {}  # train key -> a small int
   memo: collections.OrderedDict = collections.OrderedDict()  # key -> (item, sorted ids [k], distances [..., k])
 
-  def fill(keys, candidates, train_keys, cache, rows, out) -> None:
-    tid = np.fromiter((ids.setdefault(k, len(ids)) for k in train_keys), np.int64, len(train_keys))
+  def fill(keys, candidates, cache, rows, out) -> None:
+    tid = np.fromiter((ids.setdefault(cache.keys[r], len(ids)) for r in rows), np.int64, len(rows))
     entries = [memo.pop(k, None) for k in keys]  # stored again below, as the most recent
     todo = [c for c, e in zip(candidates, entries) if e is None]
     fresh = iter(prepare(todo) if todo else ())

@@ -215,12 +215,12 @@ def feature_distances(
   ia, ib = np.triu_indices(n_a, 1) if symmetric else (x.ravel() for x in np.indices((n_a, n_b)))
   nus, scalar = _nu_values(nu_str)
   options = dict(solver=solver, nu_str=nus, params=params, chunk_size=chunk_size, sinkhorn=sinkhorn)
-  d_bar = np.zeros((len(nus), n_a, n_b))
-  d_bar[:, ia, ib] = feature_pair_distances(fa, fb, ia, ib, kind, **options).d_bar
-  if symmetric:
-    d_bar[:, ib, ia] = d_bar[:, ia, ib]
-  tm = fa.masses.sum(-1, dtype=np.float64)[:, None] + fb.masses.sum(-1, dtype=np.float64)[None, :]
-  d = d_bar * tm
+  pairs = feature_pair_distances(fa, fb, ia, ib, kind, **options)
+  d, d_bar = np.zeros((len(nus), n_a, n_b)), np.zeros((len(nus), n_a, n_b))
+  for full, part in ((d, pairs.d), (d_bar, pairs.d_bar)):
+    full[:, ia, ib] = part
+    if symmetric:
+      full[:, ib, ia] = part
   return OtmannDistances(d[0], d_bar[0]) if scalar else OtmannDistances(d, d_bar)
 
 
