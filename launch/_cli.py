@@ -64,6 +64,10 @@ def _explain(argv: list, e: Exception) -> str:
       (a.split("=", 1)[0] for a in argv if a.startswith("--config.") and a.split("=", 1)[0].endswith(field)), None
     )
     return f"{flag or field}: no such field in {config or 'the config'}; {hint.strip()}"
+  # A config file's get_config raised: ml_collections puts its whole traceback in the flag's text.
+  raised = re.search(r"Error whilst parsing config file:.*^(?:\w+\.)*\w+: (.+?)\s*\Z", text, re.S | re.M)
+  if raised:  # the last exception line at column 0 (traceback lines are indented)
+    return f"--config={config}: " + re.sub(r"\s*\n\s*", "; ", raised.group(1))
   if isinstance(e, OSError) and config is not None and not os.path.isfile(config.split(":", 1)[0]):
     return f"--config={config}: no such file; expected an existing configs/*.py file, optionally with :arg"
   return message(e)

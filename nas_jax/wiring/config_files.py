@@ -21,7 +21,10 @@ def load_config(spec: str) -> ml_collections.ConfigDict:
   module_spec = importlib.util.spec_from_file_location(f"_config_file_{abs(hash(path))}", path)
   module = importlib.util.module_from_spec(module_spec)
   module_spec.loader.exec_module(module)
-  return module.get_config(arg) if arg else module.get_config()
+  try:
+    return module.get_config(arg) if arg else module.get_config()
+  except (ValueError, TypeError) as e:  # a bad :arg; the user sees which of several configs it was
+    raise ValueError(f"configs: {spec}: {e}") from e
 
 
 def parse_overrides(items: Sequence[str]) -> dict:

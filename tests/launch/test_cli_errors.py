@@ -27,6 +27,7 @@ def _one_line(p, script, pattern):
   assert len(lines) == 1, p.stderr
   assert lines[0].startswith(f"{script}: error: "), lines[0]
   assert re.search(pattern, lines[0]), lines[0]
+  assert "Traceback" not in lines[0], lines[0]
 
 
 CASES = [
@@ -57,6 +58,14 @@ CASES = [
   ),
   (["launch/report.py", "--workdir=W"], r"workdir: .* has no journal\.jsonl"),
   (["launch/compare.py", "--configs=configs/nope.py", "--out=W", "--budget=2"], r"configs/nope\.py"),
+  (
+    ["launch/search.py", "--config=configs/multifidelity_nb201.py:asha_foo", "--config.workdir=W"],
+    r"^search\.py: error: --config=configs/multifidelity_nb201\.py:asha_foo: get_config: arg must be .* got 'asha_foo'$",
+  ),
+  (
+    ["launch/compare.py", "--configs=configs/ea_synthetic.py,configs/multifidelity_nb201.py:asha_foo", "--out=W"],
+    r"configs: configs/multifidelity_nb201\.py:asha_foo: get_config: arg must be .* got 'asha_foo'$",
+  ),
   (["launch/distance.py", "--archs=/nonexistent.json", "--out=W"], r"nonexistent\.json: cannot read a JSON list"),
   (["launch/distance.py", "--archs=ONE", "--out=W"], r"--archs: .* holds one architecture; a distance needs two"),
   (["launch/nb201_table.py", "--out=W", "--datasets=mnist"], r"--datasets: \['mnist'\] unknown"),
