@@ -65,9 +65,10 @@ def _explain(argv: list, e: Exception) -> str:
     )
     return f"{flag or field}: no such field in {config or 'the config'}; {hint.strip()}"
   # A config file's get_config raised: ml_collections puts its whole traceback in the flag's text.
-  raised = re.search(r"Error whilst parsing config file:.*^(?:\w+\.)*\w+: (.+?)\s*\Z", text, re.S | re.M)
+  # The flag is named from that text, which has it as `--config=X` however it was given.
+  raised = re.search(r"^flag (.+?): Error whilst parsing config file:.*^(?:\w+\.)*\w+: (.+?)\s*\Z", text, re.S | re.M)
   if raised:  # the last exception line at column 0 (traceback lines are indented)
-    return f"--config={config}: " + re.sub(r"\s*\n\s*", "; ", raised.group(1))
+    return f"{raised.group(1)}: " + re.sub(r"\s*\n\s*", "; ", raised.group(2))
   if isinstance(e, OSError) and config is not None and not os.path.isfile(config.split(":", 1)[0]):
     return f"--config={config}: no such file; expected an existing configs/*.py file, optionally with :arg"
   return message(e)

@@ -63,6 +63,10 @@ CASES = [
     r"^search\.py: error: --config=configs/multifidelity_nb201\.py:asha_foo: get_config: arg must be .* got 'asha_foo'$",
   ),
   (
+    ["launch/train.py", "--config", "configs/train_pool.py:foo"],
+    r"^train\.py: error: --config=configs/train_pool\.py:foo: get_config: arg must be '' or 'smoke', got 'foo'$",
+  ),
+  (
     ["launch/compare.py", "--configs=configs/ea_synthetic.py,configs/multifidelity_nb201.py:asha_foo", "--out=W"],
     r"configs: configs/multifidelity_nb201\.py:asha_foo: get_config: arg must be .* got 'asha_foo'$",
   ),
