@@ -8,7 +8,7 @@ import jax
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from nas_jax.arch.graph import total_mass
 from nas_jax.arch.json_io import Limits, from_json, to_json
@@ -344,15 +344,44 @@ def test_many_thirty_step_compound_chains_stay_valid(kind, source, seed):
 
 @settings(max_examples=6, deadline=None)
 @given(kind=st.sampled_from(["cnn", "mlp"]), seed=st.integers(0, 2**31 - 1))
+# A 5-layer CNN where only wedge_layer applies: 20 weighted draws missed it before the sweep.
+@example(kind="cnn", seed=7117)
 def test_chains_respect_tight_limits_and_a_declared_capacity(kind, seed):
   lim = Limits(max_layers=24, max_edges=40, max_degree=3, max_mass=5e6, max_units=256)
   arch = from_json(random_json(kind, np.random.default_rng(seed), max_layers=12, limits=lim), limits=lim, pad_to=32)
   bound = {n: functools.partial(f, limits=lim, pad_to=32) for n, f in M.MODIFIERS.items()}
   for step in range(30):
+    before = arch
     arch, applied = M.compound_mutation(arch, _KEY([seed, step]), modifiers=bound)
-    assert applied
+    # An empty step is allowed only where no modifier applies at all (none of a few keys).
+    assert applied or all(f(before, _KEY([seed, step, i]))[1] for f in bound.values() for i in range(8))
     assert arch.num_slots == 32
     _check_valid(arch, lim)
+
+
+def test_a_step_sweeps_every_type_before_giving_up():
+  only = "wedge_layer"
+  calls = []
+
+  def mod(name):
+    def f(arch, key):
+      calls.append(name)
+      return (arch + [name], "") if name == only else (arch, f"{name}: no")
+
+    return f
+
+  mods = {n: mod(n) for n in M.MODIFIERS}
+  weights = {n: 1e-6 if n == only else 1.0 for n in M.MODIFIERS}
+  for i in range(20):
+    calls.clear()
+    out, applied = M.compound_mutation([], _KEY(i), modifiers=mods, step_probs=(1,), weights=weights, max_attempts=2)
+    assert applied == [only] and out == [only]
+    # Two weighted draws, then each type at most once, stopping at the one that applies.
+    assert calls[-1] == only and len(calls) <= 2 + len(M.MODIFIERS) and len(set(calls[2:])) == len(calls[2:])
+  calls.clear()
+  zero = {**weights, only: 0.0}
+  assert M.compound_mutation([], _KEY(0), modifiers=mods, weights=zero, step_probs=(1,), max_attempts=2) == ([], [])
+  assert only not in calls and len(calls) == 2 + len(M.MODIFIERS) - 1
 
 
 def test_compound_step_count_follows_step_probs():
