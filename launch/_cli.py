@@ -20,6 +20,7 @@ from typing import Callable, NoReturn
 from absl import app, flags
 
 from nas_jax.search.loop import WorkdirInUse
+from nas_jax.wiring import config_files
 
 flags.DEFINE_bool("verbose", False, "Show the full traceback of an error (also NAS_JAX_VERBOSE=1).")
 
@@ -44,26 +45,22 @@ def message(error: BaseException) -> str:
 
 
 def _flag_value(argv: list, name: str) -> str | None:
-  for arg in argv:
+  """The value of `--name=value` or `--name value` in argv; None if absent."""
+  for i, arg in enumerate(argv):
     if arg.startswith(f"--{name}="):
       return arg.split("=", 1)[1]
+    if arg == f"--{name}" and i + 1 < len(argv):
+      return argv[i + 1]
   return None
 
 
 def _explain(argv: list, e: Exception) -> str:
-  """The line for a user error: a mistyped config field or a missing config file names its flag."""
+  """The line for a user error: a config file that raised or is missing names its flag."""
   config = _flag_value(argv, "config")
   inner = e
-  while inner.args and isinstance(inner.args[0], BaseException):  # ml_collections wraps a KeyError
+  while inner.args and isinstance(inner.args[0], BaseException):  # ml_collections wraps errors
     inner = inner.args[0]
   text = inner.args[0] if inner.args and isinstance(inner.args[0], str) else ""
-  typo = re.match(r"'([^']+)'\n(Did you mean .*)", text, re.S)
-  if typo:
-    field, hint = typo.groups()
-    flag = next(
-      (a.split("=", 1)[0] for a in argv if a.startswith("--config.") and a.split("=", 1)[0].endswith(field)), None
-    )
-    return f"{flag or field}: no such field in {config or 'the config'}; {hint.strip()}"
   # A config file's get_config raised: ml_collections puts its whole traceback in the flag's text.
   # The flag is named from that text, which has it as `--config=X` however it was given.
   raised = re.search(r"^flag (.+?): Error whilst parsing config file:.*^(?:\w+\.)*\w+: (.+?)\s*\Z", text, re.S | re.M)
@@ -80,13 +77,32 @@ def fail(text: str) -> NoReturn:
   sys.exit(2)
 
 
+def _bad_override(argv: list) -> str | None:
+  """The first `--config.a.b` of argv that is not a field of the config, with why; else None.
+
+  ml_collections says only `"'eta'"` for a field with no near name, and `string indices must be
+  integers` for a field under a plain value, without naming the flag."""
+  spec = _flag_value(argv, "config")
+  try:
+    config = config_files.load_config(spec) if spec else None
+  except Exception:  # the config file's own error is reported as before
+    return None
+  for arg in argv if config is not None else ():
+    if arg.startswith("--config."):
+      flag = arg.split("=", 1)[0]
+      why = config_files.missing_field(config, flag[len("--config.") :])
+      if why:
+        return f"{flag}: no such field in {spec}: {why}"
+  return None
+
+
 def _parse(argv: list) -> list:
   try:
     return flags.FLAGS(argv)
   except (*USER_ERRORS, AttributeError, KeyError) as e:  # ml_collections: mistyped config fields
     if _verbose(argv):
       raise
-    fail(_explain(argv, e))
+    fail(_bad_override(argv) or _explain(argv, e))
 
 
 def _interrupt(signum, frame) -> NoReturn:

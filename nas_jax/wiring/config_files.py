@@ -4,13 +4,14 @@ it, and `dotted.field=value` overrides applied to the loaded config."""
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib.util
 import os
 from typing import Sequence
 
 import ml_collections
 
-__all__ = ["load_config", "parse_overrides", "apply_overrides"]
+__all__ = ["load_config", "parse_overrides", "apply_overrides", "missing_field"]
 
 
 def load_config(spec: str) -> ml_collections.ConfigDict:
@@ -42,13 +43,28 @@ def parse_overrides(items: Sequence[str]) -> dict:
   return out
 
 
+def missing_field(config: ml_collections.ConfigDict, key: str) -> str | None:
+  """Why the dotted `key` is not a field of `config`, naming what is there; None when it is one."""
+  section, where = config, "config"
+  for name in key.split("."):
+    if not isinstance(section, ml_collections.ConfigDict):
+      return f"{where} is a {type(section).__name__} ({section!r}), not a group of fields"
+    if name not in section:
+      near = difflib.get_close_matches(name, section.keys(), n=1)
+      hint = f"did you mean {near[0]!r}? " if near else ""
+      return f"{where} has no field {name!r}; {hint}its fields are {', '.join(sorted(section.keys()))}"
+    section, where = section[name], f"{where}.{name}"
+  return None
+
+
 def apply_overrides(config: ml_collections.ConfigDict, overrides: dict, spec: str) -> None:
   """Sets each dotted field of `overrides` in `config`; a field the config lacks is an error."""
   for key, value in overrides.items():
+    why = missing_field(config, key)
+    if why:
+      raise ValueError(f"overrides: {key!r} is not a field of {spec}: {why}")
     *parents, leaf = key.split(".")
     section = config
     for name in parents:
-      section = section.get(name) if isinstance(section, ml_collections.ConfigDict) else None
-    if not isinstance(section, ml_collections.ConfigDict) or leaf not in section:
-      raise ValueError(f"overrides: {key!r} is not a field of {spec}")
+      section = section[name]
     section[leaf] = value

@@ -8,6 +8,7 @@ import os
 import types
 
 import numpy as np
+import ml_collections
 import pytest
 
 from nas_jax.experiments import compare
@@ -117,6 +118,23 @@ def test_overrides_reach_every_config_and_the_results(tmp_path):
     compare.compare([RANDOM], [0], 3, str(tmp_path / "bad"), overrides={"task.epochs": 3})
   with pytest.raises(ValueError, match=r"expected dotted\.field=value"):
     config_files.parse_overrides(["epochs"])
+
+
+def test_missing_field_says_what_is_there():
+  c = ml_collections.ConfigDict({"budget": 3, "task": {"function": "f1", "delay_s": 0.0}, "strategy": "ea"})
+  assert config_files.missing_field(c, "task.function") is None and config_files.missing_field(c, "budget") is None
+  assert config_files.missing_field(c, "budgett") == (
+    "config has no field 'budgett'; did you mean 'budget'? its fields are budget, strategy, task"
+  )
+  assert (
+    config_files.missing_field(c, "task.epochs")
+    == "config.task has no field 'epochs'; its fields are delay_s, function"
+  )
+  assert config_files.missing_field(c, "strategy.n") == "config.strategy is a str ('ea'), not a group of fields"
+  with pytest.raises(ValueError, match=r"'task\.epochs' is not a field of S: config\.task has no field 'epochs'"):
+    config_files.apply_overrides(c, {"task.function": "f0", "task.epochs": 3}, "S")
+  config_files.apply_overrides(c, {"task.function": "f0", "budget": 5}, "S")
+  assert (c.task.function, c.budget) == ("f0", 5)
 
 
 def test_compare_refuses_different_tasks_and_bad_arguments(tmp_path):
