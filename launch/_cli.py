@@ -83,11 +83,13 @@ def _bad_override(argv: list) -> str | None:
   ml_collections says only `"'eta'"` for a field with no near name, and `string indices must be
   integers` for a field under a plain value, without naming the flag."""
   spec = _flag_value(argv, "config")
+  if not spec:
+    return None
   try:
-    config = config_files.load_config(spec) if spec else None
+    config = config_files.load_config(spec)
   except Exception:  # the config file's own error is reported as before
     return None
-  for arg in argv if config is not None else ():
+  for arg in argv:
     if arg.startswith("--config."):
       flag = arg.split("=", 1)[0]
       why = config_files.missing_field(config, flag[len("--config.") :])
