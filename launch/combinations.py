@@ -22,7 +22,8 @@ from absl import flags
 import jax
 
 from nas_jax.arch import conditional_point as cond_point
-from nas_jax.features.featurizers import conditional_spec_of
+from nas_jax.acquisition.optimizers import optimisers_for
+from nas_jax.features.featurizers import conditional_spec_of, featurizers_for
 from nas_jax.experiments import combinations as combos
 from nas_jax.search import loop
 from nas_jax.search.executors import InlineExecutor
@@ -125,6 +126,14 @@ def _check_flags() -> dict:
   unknown = sorted(set(FLAGS.spaces) - set(combos.SPACE_KINDS))
   if unknown or not FLAGS.spaces:
     raise ValueError(f"--spaces={','.join(FLAGS.spaces)}: choose among {', '.join(combos.SPACE_KINDS)}")
+  for flag, names_for in (("featurizers", featurizers_for), ("optimizers", optimisers_for)):
+    known = list(dict.fromkeys(n for kind in FLAGS.spaces for n in names_for(kind)))
+    chosen = FLAGS[flag].value
+    if chosen is not None and (not chosen or set(chosen) - set(known)):
+      raise ValueError(
+        f"--{flag}={','.join(chosen)}: {', '.join(sorted(set(chosen) - set(known))) or 'none given'} not on"
+        f" --spaces={','.join(FLAGS.spaces)}; choose among {', '.join(known)}"
+      )
   path = os.path.join(FLAGS.out, RESULTS)
   if not os.path.exists(path):
     return {}

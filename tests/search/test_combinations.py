@@ -138,6 +138,12 @@ def test_cli_writes_table_and_results_and_resumes(tmp_path):
     (["--budget=3", "--spaces=cnn,cells"], "--spaces"),
     (["--budget=0"], "--budget"),
     (["--budget=x"], "--budget"),
+    # an unknown part used to run nothing and exit 0 with an empty table
+    (["--budget=3", "--featurizers=otman"], "--featurizers=otman: otman not on --spaces="),
+    (
+      ["--budget=3", "--spaces=nb201", "--optimizers=ea,tree_search"],
+      "tree_search not on --spaces=nb201; choose among ea,",
+    ),
   ],
 )
 def test_cli_bad_flags_give_one_line_and_exit_2(tmp_path, args, flag):
