@@ -78,6 +78,12 @@ def main(argv):
     overrides = config_files.parse_overrides(FLAGS.set)
   except ValueError as e:
     raise app.UsageError(f"--set: {e}") from None
+  for spec in FLAGS.configs or ():  # named here as --set, not as the library's `overrides`
+    config = config_files.load_config(spec)
+    for key in overrides:
+      why = config_files.missing_field(config, key)
+      if why:
+        raise app.UsageError(f"--set={key}=...: not a field of {spec}: {why}")
   compare.compare(
     FLAGS.configs,
     seeds,

@@ -88,6 +88,10 @@ CASES = [
     ["launch/compare.py", "--configs=configs/ea_synthetic.py,configs/multifidelity_nb201.py:asha_foo", "--out=W"],
     r"configs: configs/multifidelity_nb201\.py:asha_foo: get_config: arg must be .* got 'asha_foo'$",
   ),
+  (
+    ["launch/compare.py", "--configs=configs/ea_synthetic.py", "--set=task.epochs=3", "--out=W"],
+    r"--set=task\.epochs=\.\.\.: not a field of configs/ea_synthetic\.py: config\.task has no field 'epochs'",
+  ),
   (["launch/distance.py", "--archs=/nonexistent.json", "--out=W"], r"nonexistent\.json: cannot read a JSON list"),
   (["launch/distance.py", "--archs=ONE", "--out=W"], r"--archs: .* holds one architecture; a distance needs two"),
   (["launch/nb201_table.py", "--out=W", "--datasets=mnist"], r"--datasets: \['mnist'\] unknown"),
