@@ -131,8 +131,13 @@ def _check_flags() -> dict:
     chosen = FLAGS[flag].value
     if chosen is not None and (not chosen or set(chosen) - set(known)):
       raise ValueError(
-        f"--{flag}={','.join(chosen)}: {', '.join(sorted(set(chosen) - set(known))) or 'none given'} not on"
-        f" --spaces={','.join(FLAGS.spaces)}; choose among {', '.join(known)}"
+        f"--{flag}={','.join(chosen)}: "
+        + (
+          f"{', '.join(sorted(set(chosen) - set(known)))} not on --spaces={','.join(FLAGS.spaces)}"
+          if chosen
+          else "empty"
+        )
+        + f"; choose among {', '.join(known)}"
       )
   path = os.path.join(FLAGS.out, RESULTS)
   if not os.path.exists(path):
