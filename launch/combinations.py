@@ -129,16 +129,12 @@ def _check_flags() -> dict:
   for flag, names_for in (("featurizers", featurizers_for), ("optimizers", optimisers_for)):
     known = list(dict.fromkeys(n for kind in FLAGS.spaces for n in names_for(kind)))
     chosen = FLAGS[flag].value
-    if chosen is not None and (not chosen or set(chosen) - set(known)):
-      raise ValueError(
-        f"--{flag}={','.join(chosen)}: "
-        + (
-          f"{', '.join(sorted(set(chosen) - set(known)))} not on --spaces={','.join(FLAGS.spaces)}"
-          if chosen
-          else "empty"
-        )
-        + f"; choose among {', '.join(known)}"
-      )
+    if chosen is None:
+      continue
+    bad = sorted(set(chosen) - set(known))
+    if bad or not chosen:
+      what = f"{', '.join(bad)} not on --spaces={','.join(FLAGS.spaces)}" if chosen else "empty"
+      raise ValueError(f"--{flag}={','.join(chosen)}: {what}; choose among {', '.join(known)}")
   path = os.path.join(FLAGS.out, RESULTS)
   if not os.path.exists(path):
     return {}
