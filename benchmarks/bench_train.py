@@ -4,7 +4,8 @@ peak RSS of each network, each trained in its own process so that RSS is per net
 Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_train.py [--epochs=3] [--indices=0,7]
 Each child runs `training.evaluate` (same TrainConfig as configs/train_pool.py apart from epochs)
 and reports its own peak RSS (getrusage, RUSAGE_SELF). The script asserts that every network
-learns (validation accuracy above 0.3; chance is 0.1) and exits 1 if a network exceeds 1 GiB.
+learns (validation accuracy above 0.3; chance is 0.1) and exits 1 if a network exceeds 1 GiB
+(on the CPU backend only: a GPU runtime's own libraries take more host memory than that).
 """
 
 import argparse
@@ -93,9 +94,12 @@ def main():
       f" {r['compile_seconds']:>9.2f} {r['peak_rss_mib']:>7.0f} {r['wall_seconds']:>6.1f}"
     )
   total, peak = sum(r["wall_seconds"] for r in rows), max(r["peak_rss_mib"] for r in rows)
-  print(f"total wall {total:.0f} s; max RSS {peak:.0f} MiB (target < {RSS_TARGET_MIB:.0f})")
+  # The target is the CPU backend's: on an H200 the CUDA runtime alone kept 4.9-5.2 GiB of host RSS.
+  on_cpu = rows[0]["device"].startswith("cpu")
+  target = f"target < {RSS_TARGET_MIB:.0f}" if on_cpu else "no target off the CPU backend"
+  print(f"total wall {total:.0f} s; max RSS {peak:.0f} MiB ({target})")
   assert all(r["val_accuracy"] > 0.3 for r in rows), "a network did not learn: see val acc"
-  if any(r["peak_rss_mib"] >= RSS_TARGET_MIB for r in rows):
+  if on_cpu and any(r["peak_rss_mib"] >= RSS_TARGET_MIB for r in rows):
     sys.exit(f"peak RSS of some network is over {RSS_TARGET_MIB:.0f} MiB")
 
 
