@@ -192,8 +192,8 @@ def sinkhorn_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size, config) -> np.
   Iteration counts are heavy-tailed (most problems need < 100, a few thousands) and a vmapped
   loop runs as long as its slowest member, so each round runs _ROUND iterations on the problems
   still active, then drops the converged ones. Problems are grouped by trimmed size (a multiple
-  of SLOTS covering both networks) and run chunk_size * n_nu at a time, or in narrow chunks once
-  few are left: two compiled widths per size.
+  of SLOTS covering both networks) and run chunk_size * n_nu at a time, or in narrower chunks as
+  fewer are left: three compiled widths per size.
   """
   n_nu = len(nus)
   pair, nu = np.repeat(np.arange(len(ia)), n_nu), np.tile(nus, len(ia))
@@ -201,13 +201,16 @@ def sinkhorn_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size, config) -> np.
   f = np.zeros((len(pair), size.max() + 1), np.float32)
   g = np.zeros_like(f)
   d_bar = np.empty(len(pair))
+  # The last few problems of a size can take thousands of iterations: a third, tail width keeps
+  # them from paying for a narrow chunk of copies every round.
   wide = chunk_size * n_nu
+  narrow, tail = max(1, wide // 16), max(1, wide // 256)
   active = np.arange(len(pair))
   for _ in range(-(-config.max_iterations // _ROUND)):
     left = []
     for s in np.unique(size[active]):
       todo = active[size[active] == s]
-      width = wide if len(todo) > wide // 2 else max(1, wide // 16)
+      width = wide if len(todo) > wide // 2 else narrow if len(todo) > 2 * tail else tail
       for start in range(0, len(todo), width):
         sel = todo[start : start + width]
         idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
