@@ -1,9 +1,11 @@
-"""Seconds NASBOT takes to choose the next architecture with 100 evaluated networks, and where
-they go (the engine's own timing of the GP fit and of the EA over the acquisition).
+"""Seconds NASBOT takes to choose the next architecture with --n_evaluated networks evaluated (100
+by default), and where they go (the engine's own timing of the GP fit and of the EA over the
+acquisition).
 
-The paper reports 46.13 s per choice (Sec. 5, on its own hardware); the target here is <= 2 s on
-2 CPU cores. The evaluated networks are the CNN pool plus mutants, scored by the synthetic f1, so
-the run needs no training. Compile time (first call at each capacity) is reported on its own.
+The paper reports 46.13 s per choice (Sec. 5, on its own hardware); the targets here are <= 2 s on
+2 CPU cores, and <= 20 s with --n_evaluated=500. The evaluated networks are the CNN pool plus
+mutants, scored by the synthetic f1, so the run needs no training. Compile time (first call at
+each capacity) is reported on its own.
 
 Then the same proposals with warm refits (`refit_every` = k, the strategy's speed option): the
 GP's full multi-start fit is made once per k evaluations and each proposal in between refits
@@ -30,6 +32,7 @@ from nas_jax.spaces.space import layer_graph_space  # noqa: E402
 from nas_jax.tasks.synthetic import synthetic_task  # noqa: E402
 
 FLAGS = flags.FLAGS
+TARGETS = {100: 2.0, 500: 20.0}  # seconds per proposal by networks evaluated (issue 23)
 flags.DEFINE_integer("n_evaluated", 100, "Networks already evaluated.")
 flags.DEFINE_enum("solver", "exact", ["exact", "sinkhorn"], "OTMANN solver.")
 flags.DEFINE_integer("repeats", 3, "Timed proposals after the warm-up one.")
@@ -114,10 +117,9 @@ def main(argv):
   )
   print(f"distance cache for {FLAGS.n_evaluated} networks (once per search): {t_update:.2f} s")
   print(f"first proposal (includes compilation): {t_first:.2f} s")
-  print(
-    f"proposal, median of {FLAGS.repeats}: {med:.2f} s  (paper 46.13 s: {46.13 / med:.1f}x; "
-    f"target <= 2 s: {'met' if med <= 2 else 'missed'})"
-  )
+  target = TARGETS.get(FLAGS.n_evaluated)
+  verdict = f"target <= {target:g} s: {'met' if med <= target else 'missed'}" if target else "no target at this size"
+  print(f"proposal, median of {FLAGS.repeats}: {med:.2f} s  (paper 46.13 s: {46.13 / med:.1f}x; {verdict})")
   print(
     f"  of which GP fit (featurize the pending, {FLAGS.n_starts} x {FLAGS.fit_steps} steps): {fit:.2f} s,"
     f" EA over the acquisition (candidate distances, predictions, mutations, keys): {acq:.2f} s,"
