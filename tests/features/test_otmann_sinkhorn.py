@@ -53,6 +53,21 @@ def test_mlp_pool():
   _check_close(*_both(pools.initial_pool("mlp")[:6], nu_str=NU))
 
 
+def test_the_last_problems_of_a_size_run_at_the_tail_width(monkeypatch):
+  """Rounds narrow from the full chunk (256 pairs x 4 nu) to 64 and then 4 problems as problems
+  converge, and the problems carried in those narrow rounds still get their own values."""
+  widths = []
+  solve = otmann_solvers._sinkhorn_round
+
+  def recorded(pa, *args, **kwargs):
+    widths.append(len(pa.n))
+    return solve(pa, *args, **kwargs)
+
+  monkeypatch.setattr(otmann_solvers, "_sinkhorn_round", recorded)
+  _check_close(*_both(pools.initial_pool("mlp")[:6], nu_str=NU))
+  assert set(widths) <= {1024, 64, 4} and 4 in widths, sorted(set(widths))
+
+
 def test_padding_never_changes_the_result():
   rng = np.random.default_rng(0)
   objs = [random_arch.random_json("mlp", rng, max_layers=8) for _ in range(3)]
