@@ -37,7 +37,7 @@ import optax
 
 from nas_jax.arch import conditional_point as cond_point
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import train_task
+from nas_jax.tasks import train_steps, train_task
 from nas_jax.tasks.datasets import TASKS, Dataset
 
 __all__ = ["PointResults", "train_points", "evaluate_point", "conditional_task"]
@@ -187,7 +187,7 @@ def _epoch(s: _Settings, state, keys, epoch, data, classification: bool, micro: 
     epoch: [] int32; data: (x_train, y_train, x_val, y_val, x_test, y_test).
   """
   x, y, x_val, y_val, x_test, y_test = data
-  perm = jax.random.permutation(jax.random.fold_in(keys[0], epoch), x.shape[0])
+  perm = train_steps.epoch_order(keys[0], epoch, x.shape[0])
   dropout_key = jax.random.fold_in(keys[1], epoch)
 
   def step(carry, t):

@@ -59,6 +59,15 @@ def _programs(padding, num_inputs, num_outputs, classification, train_config, st
   return run_epoch, run_eval, tx
 
 
+@functools.partial(jax.jit, static_argnames="n")
+def _epoch_orders(shuffle_keys: jax.Array, epoch: int, n: int) -> jax.Array:
+  """[P, n] int32: each network's `train_steps.epoch_order`, in one call. Drawn eagerly one network
+  at a time they took 59 ms an epoch at P = 128 on 2 CPU cores (6.7 ms in one call), and on an
+  H200, where a population's epoch grew by about 1.9 ms per network from P = 32 to 128, eager
+  dispatches cost more still."""
+  return jax.vmap(lambda k: train_steps.epoch_order(k, epoch, n))(shuffle_keys).astype(jnp.int32)
+
+
 def data_widths(dataset: Dataset) -> tuple[int, int]:
   """(D, K): the padded program's input features and decision outputs (the class count for
   classification, 1 for regression)."""
@@ -140,9 +149,7 @@ def train_population(
   params = [padded_mlp.init_params(k[0], lay, padding, num_inputs) for k, lay in zip(split, layouts)]
   state = _stack([train_steps.initial_state(tx, {"params": p}) for p in params])
   n = x_train.shape[0]
-  perms = lambda epoch: jnp.stack([jax.random.permutation(jax.random.fold_in(k[1], epoch), n) for k in split]).astype(
-    jnp.int32
-  )
+  shuffle_keys = jnp.stack([k[1] for k in split])
 
   records = [[] for _ in archs]
   kept: list[Any] = [None] * len(archs)
@@ -150,7 +157,8 @@ def train_population(
   train_s = eval_s = 0.0
   for epoch in range(1, train_config.epochs + 1):
     t0 = time.perf_counter()
-    state, _ = jax.block_until_ready(run_epoch(state, nets, x_train, y_train, perms(epoch)))
+    perms = _epoch_orders(shuffle_keys, epoch, n)
+    state, _ = jax.block_until_ready(run_epoch(state, nets, x_train, y_train, perms))
     t1 = time.perf_counter()
     loss, err = (np.asarray(v) for v in run_eval(state, nets, x_eval, y_eval, valid))
     eval_s += time.perf_counter() - t1

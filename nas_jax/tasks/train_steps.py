@@ -18,6 +18,7 @@ __all__ = [
   "initial_state",
   "example_losses",
   "train_epoch",
+  "epoch_order",
   "eval_sums",
   "padded_batches",
 ]
@@ -93,6 +94,12 @@ def train_epoch(apply: Apply, tx, classification, steps, batch_size, state: Trai
 
   state, losses = jax.lax.scan(step, state, batches)
   return state, losses.mean()
+
+
+def epoch_order(shuffle_key: jax.Array, epoch, n: int) -> jax.Array:
+  """[n] int: the order of the n training examples in `epoch`, drawn from a network's shuffle key,
+  the same whether the network trains alone or in a population."""
+  return jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), n)
 
 
 def eval_sums(apply: Apply, classification, state: TrainState, x, y, valid):

@@ -322,7 +322,7 @@ def _train(
   abstract = jax.eval_shape(functools.partial(train_steps.initial_state, tx), shapes)
   apply = train_steps.flax_apply(model)
   epoch_fn = functools.partial(train_steps.train_epoch, apply, tx, classification, steps, train_config.batch_size)
-  perm = lambda epoch: jax.random.permutation(jax.random.fold_in(shuffle_key, epoch), x_train.shape[0])
+  perm = lambda epoch: train_steps.epoch_order(shuffle_key, epoch, x_train.shape[0])
   # Donating the state lets XLA update parameters and optimizer moments in place.
   run_epoch = jax.jit(epoch_fn, donate_argnums=0).lower(abstract, x_train, y_train, perm(0)).compile()
   eval_fn = functools.partial(train_steps.eval_sums, apply, classification)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools, random_arch
-from nas_jax.tasks import datasets, models, padded_mlp, padded_training, trainers, training
+from nas_jax.tasks import datasets, models, padded_mlp, padded_training, train_steps, trainers, training
 
 D = 12
 RANDOM = [
@@ -143,6 +143,15 @@ def test_padded_training_follows_specialised_training():
     padded = padded_training.evaluate(arch, DIABETES, SHORT, jax.random.key(i))
     np.testing.assert_allclose(padded.val_errors, spec.val_errors, rtol=1e-4)
     assert padded.test_error == pytest.approx(spec.test_error, rel=1e-4)
+
+
+def test_a_population_draws_each_networks_data_order_as_alone():
+  keys = jnp.stack([jax.random.split(jax.random.key(i))[1] for i in range(5)])
+  for epoch in (1, 7):
+    together = np.asarray(padded_training._epoch_orders(keys, epoch, 300))
+    alone = np.stack([np.asarray(train_steps.epoch_order(k, epoch, 300)) for k in keys])
+    np.testing.assert_array_equal(together, alone)
+    assert together.dtype == np.int32 and len(set(map(tuple, together))) == 5
 
 
 def test_a_population_trains_each_network_as_alone_with_its_own_stopping():
