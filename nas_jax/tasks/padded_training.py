@@ -62,9 +62,8 @@ def _programs(padding, num_inputs, num_outputs, classification, train_config, st
 @functools.partial(jax.jit, static_argnames="n")
 def _epoch_orders(shuffle_keys: jax.Array, epoch: int, n: int) -> jax.Array:
   """[P, n] int32: each network's `train_steps.epoch_order`, in one call. Drawn eagerly one network
-  at a time they took 59 ms an epoch at P = 128 on 2 CPU cores (6.7 ms in one call), and on an
-  H200, where a population's epoch grew by about 1.9 ms per network from P = 32 to 128, eager
-  dispatches cost more still."""
+  at a time they took 59 ms an epoch at P = 128 on 2 CPU cores (6.7 ms in one call); on an H200 a
+  population's epoch then grew by about 1.9 ms per network from P = 32 to 128."""
   return jax.vmap(lambda k: train_steps.epoch_order(k, epoch, n))(shuffle_keys).astype(jnp.int32)
 
 
