@@ -89,13 +89,9 @@ def _bad_override(argv: list) -> str | None:
     config = config_files.load_config(spec)
   except Exception:  # the config file's own error is reported as before
     return None
-  for arg in argv:
-    if arg.startswith("--config."):
-      flag = arg.split("=", 1)[0]
-      why = config_files.missing_field(config, flag[len("--config.") :])
-      if why:
-        return f"{flag}: no such field in {spec}: {why}"
-  return None
+  keys = [arg.split("=", 1)[0][len("--config.") :] for arg in argv if arg.startswith("--config.")]
+  missing = config_files.first_missing_field(config, keys)
+  return f"--config.{missing[0]}: no such field in {spec}: {missing[1]}" if missing else None
 
 
 def _parse(argv: list) -> list:

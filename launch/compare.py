@@ -79,11 +79,9 @@ def main(argv):
   except ValueError as e:
     raise app.UsageError(f"--set: {e}") from None
   for spec in FLAGS.configs or ():  # named here as --set, not as the library's `overrides`
-    config = config_files.load_config(spec)
-    for key in overrides:
-      why = config_files.missing_field(config, key)
-      if why:
-        raise app.UsageError(f"--set={key}=...: not a field of {spec}: {why}")
+    missing = config_files.first_missing_field(config_files.load_config(spec), list(overrides))
+    if missing:
+      raise app.UsageError(f"--set={missing[0]}=...: not a field of {spec}: {missing[1]}")
   compare.compare(
     FLAGS.configs,
     seeds,

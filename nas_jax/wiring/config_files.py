@@ -11,7 +11,7 @@ from typing import Sequence
 
 import ml_collections
 
-__all__ = ["load_config", "parse_overrides", "apply_overrides", "missing_field"]
+__all__ = ["load_config", "parse_overrides", "apply_overrides", "missing_field", "first_missing_field"]
 
 
 def load_config(spec: str) -> ml_collections.ConfigDict:
@@ -57,12 +57,22 @@ def missing_field(config: ml_collections.ConfigDict, key: str) -> str | None:
   return None
 
 
-def apply_overrides(config: ml_collections.ConfigDict, overrides: dict, spec: str) -> None:
-  """Sets each dotted field of `overrides` in `config`; a field the config lacks is an error."""
-  for key, value in overrides.items():
+def first_missing_field(config: ml_collections.ConfigDict, keys: Sequence[str]) -> tuple[str, str] | None:
+  """(key, why) for the first dotted key that is not a field of `config`; None when all are."""
+  for key in keys:
     why = missing_field(config, key)
     if why:
-      raise ValueError(f"overrides: {key!r} is not a field of {spec}: {why}")
+      return key, why
+  return None
+
+
+def apply_overrides(config: ml_collections.ConfigDict, overrides: dict, spec: str) -> None:
+  """Sets each dotted field of `overrides` in `config`; a field the config lacks is an error,
+  raised before any field is set."""
+  missing = first_missing_field(config, list(overrides))
+  if missing:
+    raise ValueError(f"overrides: {missing[0]!r} is not a field of {spec}: {missing[1]}")
+  for key, value in overrides.items():
     *parents, leaf = key.split(".")
     section = config
     for name in parents:

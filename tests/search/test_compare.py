@@ -133,6 +133,11 @@ def test_missing_field_says_what_is_there():
   assert config_files.missing_field(c, "strategy.n") == "config.strategy is a str ('ea'), not a group of fields"
   with pytest.raises(ValueError, match=r"'task\.epochs' is not a field of S: config\.task has no field 'epochs'"):
     config_files.apply_overrides(c, {"task.function": "f0", "task.epochs": 3}, "S")
+  assert c.task.function == "f1"  # nothing was set
+  assert config_files.first_missing_field(c, ["budget", "task.epochs", "x"]) == (
+    "task.epochs",
+    "config.task has no field 'epochs'; its fields are delay_s, function",
+  )
   config_files.apply_overrides(c, {"task.function": "f0", "budget": 5}, "S")
   assert (c.task.function, c.budget) == ("f0", 5)
 
