@@ -95,6 +95,13 @@ def timed(fn, repeats):
   return statistics.median(times), out
 
 
+def cold_then_timed(fn, repeats):
+  """The first call's wall time (compiles included), then `timed(fn, repeats)`."""
+  t = time.perf_counter()
+  fn()
+  return (time.perf_counter() - t, *timed(fn, repeats))
+
+
 def lp_share(archs):
   """Seconds spent inside the network simplex during one exact run: the floor of that solver."""
   spent, solve = [0.0], otmann_solvers._solve_lps
@@ -163,10 +170,8 @@ def main():
   results = {}
   for solver in otmann.SOLVERS:
     run = lambda: otmann.otmann_distances(archs, solver=solver, nu_str=NU, params=PARAMS)
-    t0 = time.perf_counter()
-    run()
-    first = time.perf_counter() - t0
-    results[solver] = (*timed(run, args.repeats), first)
+    first, t, r = cold_then_timed(run, args.repeats)
+    results[solver] = (t, r, first)
   exact, sink = results["exact"][1], results["sinkhorn"][1]
 
   np.testing.assert_allclose(exact.d, d_base, rtol=1e-9, atol=1e-6)
@@ -194,10 +199,7 @@ def main():
   first = None
   for n in sizes:
     run = lambda: otmann.otmann_distances(pool[:n], solver="exact", nu_str=nu, params=PARAMS)
-    t0 = time.perf_counter()
-    run()
-    cold = time.perf_counter() - t0
-    t, r = timed(run, 1)
+    cold, t, r = cold_then_timed(run, 1)
     rss = checked_peak_rss(r)
     first = first or (n, t)
     growth = (t / first[1]) / (n / first[0]) ** 2
@@ -214,10 +216,7 @@ def main():
     run = lambda: otmann.otmann_distances(
       large, solver="sinkhorn", nu_str=nu, params=PARAMS, chunk_size=args.chunk_size
     )
-    t0 = time.perf_counter()
-    run()
-    cold = time.perf_counter() - t0
-    t, r = timed(run, 1)
+    cold, t, r = cold_then_timed(run, 1)
     rss = checked_peak_rss(r)
     print(
       f"sinkhorn {n}x{n} ({n * (n - 1) // 2} pairs, nu_str {args.large_nu}, {args.chunk_size} pairs a call):"
