@@ -28,11 +28,15 @@ __all__ = [
   "kernel_sampler",
   "ACTIVATIONS",
   "KERNEL_INIT",
+  "BN_MOMENTUM",
+  "BN_EPSILON",
+  "conv_same",
 ]
 
 Role = labels_lib.Role
 _F32 = jnp.float32
-_BN_MOMENTUM = 0.9  # short trainings: 0.99 would leave the running stats near their initial values
+BN_MOMENTUM = 0.9  # short trainings: 0.99 would leave the running stats near their initial values
+BN_EPSILON = 1e-5  # flax's default, named for the padded CNN's batch norm
 # Conv and dense kernels: N(0, 1/fan_in), fan_in = prod(shape[:-1]) (LeCun, untruncated); the
 # distribution that `init_variables` draws on the host.
 KERNEL_INIT = nn.initializers.variance_scaling(1.0, "fan_in", "normal")
@@ -162,9 +166,15 @@ class _Conv(nn.Module):
   def __call__(self, x: jax.Array) -> jax.Array:
     k, s = self.kernel, self.stride
     w = self.param("kernel", self.kernel_init, (k, k, x.shape[-1], self.units), _F32)
-    if max(x.shape[1:3]) <= k or jax.default_backend() == "cpu":
-      return _conv_by_patches(x, w, s)
-    return jax.lax.conv_general_dilated(x, w, (s, s), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return conv_same(x, w, s)
+
+
+def conv_same(x: jax.Array, w: jax.Array, s: int) -> jax.Array:
+  """`_Conv`'s computation: [B, H, W, C] x [k, k, C, O] -> [B, ceil(H/s), ceil(W/s), O], SAME
+  padding, by patches on CPU and on images no larger than the kernel, else by `lax.conv`."""
+  if max(x.shape[1:3]) <= w.shape[0] or jax.default_backend() == "cpu":
+    return _conv_by_patches(x, w, s)
+  return jax.lax.conv_general_dilated(x, w, (s, s), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
 class _ConvBN(nn.Module):
@@ -178,7 +188,9 @@ class _ConvBN(nn.Module):
   @nn.compact
   def __call__(self, x: jax.Array, train: bool) -> jax.Array:
     x = _Conv(self.units, self.kernel, self.stride, self.kernel_init, name="conv")(x)
-    bn = nn.BatchNorm(use_running_average=not train, momentum=_BN_MOMENTUM, dtype=_F32, param_dtype=_F32, name="bn")
+    bn = nn.BatchNorm(
+      use_running_average=not train, momentum=BN_MOMENTUM, epsilon=BN_EPSILON, dtype=_F32, param_dtype=_F32, name="bn"
+    )
     return bn(x)
 
 

@@ -31,6 +31,7 @@ __all__ = [
   "padding_for",
   "encode",
   "apply",
+  "average_decisions",
   "to_padded",
   "to_specialised",
   "init_params",
@@ -239,11 +240,20 @@ def apply(params: dict[str, Any], net: PaddedNet, x: jax.Array, decision: str) -
     buffer = buffer.at[j + 1].set(jnp.pad(out, ((0, 0), (0, feat - out.shape[-1]))))
   dec_in = jax.vmap(gather, (None, 0, 0))(buffer, net.parents[lay:], net.parent_mask[lay:])  # [Dm, P, B, F]
   z = jnp.einsum("dpbf,dpfk->dbk", dec_in, params["decision_kernel"]) + params["decision_bias"][:, None]
-  real = net.decision_mask[:, None, None] > 0
-  if decision == "softmax":  # log of the mean probability over the real decision layers
+  return average_decisions(z, net.decision_mask, decision)
+
+
+def average_decisions(z: jax.Array, decision_mask: jax.Array, decision: str) -> jax.Array:
+  """`ArchNet`'s op over padded decision slots: z [Dm, B, K] outputs, decision_mask [Dm].
+
+  Returns:
+    [B, K] log of the mean probability over the real slots (softmax), or [B] their mean (linear).
+  """
+  real = decision_mask[:, None, None] > 0
+  if decision == "softmax":
     logp = jnp.where(real, jax.nn.log_softmax(z), -jnp.inf)
-    return jax.nn.logsumexp(logp, axis=0) - jnp.log(net.decision_mask.sum())
-  return jnp.where(real, z, 0.0).sum(0)[:, 0] / net.decision_mask.sum()
+    return jax.nn.logsumexp(logp, axis=0) - jnp.log(decision_mask.sum())
+  return jnp.where(real, z, 0.0).sum(0)[:, 0] / decision_mask.sum()
 
 
 def param_shapes(padding: Padding, num_inputs: int, num_outputs: int) -> dict[str, Any]:

@@ -1,9 +1,9 @@
-"""Trains populations of MLPs through one compiled program (the padded MLP under `jax.vmap`).
+"""Trains populations of networks through one compiled program (a padded model under `jax.vmap`).
 
-`training.evaluate` compiles a program per network. Here the networks are data (`padded_mlp`): P
-networks of one padding train together, each with its own key, data order and early stopping,
-through programs compiled once per (padding, data shapes, TrainConfig, P) in a process and reused
-by every later population of that shape. Each network's result equals training it alone with the
+`training.evaluate` compiles a program per network. Here the networks are data (`padded_mlp`,
+`padded_cnn`): P networks of one kind and padding train together, each with its own key, data
+order and early stopping, through programs compiled once per (kind, padding, data shapes,
+TrainConfig, P) in a process and reused by every later population of that shape. Each network's result equals training it alone with the
 same key (the same initial kernels and shuffles as `training.evaluate`, to float tolerance).
 """
 
@@ -18,24 +18,26 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import padded_mlp, train_steps, training
+from nas_jax.tasks import padded_models, train_steps, training
 from nas_jax.tasks.datasets import Dataset
 
-__all__ = ["train_population", "evaluate", "data_widths"]
+__all__ = ["train_population", "evaluate"]
 
 
 @functools.lru_cache(maxsize=16)
-def _programs(padding, num_inputs, num_outputs, classification, train_config, steps, population, shapes):
+def _programs(kind, padding, num_outputs, classification, train_config, steps, population, shapes):
   """(run_epoch, run_eval, tx): the population's compiled epoch and evaluation, and its optimizer.
 
-  shapes: ((n, D) training inputs, (nb, b, D) evaluation batches); the compiled programs take
+  shapes: ((n, ...) training inputs, (nb, b, ...) evaluation batches); the compiled programs take
   stacked states, nets and permutations (leading axis `population`).
   """
+  model = padded_models.model_for(kind)
   tx = training.make_optimizer(train_config, steps * train_config.epochs)
   decision = "softmax" if classification else "linear"
+  input_shape = shapes[0][1:]
 
   def forward(net):
-    return lambda params, batch_stats, x, train: (padded_mlp.apply(params, net, x, decision), batch_stats)
+    return lambda params, batch_stats, x, train: model.apply(params, batch_stats, net, x, decision, train)
 
   def epoch(state, net, x, y, perm):
     return train_steps.train_epoch(forward(net), tx, classification, steps, train_config.batch_size, state, x, y, perm)
@@ -43,13 +45,15 @@ def _programs(padding, num_inputs, num_outputs, classification, train_config, st
   def evaluate(state, net, x, y, valid):
     return train_steps.eval_sums(forward(net), classification, state, x, y, valid)
 
-  (n, d), eval_shape = shapes
+  (n, *_), eval_shape = shapes
   spec = lambda shape, dtype=jnp.float32: jax.ShapeDtypeStruct((population, *shape), dtype)
-  params = jax.tree.map(lambda a: spec(a.shape, a.dtype), padded_mlp.param_shapes(padding, num_inputs, num_outputs))
-  state = jax.eval_shape(jax.vmap(lambda p: train_steps.initial_state(tx, {"params": p})), params)
-  net = jax.tree.map(lambda a: spec(a.shape, a.dtype), padded_mlp.net_shapes(padding))
+  stacked = lambda tree: jax.tree.map(lambda a: spec(a.shape, a.dtype), tree)
+  params, stats = stacked(model.variable_shapes(padding, input_shape, num_outputs))
+  initial = lambda p, s: train_steps.initial_state(tx, {"params": p, "batch_stats": s})
+  state = jax.eval_shape(jax.vmap(initial), params, stats)
+  net = stacked(model.net_shapes(padding, input_shape))
   y_dtype = jnp.int32 if classification else jnp.float32
-  x_train, y_train = jax.ShapeDtypeStruct((n, d), jnp.float32), jax.ShapeDtypeStruct((n,), y_dtype)
+  x_train, y_train = jax.ShapeDtypeStruct(shapes[0], jnp.float32), jax.ShapeDtypeStruct((n,), y_dtype)
   x_eval = jax.ShapeDtypeStruct(eval_shape, jnp.float32)
   y_eval, valid = jax.ShapeDtypeStruct(eval_shape[:2], y_dtype), jax.ShapeDtypeStruct(eval_shape[:2], jnp.float32)
   # Donating the stacked state lets XLA update parameters and optimizer moments in place.
@@ -67,13 +71,6 @@ def _epoch_orders(shuffle_keys: jax.Array, epoch: int, n: int) -> jax.Array:
   return jax.vmap(lambda k: train_steps.epoch_order(k, epoch, n))(shuffle_keys).astype(jnp.int32)
 
 
-def data_widths(dataset: Dataset) -> tuple[int, int]:
-  """(D, K): the padded program's input features and decision outputs (the class count for
-  classification, 1 for regression)."""
-  k = dataset.num_classes if dataset.task == "classification" else 1
-  return dataset.x_train.shape[1], k
-
-
 def _stack(trees: Sequence[Any]) -> Any:
   return jax.tree.map(lambda *leaves: jnp.stack([jnp.asarray(a) for a in leaves]), *trees)
 
@@ -84,27 +81,30 @@ def train_population(
   train_config: training.TrainConfig,
   keys: Sequence[jax.Array],
   *,
-  padding: padded_mlp.Padding | None = None,
+  padding: Any = None,
   keep_variables: bool = False,
 ) -> list[training.EvalResult]:
-  """Trains mlp networks together and scores each by its best validation error, as `training.evaluate`.
+  """Trains networks together and scores each by its best validation error, as `training.evaluate`.
 
   Args:
-    archs: P unbatched mlp Architectures that fit the dataset (`training.check_match`).
+    archs: P unbatched Architectures of one kind with a padded model (`padded_models.KINDS`)
+      that fit the dataset (`training.check_match`).
     dataset: the data.
     train_config: a TrainConfig, shared by the population.
     keys: P jax PRNG keys; network i's initialisation and shuffles derive from keys[i] exactly as
       in `training.evaluate(archs[i], ..., keys[i])`.
-    padding: the padding to run them in; `padded_mlp.padding_for(archs)` when None.
-    keep_variables: return each network's best-epoch `ArchNet` params in `EvalResult.variables`.
+    padding: the padding to run them in (`padded_mlp.Padding` or `padded_cnn.Padding`); the
+      model's `padding_for(archs)` when None.
+    keep_variables: return each network's best-epoch `ArchNet` variables in `EvalResult.variables`.
 
   Returns:
     P EvalResults. Their train, eval and compile seconds are each network's share (1/P) of the
     population's; compile seconds are 0 when this process already compiled the programs.
 
   Raises:
-    ValueError / TypeError: a bad config, a network that is not an mlp or does not fit the data or
-      the padding, or keys that do not match the networks.
+    ValueError / TypeError: a bad config, networks of mixed kinds or of a kind with no padded
+      model, a network that does not fit the data or the padding, or keys that do not match the
+      networks.
   """
   training.check_config(train_config)
   archs = list(archs)
@@ -112,16 +112,16 @@ def train_population(
     raise ValueError(
       f"train_population: {len(archs)} networks and {len(keys)} keys; expected one key per network (>= 1)"
     )
+  kinds = sorted({getattr(a, "kind", type(a).__name__) for a in archs})
+  if len(kinds) != 1:
+    raise ValueError(f"train_population: networks of kinds {kinds}; a population is of one kind")
+  model = padded_models.model_for(kinds[0])
   for arch in archs:
-    if getattr(arch, "kind", None) != "mlp":
-      raise ValueError(
-        f"train_population: a {getattr(arch, 'kind', '?')!r} network; the padded trainer runs mlp networks"
-      )
     training.check_match(arch, dataset, train_config)
-  padding = padded_mlp.padding_for(archs) if padding is None else padding
+  input_shape, num_outputs = padded_models.data_shapes(dataset)
+  padding = model.padding_for(archs, input_shape) if padding is None else padding
   classification = dataset.task == "classification"
-  num_inputs, num_outputs = data_widths(dataset)
-  encoded = [padded_mlp.encode(a, padding, num_inputs, num_outputs) for a in archs]
+  encoded = [model.encode(a, padding, input_shape, num_outputs) for a in archs]
   nets, layouts = _stack([e[0] for e in encoded]), [e[1] for e in encoded]
   steps = dataset.x_train.shape[0] // train_config.batch_size
   n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
@@ -141,12 +141,12 @@ def train_population(
   t0 = time.perf_counter()
   shapes = (tuple(x_train.shape), tuple(x_eval.shape))
   run_epoch, run_eval, tx = _programs(
-    padding, num_inputs, num_outputs, classification, train_config, steps, len(archs), shapes
+    kinds[0], padding, num_outputs, classification, train_config, steps, len(archs), shapes
   )
   compile_s = time.perf_counter() - t0
   split = [jax.random.split(k) for k in keys]
-  params = [padded_mlp.init_params(k[0], lay, padding, num_inputs) for k, lay in zip(split, layouts)]
-  state = _stack([train_steps.initial_state(tx, {"params": p}) for p in params])
+  variables = [model.init(k[0], lay, padding, input_shape, num_outputs) for k, lay in zip(split, layouts)]
+  state = _stack([train_steps.initial_state(tx, {"params": p, "batch_stats": s}) for p, s in variables])
   n = x_train.shape[0]
   shuffle_keys = jnp.stack([k[1] for k in split])
 
@@ -165,8 +165,8 @@ def train_population(
     for i in running:
       records[i].append(training.epoch_record(loss[i], err[i], n_val_batches, n_val, n_test))
       if keep_variables and training.best_epoch([r[0] for r in records[i]]) == epoch:
-        mine = jax.tree.map(lambda a, i=i: np.array(a[i]), state.params)
-        kept[i] = {"params": padded_mlp.to_specialised(mine, layouts[i])}
+        mine = jax.tree.map(lambda a, i=i: np.array(a[i]), (state.params, state.batch_stats))
+        kept[i] = model.to_specialised(*mine, layouts[i])
     # A stopped network's state keeps changing with the population's, but its records are closed.
     running = [i for i in running if not training.stops(records[i], train_config)]
     if not running:
@@ -184,7 +184,7 @@ def evaluate(
   train_config: training.TrainConfig,
   key: jax.Array,
   *,
-  padding: padded_mlp.Padding | None = None,
+  padding: Any = None,
 ) -> training.EvalResult:
   """`training.evaluate` through the padded program: a population of one."""
   return train_population([arch], dataset, train_config, [key], padding=padding)[0]

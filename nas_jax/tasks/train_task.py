@@ -13,7 +13,7 @@ import functools
 import json
 import math
 import os
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import checkpoints, datasets, padded_mlp, padded_training, trainers, training, weights
+from nas_jax.tasks import checkpoints, datasets, padded_models, padded_training, trainers, training, weights
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
 __all__ = ["train_task", "TrainEvaluate", "task_result", "load_dataset"]
@@ -96,15 +96,15 @@ class TrainEvaluate(NamedTuple):
 
   def many(self, calls: list[tuple]) -> list[TaskResult]:
     """The results of [(arch_json, seed) or (arch_json, seed, fidelity), ...], in order: with
-    trainer "padded", the mlp networks of each padding (`padded_mlp.padding_for`) train as one
+    trainer "padded", the networks of each padding (`padded_models.padding_of`) train as one
     population, each as if alone (`padded_training.train_population`); with another trainer, or
     fidelities, each trains as `__call__` trains it."""
     if self.trainer != "padded" or self.fidelities or any(len(c) > 2 and c[2] is not None for c in calls):
       return [self(*c) for c in calls]
     read = [self._read(c[0]) for c in calls]
-    groups: dict[padded_mlp.Padding, list[int]] = {}
-    for i, (arch, _) in enumerate(read):
-      groups.setdefault(padded_mlp.padding_for([arch]), []).append(i)
+    groups: dict[Any, list[int]] = {}
+    for i, (arch, data) in enumerate(read):
+      groups.setdefault(padded_models.padding_of(arch, data), []).append(i)
     results: list[TaskResult | None] = [None] * len(calls)
     data = read[0][1]
     for padding, members in groups.items():
@@ -189,7 +189,7 @@ def train_task(
     train_config: a `training.TrainConfig`.
     data_seed: seed of the train/validation/test split.
     target, task: for tables only: the target column and "regression" or "classification".
-    trainer: "specialised" (a program compiled per network), "padded" (mlp networks through one
+    trainer: "specialised" (a program compiled per network), "padded" (networks through one
       program per padding, `padded_training`) or "auto" (`trainers.choose`); the info of each
       result names the trainer used.
     fidelities: epochs a network may be evaluated at, e.g. (1, 3, 9): whole numbers >= 1,

@@ -3,11 +3,11 @@ shared padded one ("padded", `padded_training`), or the cheaper of the two by an
 
 The padded program is compiled once per padding in a process but does the arithmetic of the whole
 padding; the specialised one does only the network's arithmetic but compiles for every network.
-Compiling the padded program costs about what compiling one specialised MLP does, so it pays only
-when later networks reuse it. `auto` therefore trains the first network of each padding in a
+Compiling the padded program costs at least what compiling one specialised network does, so it pays
+only when later networks reuse it. `auto` therefore trains the first network of each padding in a
 process specialised, and a later one padded when the padded program's extra arithmetic, in seconds
-at a multiply-accumulate rate measured once per process on the default device (times
-`TRAINING_EFFICIENCY`), costs less than a specialised compile (`SPECIALISED_COMPILE_SECONDS`). Both
+at a multiply-accumulate rate measured once per process on the default device (times the kind's
+`TRAINING_EFFICIENCY`), costs less than a specialised compile (`SPECIALISED_COMPILE_SECONDS`). The
 constants were measured by benchmarks/bench_padded.py.
 """
 
@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import padded_mlp, padded_training, training
+from nas_jax.tasks import padded_models, padded_training, training
 from nas_jax.tasks.datasets import Dataset
 
 __all__ = [
@@ -35,21 +35,23 @@ __all__ = [
 ]
 
 TRAINERS = ("specialised", "padded", "auto")
-# Compiling one pool MLP's epoch and evaluation for diabetes: 1.1-1.7 s on the 2-core CPU of
-# benchmarks/bench_padded.py (jax 0.10, quiet machine). A lower bound elsewhere: bigger inputs
-# and networks compile longer.
-SPECIALISED_COMPILE_SECONDS = 1.2
-# A padded training step of a pool MLP reaches 20-27% of a lone [256, 512] x [512, 512] product's
-# rate on that CPU (22-29 GMAC/s against 109: the backward pass, Adam on every padded parameter);
-# 0.15 leaves a margin, so that auto errs towards the specialised program.
-TRAINING_EFFICIENCY = 0.15
+# Per kind. mlp: compiling one pool MLP's epoch and evaluation for diabetes took 1.1-1.7 s on the
+# 2-core CPU of benchmarks/bench_padded.py (jax 0.10, quiet machine). cnn: CNN_COMPILE_NOTE.
+# A lower bound elsewhere: bigger inputs and networks compile longer.
+SPECIALISED_COMPILE_SECONDS = {"mlp": 1.2, "cnn": 5.0}
+# Per kind. mlp: a padded training step of a pool MLP reaches 20-27% of a lone [256, 512] x
+# [512, 512] product's rate on that CPU (22-29 GMAC/s against 109: the backward pass, Adam on every
+# padded parameter); 0.15 leaves a margin, so that auto errs towards the specialised program.
+# cnn: CNN_EFFICIENCY_NOTE.
+TRAINING_EFFICIENCY = {"mlp": 0.15, "cnn": 0.05}
 # How many networks of each padding `evaluate` has trained in this process (a worker's history).
 _SEEN: collections.Counter = collections.Counter()
 
 
 def allowed(kind: str) -> tuple[str, ...]:
-  """The trainers a network kind can use: all for mlp, not "padded" for the others."""
-  return TRAINERS if kind == "mlp" else tuple(t for t in TRAINERS if t != "padded")
+  """The trainers a network kind can use: all for the kinds with a padded model (mlp and cnn), not
+  "padded" for the others."""
+  return TRAINERS if kind in padded_models.KINDS else tuple(t for t in TRAINERS if t != "padded")
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,33 +74,36 @@ def choose(
 ) -> str:
   """The trainer that trains `arch`: "specialised" or "padded".
 
-  "padded" needs an mlp (the padded model covers mlp layer graphs); "auto" picks "padded" for an
-  mlp when `seen` (networks of its padding trained before in this process) is at least 1 and the
+  "padded" needs a kind with a padded model (mlp or cnn layer graphs); "auto" picks "padded" for
+  one when `seen` (networks of its padding trained before in this process) is at least 1 and the
   padded program's extra multiply-accumulates over all epochs (forward and backward, 3x the
-  forward) take less time than `SPECIALISED_COMPILE_SECONDS`.
+  forward) take less time than the kind's `SPECIALISED_COMPILE_SECONDS`.
 
   Raises:
-    ValueError: an unknown trainer, or "padded" for a network that is not an mlp.
+    ValueError: an unknown trainer, or "padded" for a network of another kind.
   """
   if trainer not in TRAINERS:
     raise ValueError(f"trainer: {trainer!r} is unknown; choose one of: {', '.join(TRAINERS)}")
-  if arch.kind != "mlp":
+  if arch.kind not in padded_models.KINDS:
     if trainer == "padded":
       raise ValueError(
-        f"trainer: 'padded' trains mlp networks; this is a {arch.kind} network (use specialised or auto)"
+        f"trainer: 'padded' trains {' and '.join(padded_models.KINDS)} networks, not {arch.kind} ones"
+        " (use specialised or auto)"
       )
     return "specialised"
   if trainer != "auto":
     return trainer
   if seen < 1:
     return "specialised"
-  padding = padded_mlp.padding_for([arch])
-  num_inputs, num_outputs = padded_training.data_widths(dataset)
-  _, layout = padded_mlp.encode(arch, padding, num_inputs, num_outputs)
-  extra = padded_mlp.macs(padding, num_inputs, num_outputs) - padded_mlp.layout_macs(layout)
+  model = padded_models.model_for(arch.kind)
+  input_shape, num_outputs = padded_models.data_shapes(dataset)
+  padding = model.padding_for([arch], input_shape)
+  _, layout = model.encode(arch, padding, input_shape, num_outputs)
+  extra = model.macs(padding, input_shape, num_outputs) - model.layout_macs(layout)
   examples = (dataset.x_train.shape[0] // train_config.batch_size) * train_config.batch_size
-  seconds = 3 * extra * examples * train_config.epochs / (macs_per_second() * TRAINING_EFFICIENCY)
-  return "padded" if seconds < SPECIALISED_COMPILE_SECONDS else "specialised"
+  rate = macs_per_second() * TRAINING_EFFICIENCY[arch.kind]
+  seconds = 3 * extra * examples * train_config.epochs / rate
+  return "padded" if seconds < SPECIALISED_COMPILE_SECONDS[arch.kind] else "specialised"
 
 
 def evaluate(
@@ -106,7 +111,7 @@ def evaluate(
 ) -> tuple[training.EvalResult, str]:
   """Trains `arch` with the trainer `choose` picks, given the networks of its padding this process
   trained before; returns the result and that trainer's name."""
-  padding = padded_mlp.padding_for([arch]) if arch.kind == "mlp" else None
+  padding = padded_models.padding_of(arch, dataset) if arch.kind in padded_models.KINDS else None
   chosen = choose(trainer, arch, dataset, train_config, seen=_SEEN[padding])
   _SEEN[padding] += 1
   if chosen == "padded":

@@ -130,7 +130,7 @@ def _check_train(c: Any, kind: str) -> None:
     trainer in allowed,
     "task.trainer",
     trainer,
-    f"choose one of: {', '.join(allowed)}" + ("" if kind == "mlp" else " (the padded trainer runs mlp networks)"),
+    f"choose one of: {', '.join(allowed)}",
   )
   # Layer-graph spaces give CNNs softmax and MLPs linear decision layers.
   _need_count("task.patience", c.get("patience", 0), 0, " (0: no early stopping)")

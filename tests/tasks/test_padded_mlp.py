@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
+from nas_jax.arch import morphism
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools, random_arch
 from nas_jax.tasks import datasets, models, padded_mlp, padded_training, train_steps, trainers, training
@@ -174,9 +175,10 @@ def test_a_population_trains_each_network_as_alone_with_its_own_stopping():
 def test_trainer_choice():
   arch = pools.initial_pool("mlp")[0]
   assert trainers.choose("padded", arch, DIABETES, SHORT) == "padded"
-  assert trainers.choose("auto", pools.initial_pool("cnn")[0], DIABETES, SHORT) == "specialised"
-  with pytest.raises(ValueError, match=r"trainer: 'padded' trains mlp networks; this is a cnn network"):
-    trainers.choose("padded", pools.initial_pool("cnn")[0], DIABETES, SHORT)
+  autokeras = morphism.initial_architectures()[0]
+  assert trainers.choose("auto", autokeras, DIABETES, SHORT) == "specialised"
+  with pytest.raises(ValueError, match=r"trainer: 'padded' trains mlp and cnn networks, not autokeras ones"):
+    trainers.choose("padded", autokeras, DIABETES, SHORT)
   with pytest.raises(ValueError, match=r"trainer: 'fast' is unknown; choose one of: specialised, padded, auto"):
     trainers.choose("fast", arch, DIABETES, SHORT)
   # auto takes the padded program for a network whose padding an earlier network used, while its

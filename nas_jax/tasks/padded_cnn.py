@@ -1,0 +1,555 @@
+"""The padded CNN: one compiled program runs every CNN layer graph up to a padding, at one image size.
+
+The CNN counterpart of `padded_mlp`. A network is a `PaddedNet` of arrays (each slot's parents and
+their channel offsets in the concatenation, its layer kind, kernel taps, channel and spatial masks,
+and the selection matrices of its stride), read by one program whose shapes depend only on the
+`Padding` and the image size. Every slot's output stays at the input's resolution: a layer that
+halves the image writes its ceil(H/2) x ceil(W/2) pixels to the top-left corner of a zero grid, so
+a stride is data. A slot runs its conv at stride 1 over the whole grid (a k x k kernel centred in
+the padding's largest, its other taps masked), then a selection matrix per axis picks the pixels a
+strided SAME conv centres on and zeroes the rest; pools do the same with -inf (max) or a count of
+real pixels (avg) outside the real region. Batch norm takes its statistics over real pixels only.
+An fc or decision layer flattens the grid with a kernel per (row, column, channel), whose real part
+is the specialised kernel in `ArchNet`'s flatten order, and writes its units to pixel (0, 0).
+
+Every slot computes each layer kind (conv, res block, both pools, fc) and keeps its own, so the
+program does far more arithmetic than a network: channels at the padding's width, every pixel at
+the input's resolution, the largest kernel and all kinds (`macs`). Tests copy a specialised
+network's variables in and compare outputs, gradients and batch statistics with `ArchNet`'s.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas_jax.arch import labels as labels_lib
+from nas_jax.arch.architecture import Architecture
+from nas_jax.tasks import models, padded_mlp
+
+__all__ = [
+  "KINDS",
+  "Padding",
+  "PaddedNet",
+  "Place",
+  "padding_for",
+  "encode",
+  "apply",
+  "param_shapes",
+  "net_shapes",
+  "to_padded",
+  "to_specialised",
+  "init_variables",
+  "macs",
+  "layout_macs",
+]
+
+Role = labels_lib.Role
+# A slot's kind is an index into this tuple.
+KINDS = ("conv", "res", "max-pool", "avg-pool", "fc")
+_POOL_KERNEL = 3
+_FAR = -1e30  # max-pool's value outside the real pixels: finite, so a zero selection weight keeps it out
+
+
+class Padding(NamedTuple):
+  """The static shape of a padded CNN (with the image size, what one compiled program can run).
+
+  Attributes:
+    layers: processing-layer slots (conv, res, pool, fc).
+    width: F, the channels of every slot's output and of every concatenation (at least the image's).
+    fan_in: parents per layer (processing or decision).
+    decisions: decision-layer slots.
+    kernel: the largest conv kernel, odd; smaller kernels sit in its centre.
+  """
+
+  layers: int
+  width: int
+  fan_in: int
+  decisions: int
+  kernel: int
+
+
+class PaddedNet(NamedTuple):
+  """One network as padded arrays (a pytree; a population stacks them on a leading axis).
+  L = layers, Dm = decisions, P = fan_in, K = kernel, F = width, H x W the image.
+
+  Attributes:
+    parents: [L + Dm, P] int32 feature-buffer rows of each layer's parents (row 0 the image, row
+      1 + j slot j), in concatenation order; processing slots first.
+    parent_mask: [L + Dm, P] float32, 1 for a real parent.
+    offsets: [L + Dm, P] int32, each parent's first channel in the concatenation.
+    kind: [L] int32 index into `KINDS`.
+    taps: [L, K, K] float32, 1 on the slot's centred k x k kernel taps.
+    units: [L, F] float32, 1 on the slot's real output channels.
+    rows: [L, 2, H, H] float32: row r of the output takes row c of the stride-1 result where
+      rows[j, m, r, c] = 1: m = 0 for the slot's kernel (3 for pools), 1 for a 1x1 projection.
+    cols: [L, 2, W, W] float32, the same for columns.
+    in_mask: [L, H, W] float32, 1 on the real pixels of the slot's input.
+    out_mask: [L, H, W] float32, 1 on the real pixels of its output.
+    projection: [L] float32, 1 where a res block's shortcut is a 1x1 conv (channels or stride change).
+    decision_mask: [Dm] float32, 1 for a real decision layer.
+  """
+
+  parents: jax.Array
+  parent_mask: jax.Array
+  offsets: jax.Array
+  kind: jax.Array
+  taps: jax.Array
+  units: jax.Array
+  rows: jax.Array
+  cols: jax.Array
+  in_mask: jax.Array
+  out_mask: jax.Array
+  projection: jax.Array
+  decision_mask: jax.Array
+
+
+class Place(NamedTuple):
+  """Where one real layer's specialised variables sit in the padded ones (host data).
+
+  Attributes:
+    name: its `ArchNet` variable name ("3_conv3").
+    role: its `labels.Role`.
+    slot: processing slot j, or decision slot d.
+    kernel: its kernel size (0 for fc and decision layers).
+    units: output channels (K for a decision layer; 0 for pools).
+    c_in: channels of its (concatenated) input.
+    size: (h, w), its input's real pixels.
+    stride: its stride (0 for fc and decision layers).
+    projection: whether a res block has a projection shortcut.
+  """
+
+  name: str
+  role: int
+  slot: int
+  kernel: int
+  units: int
+  c_in: int
+  size: tuple[int, int]
+  stride: int
+  projection: bool
+
+
+def _nodes(arch: Architecture) -> tuple[models.Node, ...]:
+  if getattr(arch, "kind", None) != "cnn":
+    raise ValueError(f"padded_cnn: a {getattr(arch, 'kind', type(arch).__name__)!r} network; it runs cnn networks")
+  return models.network_nodes(arch)
+
+
+def _image(image_shape: Sequence[int]) -> tuple[int, int, int]:
+  if len(image_shape) != 3 or min(image_shape) < 1:
+    raise ValueError(f"image_shape: got {tuple(image_shape)}; expected (H, W, C), each >= 1")
+  return tuple(int(v) for v in image_shape)
+
+
+def _walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tuple[tuple[int, int], int, int]]:
+  """Per node: its input's real pixels (h, w), its input channels, its output channels (its output
+  pixels follow from the stride)."""
+  h, w, c = _image(image_shape)
+  out_size, out_c, walked = [], [], []
+  for node in nodes:
+    if node.role == Role.IP:
+      size, c_in, c_out = (h, w), 0, c
+    else:
+      sizes = {out_size[p] for p in node.parents}
+      if len(sizes) != 1:
+        raise ValueError(f"padded_cnn: layer {node.slot} concatenates inputs of sizes {sorted(sizes)}")
+      (size,) = sizes
+      c_in = sum(out_c[p] for p in node.parents)
+      c_out = c_in if node.role == Role.POOL else node.units
+    walked.append((size, c_in, c_out))
+    if node.role in (Role.CONV, Role.RES, Role.POOL):
+      out_size.append(tuple(-(-n // node.stride) for n in size))
+    else:
+      out_size.append((1, 1) if node.role in (Role.FC, Role.DECISION) else size)
+    out_c.append(c_out)
+  return walked
+
+
+def _pow2(n: int, least: int) -> int:
+  return max(least, 1 << max(int(n) - 1, 0).bit_length())
+
+
+def _needs(arch: Architecture, image_shape: Sequence[int]) -> tuple[int, int, int, int, int]:
+  """What the network needs of each `Padding` field, unrounded."""
+  nodes = _nodes(arch)
+  walked = _walk(nodes, image_shape)
+  body = [n.role in (Role.CONV, Role.RES, Role.POOL, Role.FC) for n in nodes]
+  return (
+    sum(body),
+    max(max(c_in, c_out) for _, c_in, c_out in walked),
+    max([1] + [len(n.parents) for n in nodes]),
+    max(1, sum(n.role == Role.DECISION for n in nodes)),
+    max([1] + [n.kernel for n in nodes if n.role in (Role.CONV, Role.RES)]),
+  )
+
+
+def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int]) -> Padding:
+  """The smallest padding that fits all `archs` on images of `image_shape` (H, W, C): layers,
+  width and fan-in rounded up to powers of two (layers at least 8, width at least 16), so that
+  similar networks share one compiled program."""
+  if not archs:
+    raise ValueError("padding_for: no architectures given")
+  layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(_needs(a, image_shape) for a in archs)))
+  return Padding(_pow2(layers, 8), _pow2(width, 16), _pow2(fan_in, 1), _pow2(decisions, 1), kernel)
+
+
+def _selection(n: int, grid: int, stride: int, kernel: int) -> np.ndarray:
+  """[grid, grid]: output pixel r < ceil(n / stride) takes the stride-1 result's pixel that a
+  SAME-padded strided window centres on (XLA's split of the padding: the smaller half before)."""
+  out = -(-n // stride)
+  before = max((out - 1) * stride + kernel - n, 0) // 2
+  sel = np.zeros((grid, grid), np.float32)
+  r = np.arange(out)
+  sel[r, r * stride - before + (kernel - 1) // 2] = 1.0
+  return sel
+
+
+def encode(
+  arch: Architecture, padding: Padding, image_shape: Sequence[int], num_outputs: int
+) -> tuple[PaddedNet, tuple[Place, ...]]:
+  """A network as padded arrays, and where its specialised variables go.
+
+  Args:
+    arch: one unbatched cnn Architecture.
+    padding: a Padding it fits (`padding_for`).
+    image_shape: (H, W, C) of the images.
+    num_outputs: K, each decision layer's outputs (the class count for softmax, 1 for linear).
+
+  Raises:
+    ValueError: if the network is not a cnn or does not fit the padding.
+  """
+  if not isinstance(padding, Padding):
+    raise TypeError(f"padding: got {type(padding).__name__}; expected a padded_cnn.Padding")
+  nodes = _nodes(arch)
+  for field, have, got in zip(Padding._fields, padding, _needs(arch, image_shape)):
+    if got > have:
+      raise ValueError(f"padding.{field}: the network needs {got}, the padding has {have}; use padding_for")
+  if padding.kernel % 2 == 0:
+    raise ValueError(f"padding.kernel: got {padding.kernel}; expected an odd size")
+  gh, gw, _ = _image(image_shape)
+  lay, dec, p, f, k_max = padding.layers, padding.decisions, padding.fan_in, padding.width, padding.kernel
+  parents, offsets = np.zeros((lay + dec, p), np.int32), np.zeros((lay + dec, p), np.int32)
+  parent_mask = np.zeros((lay + dec, p), np.float32)
+  kind, taps, units = np.zeros(lay, np.int32), np.zeros((lay, k_max, k_max), np.float32), np.zeros((lay, f), np.float32)
+  rows, cols = np.zeros((lay, 2, gh, gh), np.float32), np.zeros((lay, 2, gw, gw), np.float32)
+  in_mask, out_mask = np.zeros((lay, gh, gw), np.float32), np.zeros((lay, gh, gw), np.float32)
+  projection, decision_mask = np.zeros(lay, np.float32), np.zeros(dec, np.float32)
+  buffer_row, out_c, places = {}, {}, []
+  n_body = n_dec = 0
+  for pos, (node, ((h, w), c_in, c_out)) in enumerate(zip(nodes, _walk(nodes, image_shape))):
+    out_c[pos] = c_out
+    if node.role == Role.IP:
+      buffer_row[pos] = 0
+      continue
+    if node.role == Role.OP:
+      continue
+    is_dec = node.role == Role.DECISION
+    row = lay + n_dec if is_dec else n_body
+    start = np.cumsum([0] + [out_c[q] for q in node.parents])
+    for m, q in enumerate(node.parents):
+      parents[row, m], offsets[row, m], parent_mask[row, m] = buffer_row[q], start[m], 1.0
+    proj = node.role == Role.RES and (c_in != node.units or node.stride != 1)
+    units_out = num_outputs if is_dec else (0 if node.role == Role.POOL else node.units)
+    places.append(
+      Place(
+        f"{node.slot}_{node.label}",
+        node.role,
+        n_dec if is_dec else n_body,
+        node.kernel,
+        units_out,
+        c_in,
+        (h, w),
+        node.stride,
+        proj,
+      )
+    )
+    if is_dec:
+      decision_mask[n_dec] = 1.0
+      n_dec += 1
+      continue
+    j = n_body
+    in_mask[j, :h, :w] = 1.0
+    units[j, :c_out] = 1.0
+    if node.role == Role.FC:
+      kind[j] = KINDS.index("fc")
+      out_mask[j, 0, 0] = 1.0
+    else:
+      kind[j] = (
+        KINDS.index(node.label) if node.role == Role.POOL else KINDS.index("res" if node.role == Role.RES else "conv")
+      )
+      k = _POOL_KERNEL if node.role == Role.POOL else node.kernel
+      if node.role != Role.POOL:
+        o = (k_max - k) // 2
+        taps[j, o : o + k, o : o + k] = 1.0
+      for m, kk in enumerate((k, 1)):
+        rows[j, m], cols[j, m] = _selection(h, gh, node.stride, kk), _selection(w, gw, node.stride, kk)
+      out_mask[j, : -(-h // node.stride), : -(-w // node.stride)] = 1.0
+      projection[j] = float(proj)
+    buffer_row[pos] = 1 + j
+    n_body += 1
+  arrays = (parents, parent_mask, offsets, kind, taps, units, rows, cols, in_mask, out_mask, projection, decision_mask)
+  return PaddedNet(*(jnp.asarray(a) for a in arrays)), tuple(places)
+
+
+def _concat(buffer: jax.Array, parents: jax.Array, mask: jax.Array, offsets: jax.Array) -> jax.Array:
+  """[P] buffer rows -> [B, H, W, F], each parent's channels rolled to its offset (absent parents
+  zeroed): the concatenation, as a parent's channels past its own are zero."""
+  shifted = jax.vmap(lambda a, o: jnp.roll(a, o, axis=-1))(buffer[parents], offsets)
+  return jnp.einsum("p,pbhwf->bhwf", mask, shifted)
+
+
+def _select(z: jax.Array, rows: jax.Array, cols: jax.Array) -> jax.Array:
+  """[B, H, W, F] stride-1 results -> the strided output in the top-left corner, zeros elsewhere."""
+  return jnp.einsum("rh,cw,bhwf->brcf", rows, cols, z)
+
+
+def _batch_norm(z, bn, stats, mask, train):
+  """flax BatchNorm over the real pixels (`mask` [H, W]) of z [B, H, W, F]: statistics and their
+  running averages in training, the running averages otherwise."""
+  if train:
+    m = mask[None, :, :, None]
+    count = jnp.maximum(z.shape[0] * mask.sum(), 1.0)  # an empty slot's statistics stay finite
+    mean = (z * m).sum((0, 1, 2)) / count
+    var = jnp.maximum((jnp.square(z) * m).sum((0, 1, 2)) / count - jnp.square(mean), 0.0)
+    mom = models.BN_MOMENTUM
+    stats = {"mean": mom * stats["mean"] + (1 - mom) * mean, "var": mom * stats["var"] + (1 - mom) * var}
+  else:
+    mean, var = stats["mean"], stats["var"]
+  return (z - mean) * (bn["scale"] * jax.lax.rsqrt(var + models.BN_EPSILON)) + bn["bias"], stats
+
+
+def _window(x: jax.Array, init: float, op) -> jax.Array:
+  """3x3 stride-1 SAME window reduction over the two pixel axes of [B, H, W, F] (or [H, W])."""
+  window = (1, _POOL_KERNEL, _POOL_KERNEL, 1) if x.ndim == 4 else (_POOL_KERNEL, _POOL_KERNEL)
+  return jax.lax.reduce_window(x, init, op, window, (1,) * x.ndim, "SAME")
+
+
+def _slot(p, stats, net: PaddedNet, j: int, x: jax.Array, train: bool):
+  """Slot j's output [B, H, W, F] on its concatenated input x, and its new batch statistics."""
+  rows, cols, out = net.rows[j], net.cols[j], net.out_mask[j]
+  keep = out[None, :, :, None] * net.units[j]
+  taps = net.taps[j][:, :, None, None]
+  za = _select(models.conv_same(x, p["conv_a"] * taps, 1), rows[0], cols[0])
+  ha, sa = _batch_norm(za, p["bn_a"], stats["bn_a"], out, train)
+  conv = jax.nn.relu(ha) * keep
+  hb, sb = _batch_norm(models.conv_same(conv, p["conv_b"] * taps, 1) * keep, p["bn_b"], stats["bn_b"], out, train)
+  zp = _select(jnp.einsum("bhwf,fg->bhwg", x, p["projection"]), rows[1], cols[1])
+  hp, sp = _batch_norm(zp, p["bn_p"], stats["bn_p"], out, train)
+  res = jax.nn.relu(hb + jnp.where(net.projection[j] > 0, hp, x))
+  inside = net.in_mask[j][None, :, :, None] > 0
+  top = _select(_window(jnp.where(inside, x, _FAR), -jnp.inf, jax.lax.max), rows[0], cols[0])
+  mean = _window(x, 0.0, jax.lax.add) / jnp.maximum(_window(net.in_mask[j], 0.0, jax.lax.add), 1.0)[:, :, None]
+  fc = jax.nn.relu(jnp.einsum("bhwf,hwfu->bu", x, p["fc"]) + p["fc_bias"])[:, None, None, :]
+  kinds = jnp.stack([conv, res, top, _select(mean, rows[0], cols[0]), jnp.broadcast_to(fc, x.shape)])
+  return kinds[net.kind[j]] * keep, {"bn_a": sa, "bn_b": sb, "bn_p": sp}
+
+
+def apply(
+  params: dict[str, Any], batch_stats: dict[str, Any], net: PaddedNet, x: jax.Array, decision: str, train: bool
+) -> tuple[jax.Array, dict[str, Any]]:
+  """Runs a padded network; slots are unrolled, each with its own parameter arrays (see padded_mlp).
+
+  Args:
+    params, batch_stats: in `param_shapes`'s layout (`to_padded`, `init_variables`).
+    net: the network (`encode`).
+    x: [B, H, W, C] images.
+    decision: "softmax" (K classes) or "linear" (K = 1), as in `ArchNet`.
+    train: batch statistics and their update (True) or running averages (False).
+
+  Returns:
+    (`ArchNet`'s outputs: [B, K] float32 log-probabilities or [B] predictions, the batch statistics
+    (updated in training)).
+  """
+  lay = len(params["slots"])
+  feat = params["slots"][0]["projection"].shape[0]
+  x = x.astype(jnp.float32)
+  buffer = jnp.zeros((lay + 1, *x.shape[:3], feat), jnp.float32).at[0, ..., : x.shape[-1]].set(x)
+  new_stats = []
+  for j in range(lay):
+    h = _concat(buffer, net.parents[j], net.parent_mask[j], net.offsets[j])
+    out, stats = _slot(params["slots"][j], batch_stats["slots"][j], net, j, h, train)
+    buffer = buffer.at[j + 1].set(out)
+    new_stats.append(stats)
+  dec_in = jax.vmap(_concat, (None, 0, 0, 0))(buffer, net.parents[lay:], net.parent_mask[lay:], net.offsets[lay:])
+  z = jnp.einsum("dbhwf,dhwfk->dbk", dec_in, params["decision_kernel"]) + params["decision_bias"][:, None]
+  return padded_mlp.average_decisions(z, net.decision_mask, decision), {"slots": new_stats}
+
+
+def _bn(f: int, names: tuple[str, str]) -> dict[str, dict[str, tuple[int, ...]]]:
+  return {b: {n: (f,) for n in names} for b in ("bn_a", "bn_b", "bn_p")}
+
+
+def _shapes(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
+  """(params, batch_stats) shapes as tuples, one slot's dict for all: slots are alike."""
+  h, w, _ = _image(image_shape)
+  k, f = padding.kernel, padding.width
+  slot = {"conv_a": (k, k, f, f), "conv_b": (k, k, f, f), "projection": (f, f), "fc": (h, w, f, f), "fc_bias": (f,)}
+  head = {
+    "decision_kernel": (padding.decisions, h, w, f, num_outputs),
+    "decision_bias": (padding.decisions, num_outputs),
+  }
+  return ({**slot, **_bn(f, ("scale", "bias"))}, head), _bn(f, ("mean", "var"))
+
+
+def _is_shape(v) -> bool:
+  return isinstance(v, tuple) and all(isinstance(d, int) for d in v)
+
+
+def param_shapes(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
+  """(params, batch_stats) as ShapeDtypeStructs in `apply`'s layout."""
+  (slot, head), stats = _shapes(padding, image_shape, num_outputs)
+  spec = lambda tree: jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, jnp.float32), tree, is_leaf=_is_shape)
+  return {"slots": [spec(slot)] * padding.layers, **spec(head)}, {"slots": [spec(stats)] * padding.layers}
+
+
+def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
+  """The shapes of a `PaddedNet` of this padding and image size."""
+  h, w, _ = _image(image_shape)
+  lay, f, p, dec, k = padding
+  i32, f32 = jnp.int32, jnp.float32
+  shapes = {
+    "parents": ((lay + dec, p), i32),
+    "parent_mask": ((lay + dec, p), f32),
+    "offsets": ((lay + dec, p), i32),
+    "kind": ((lay,), i32),
+    "taps": ((lay, k, k), f32),
+    "units": ((lay, f), f32),
+    "rows": ((lay, 2, h, h), f32),
+    "cols": ((lay, 2, w, w), f32),
+    "in_mask": ((lay, h, w), f32),
+    "out_mask": ((lay, h, w), f32),
+    "projection": ((lay,), f32),
+    "decision_mask": ((dec,), f32),
+  }
+  return PaddedNet(**{k: jax.ShapeDtypeStruct(*v) for k, v in shapes.items()})
+
+
+def _specialised_shapes(places: Sequence[Place]) -> dict[str, Any]:
+  """`ArchNet`'s variables as numpy zeros of the right shapes ({"params", "batch_stats"})."""
+  params, stats = {}, {}
+  z = lambda *shape: np.zeros(shape, np.float32)
+  conv_bn = lambda k, c, u: (
+    {"conv": {"kernel": z(k, k, c, u)}, "bn": {"scale": z(u), "bias": z(u)}},
+    {"bn": {"mean": z(u), "var": z(u)}},
+  )
+  for pl in places:
+    (h, w), c, u, k = pl.size, pl.c_in, pl.units, pl.kernel
+    if pl.role == Role.CONV:
+      params[pl.name], stats[pl.name] = conv_bn(k, c, u)
+    elif pl.role == Role.RES:
+      parts = {"conv_a": conv_bn(k, c, u), "conv_b": conv_bn(k, u, u)}
+      if pl.projection:
+        parts["projection"] = conv_bn(1, c, u)
+      params[pl.name] = {n: v[0] for n, v in parts.items()}
+      stats[pl.name] = {n: v[1] for n, v in parts.items()}
+    elif pl.role in (Role.FC, Role.DECISION):
+      params[pl.name] = {"kernel": z(h * w * c, u), "bias": z(u)}
+  return {"params": params, "batch_stats": stats}
+
+
+# (specialised sub-tree of a res block or conv, padded slot key, padded batch-norm key)
+_RES_PARTS = (("conv_a", "conv_a", "bn_a"), ("conv_b", "conv_b", "bn_b"), ("projection", "projection", "bn_p"))
+
+
+def _pairs(places: Sequence[Place], k_max: int):
+  """Yields (specialised path, padded path, index into the padded array) for every array of the
+  places' variables; paths are key tuples into {"params", "batch_stats"}."""
+  for pl in places:
+    (h, w), c, u, k, j = pl.size, pl.c_in, pl.units, pl.kernel, pl.slot
+    if pl.role in (Role.FC, Role.DECISION):
+      if pl.role == Role.FC:
+        yield ("params", pl.name, "kernel"), ("params", "slots", j, "fc"), np.s_[:h, :w, :c, :u]
+        yield ("params", pl.name, "bias"), ("params", "slots", j, "fc_bias"), np.s_[:u]
+      else:
+        yield ("params", pl.name, "kernel"), ("params", "decision_kernel"), np.s_[j, :h, :w, :c, :u]
+        yield ("params", pl.name, "bias"), ("params", "decision_bias"), np.s_[j, :u]
+      continue
+    if pl.role == Role.CONV:
+      parts = [((), "conv_a", "bn_a", k, c)]
+    elif pl.role == Role.RES:
+      sizes = {"conv_a": (k, c), "conv_b": (k, u), "projection": (1, c)}
+      parts = [((sub,), key, bn, *sizes[sub]) for sub, key, bn in _RES_PARTS if sub != "projection" or pl.projection]
+    else:
+      continue
+    for sub, key, bn, kk, cin in parts:
+      o = (k_max - kk) // 2
+      at = np.s_[o : o + kk, o : o + kk, :cin, :u] if key != "projection" else np.s_[:cin, :u]
+      yield ("params", pl.name, *sub, "conv", "kernel"), ("params", "slots", j, key), at
+      for group, names in (("params", ("scale", "bias")), ("batch_stats", ("mean", "var"))):
+        for n in names:
+          yield (group, pl.name, *sub, "bn", n), (group, "slots", j, bn, n), np.s_[:u]
+
+
+def _get(tree, path):
+  for key in path:
+    tree = tree[key]
+  return tree
+
+
+def to_padded(
+  variables: dict[str, Any], places: Sequence[Place], padding: Padding, image_shape: Sequence[int], num_outputs: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+  """Copies an `ArchNet`'s variables ({"params", "batch_stats"}) into padded (params, batch_stats);
+  zeros elsewhere."""
+  params, stats = param_shapes(padding, image_shape, num_outputs)
+  out = jax.tree.map(lambda s: np.zeros(s.shape, np.float32), {"params": params, "batch_stats": stats})
+  for src, dst, at in _pairs(places, padding.kernel):
+    value = np.asarray(_get(variables, src))
+    _get(out, dst)[at] = value.reshape(_get(out, dst)[at].shape)
+  return out["params"], out["batch_stats"]
+
+
+def to_specialised(params: dict[str, Any], batch_stats: dict[str, Any], places: Sequence[Place]) -> dict[str, Any]:
+  """The inverse of `to_padded`: the `ArchNet` variables of the places' network."""
+  padded = {"params": params, "batch_stats": batch_stats}
+  out = _specialised_shapes(places)
+  for src, dst, at in _pairs(places, int(np.shape(params["slots"][0]["conv_a"])[0])):
+    value = np.asarray(_get(padded, dst))[at]
+    parent, leaf = _get(out, src[:-1]), src[-1]
+    parent[leaf] = value.reshape(parent[leaf].shape)
+  return out
+
+
+def init_variables(
+  key: jax.Array, places: Sequence[Place], padding: Padding, image_shape: Sequence[int], num_outputs: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+  """Padded (params, batch_stats) initialised exactly as `models.init_variables` initialises the
+  `ArchNet`: the same kernel draws from the same key, in its order (the variable tree's sorted
+  paths); batch norm scales and running variances 1, every other leaf 0."""
+  draw = models.kernel_sampler(key)
+  paths, tree = jax.tree_util.tree_flatten_with_path(_specialised_shapes(places))
+  ones = ("scale", "var")
+  leaves = [
+    draw(a.shape) if path[-1].key == "kernel" else (np.ones if path[-1].key in ones else np.zeros)(a.shape, np.float32)
+    for path, a in paths
+  ]
+  return to_padded(jax.tree.unflatten(tree, leaves), places, padding, image_shape, num_outputs)
+
+
+def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:
+  """Multiply-accumulates of one example's forward pass through the padded program (convs, projection,
+  fc and decision kernels; the selections and pools are left out)."""
+  h, w, _ = _image(image_shape)
+  k, f = padding.kernel, padding.width
+  per_slot = h * w * f * f * (2 * k * k + 1 + h * w)
+  return padding.layers * per_slot + padding.decisions * h * w * f * num_outputs
+
+
+def layout_macs(places: Sequence[Place]) -> int:
+  """Multiply-accumulates of one example's forward pass through the specialised network."""
+  total = 0
+  for pl in places:
+    (h, w), c, u, k = pl.size, pl.c_in, pl.units, pl.kernel
+    if pl.role in (Role.FC, Role.DECISION):
+      total += h * w * c * u
+    elif pl.role in (Role.CONV, Role.RES):
+      pixels = math.ceil(h / pl.stride) * math.ceil(w / pl.stride)
+      total += pixels * k * k * c * u
+      if pl.role == Role.RES:
+        total += pixels * (k * k * u * u + (c * u if pl.projection else 0))
+  return total

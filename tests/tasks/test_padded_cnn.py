@@ -1,0 +1,226 @@
+"""The padded CNN computes ArchNet's function: the same outputs, gradients and batch statistics with
+a specialised network's variables copied in (random DAGs and a network with every layer kind:
+identity and projection res blocks, strides at odd and even sizes, both pools, concatenations with
+the image, fc after fc, decisions on an image and on an fc); whatever sits in the padding changes
+nothing; it initialises with the same draws; and padded training follows specialised training."""
+
+import functools
+
+import hypothesis
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from nas_jax.arch.architecture import Architecture
+from nas_jax.spaces import pools, random_arch
+from nas_jax.tasks import datasets, models, padded_cnn, padded_training, train_steps, trainers, training
+
+IMAGE = (7, 6, 2)  # odd and unequal sides: strided layers meet both parities
+K = 5
+
+
+def _narrow(obj):
+  """A random CNN with 8 units a layer, so that its padding is small enough to compile quickly."""
+  layers = [{**layer, "units": 8} if "units" in layer else layer for layer in obj["layers"]]
+  return Architecture.from_json({**obj, "layers": layers})
+
+
+RANDOM = [
+  _narrow(random_arch.random_json("cnn", np.random.default_rng(s), max_layers=10, max_skips=4)) for s in range(6)
+]
+_LAYERS = [
+  ("ip", None, None),
+  ("conv5", 8, 1),  # 1
+  ("res3", 8, 1),  # 2: identity shortcut
+  ("res3", 16, 2),  # 3: projection (channels and stride), on the image concatenated with 1
+  ("max-pool", None, None),  # 4
+  ("avg-pool", None, None),  # 5
+  ("conv7", 8, 2),  # 6: on 4 and 5 concatenated
+  ("fc", 8, None),  # 7
+  ("fc", 16, None),  # 8: fc after fc
+  ("softmax", None, None),  # 9: on an fc
+  ("softmax", None, None),  # 10: on the image of 5
+  ("op", None, None),
+]
+ALL_KINDS = Architecture.from_json(
+  {
+    "kind": "cnn",
+    "layers": [
+      {"label": label, **({"units": u} if u else {}), **({"stride": s} if s else {})} for label, u, s in _LAYERS
+    ],
+    "edges": [
+      [0, 1],
+      [1, 2],
+      [0, 3],
+      [2, 3],
+      [3, 4],
+      [3, 5],
+      [4, 6],
+      [5, 6],
+      [6, 7],
+      [7, 8],
+      [8, 9],
+      [5, 10],
+      [9, 11],
+      [10, 11],
+    ],
+  }
+)
+NETWORKS = [ALL_KINDS, *RANDOM]
+PADDING = padded_cnn.padding_for(NETWORKS, IMAGE)
+
+
+def _with_noise(variables, seed):
+  """Every batch-norm scale, shift and running statistic drawn away from its initial value, so
+  that a wrong mapping of any of them shows."""
+  rng = np.random.default_rng(seed)
+
+  def draw(path, leaf):
+    name = path[-1].key
+    if name == "kernel":
+      return np.asarray(leaf)
+    if name in ("scale", "var"):
+      return np.abs(rng.normal(1.0, 0.3, leaf.shape)).astype(np.float32)
+    return rng.normal(0.0, 0.3, leaf.shape).astype(np.float32)
+
+  return jax.tree_util.tree_map_with_path(draw, variables)
+
+
+@functools.lru_cache(maxsize=2)
+def _padded(train):
+  """(outputs, batch statistics, gradient of a nonlinear scalar of the outputs), jitted once for
+  all networks of PADDING (the net is an argument)."""
+
+  def run(params, stats, net, x):
+    return padded_cnn.apply(params, stats, net, x, "softmax", train)
+
+  def both(params, stats, net, x):
+    grads = jax.grad(lambda p: jnp.sum(jnp.sin(run(p, stats, net, x)[0])))(params)
+    return *run(params, stats, net, x), grads
+
+  return jax.jit(both)
+
+
+def _specialised(model, variables, x, train):
+  apply = train_steps.flax_apply(model)
+
+  def both(params):
+    grads = jax.grad(lambda p: jnp.sum(jnp.sin(apply(p, variables["batch_stats"], x, train)[0])))(params)
+    return *apply(params, variables["batch_stats"], x, train), grads
+
+  return jax.jit(both)(variables["params"])
+
+
+def _close(got, want, what):
+  """Each leaf within 1e-5 of the other, relative to the leaf's largest magnitude."""
+  assert jax.tree.structure(got) == jax.tree.structure(jax.tree.map(np.asarray, want)), what
+  for (path, g), w in zip(jax.tree_util.tree_flatten_with_path(got)[0], jax.tree.leaves(want)):
+    w = np.asarray(w)
+    np.testing.assert_allclose(g, w, rtol=0, atol=1e-5 * max(1.0, np.abs(w).max()), err_msg=f"{what} {path}")
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_outputs_gradients_and_statistics_match_archnet(train):
+  nodes = models.network_nodes(ALL_KINDS)
+  assert sum(len(n.parents) > 1 for n in nodes) == 3 and PADDING.fan_in == 2 and PADDING.decisions == 2
+  x = jax.random.normal(jax.random.key(0), (6, *IMAGE))
+  for i, arch in enumerate(NETWORKS):
+    model = models.build_model(arch, K)
+    variables = _with_noise(models.init_variables(model, jax.random.key(i), x[:1]), i)
+    want_out, want_stats, want_grads = _specialised(model, variables, x, train)
+    net, places = padded_cnn.encode(arch, PADDING, IMAGE, K)
+    params, stats = padded_cnn.to_padded(variables, places, PADDING, IMAGE, K)
+    out, new_stats, grads = _padded(train)(params, stats, net, x)
+    np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-5, err_msg=f"network {i}")
+    got = padded_cnn.to_specialised(grads, new_stats, places)
+    _close(got["params"], want_grads, f"network {i} gradients")
+    _close(got["batch_stats"], want_stats, f"network {i} batch statistics")
+    # Padding gets exactly zero gradient: the round trip through the places keeps every nonzero.
+    again, _ = padded_cnn.to_padded(got, places, PADDING, IMAGE, K)
+    jax.tree.map(lambda g, a: np.testing.assert_array_equal(np.asarray(g), a), grads, again)
+
+
+@hypothesis.settings(max_examples=10, deadline=None)
+@hypothesis.given(i=st.integers(0, len(NETWORKS) - 1), seed=st.integers(0, 2**31 - 1))
+def test_whatever_fills_the_padding_changes_nothing(i, seed):
+  """Noise in every padded parameter and statistic: a wrong mask would let it into the outputs."""
+  x = jax.random.normal(jax.random.key(1), (4, *IMAGE))
+  net, places = padded_cnn.encode(NETWORKS[i], PADDING, IMAGE, K)
+  clean = padded_cnn.init_variables(jax.random.key(seed), places, PADDING, IMAGE, K)
+  ones = jax.tree.map(np.ones_like, padded_cnn.to_specialised(*clean, places))
+  real = padded_cnn.to_padded(ones, places, PADDING, IMAGE, K)
+  rng = np.random.default_rng(seed)
+  noise = lambda v, r: v + (1 - r) * np.abs(rng.normal(0, 3, v.shape)).astype(np.float32)
+  noisy = jax.tree.map(noise, clean, real)
+  want, want_stats, _ = _padded(True)(*clean, net, x)
+  got, got_stats, _ = _padded(True)(*noisy, net, x)
+  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  _close(
+    padded_cnn.to_specialised(noisy[0], got_stats, places),
+    padded_cnn.to_specialised(clean[0], want_stats, places),
+    "stats",
+  )
+
+
+def test_init_draws_archnet_variables_and_places_round_trip():
+  x = jnp.zeros((1, *IMAGE))
+  for i, arch in enumerate(NETWORKS[:3]):
+    want = models.init_variables(models.build_model(arch, K), jax.random.key(i), x)
+    _, places = padded_cnn.encode(arch, PADDING, IMAGE, K)
+    params, stats = padded_cnn.init_variables(jax.random.key(i), places, PADDING, IMAGE, K)
+    got = padded_cnn.to_specialised(params, stats, places)
+    jax.tree.map(np.testing.assert_array_equal, got, jax.tree.map(np.asarray, want))
+
+
+def test_padding_rounds_up_and_rejects_what_does_not_fit():
+  assert padded_cnn.padding_for([ALL_KINDS], IMAGE) == padded_cnn.Padding(8, 32, 2, 2, 7)
+  # The widest concatenation counts: conv7 takes both pools' 16 channels.
+  # On a 40-channel image, RANDOM[0] concatenates the image with 8 units: 48 channels, rounded to 64.
+  assert padded_cnn.padding_for([RANDOM[0]], (8, 8, 40)).width == 64
+  small = padded_cnn.Padding(8, 16, 2, 2, 7)
+  with pytest.raises(ValueError, match=r"padding\.width: the network needs 32, the padding has 16; use padding_for"):
+    padded_cnn.encode(ALL_KINDS, small, IMAGE, K)
+  with pytest.raises(ValueError, match=r"image_shape: got \(8, 8\); expected \(H, W, C\)"):
+    padded_cnn.padding_for([ALL_KINDS], (8, 8))
+  with pytest.raises(ValueError, match=r"padded_cnn: a 'mlp' network; it runs cnn networks"):
+    padded_cnn.padding_for([pools.initial_pool("mlp")[0]], IMAGE)
+  # Arithmetic: the padded program does more than the network, and counts it.
+  _, places = padded_cnn.encode(ALL_KINDS, PADDING, IMAGE, K)
+  assert 0 < padded_cnn.layout_macs(places) < padded_cnn.macs(PADDING, IMAGE, K)
+
+
+DIGITS = datasets.get_dataset("digits", kind="cnn", seed=0)
+SHORT = training.TrainConfig(epochs=2, batch_size=32)
+TINY = [
+  _narrow(random_arch.random_json("cnn", np.random.default_rng(s), min_layers=5, max_layers=7, max_skips=1))
+  for s in (6, 11)  # conv7 -> res5 on a concatenation -> fc; a strided res5 -> avg-pool -> fc, two softmax
+]
+
+
+def test_padded_training_follows_specialised_training():
+  """Two epochs of Adam, alone and as a population of two: the scores of `training.evaluate` to
+  float tolerance (a validation error may move by one example of 360), and the best epoch's
+  variables in `ArchNet`'s layout."""
+  keys = [jax.random.key(7), jax.random.key(8)]
+  want = [training.evaluate(a, DIGITS, SHORT, k) for a, k in zip(TINY, keys)]
+  got = padded_training.train_population(TINY, DIGITS, SHORT, keys, keep_variables=True)
+  for w, g in zip(want, got):
+    np.testing.assert_allclose(g.val_errors, w.val_errors, atol=1.5 / DIGITS.x_val.shape[0])
+    assert g.val_loss == pytest.approx(w.val_loss, rel=1e-3)
+  alone = padded_training.evaluate(TINY[0], DIGITS, SHORT, keys[0])
+  np.testing.assert_allclose(alone.val_errors, got[0].val_errors, atol=1e-6)
+  model = models.build_model(TINY[0], DIGITS.num_classes)
+  shapes = jax.eval_shape(functools.partial(model.init, train=False), keys[0], DIGITS.x_train[:1])
+  for group in ("params", "batch_stats"):
+    assert jax.tree.structure(got[0].variables[group]) == jax.tree.structure(shapes[group])
+
+
+def test_trainer_choice_for_cnns():
+  arch = TINY[0]
+  assert trainers.allowed("cnn") == trainers.TRAINERS
+  assert trainers.choose("padded", arch, DIGITS, SHORT) == "padded"
+  assert trainers.choose("auto", arch, DIGITS, SHORT, seen=0) == "specialised"
+  # A pool CNN padded does hundreds of times its own arithmetic: auto never pads it.
+  assert trainers.choose("auto", pools.initial_pool("cnn")[0], DIGITS, SHORT, seen=5) == "specialised"
