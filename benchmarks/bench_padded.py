@@ -1,8 +1,12 @@
-"""Specialised vs padded training of MLPs on diabetes: seconds per network, end to end.
+"""Specialised vs padded training of MLPs on diabetes (or CNNs on digits): seconds per network, end to end.
 
 Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_padded.py [--epochs=50] [--random=10] [--cnn_count]
+                 taskset -c 0,1 python benchmarks/bench_padded.py --kind=cnn --epochs=8 --random=6
 
 The networks are the paper's 10 pool MLPs and `--random` random MLPs (`random_arch`, seeds 0..).
+With `--kind=cnn` they are `--random` random CNNs of at most `--max_layers` layers on digits, each
+layer's units capped at `--max_units` (the pool CNNs' padding, 512-1024 channels at 8x8 in 32
+slots, would need tens of GiB for its parameters and Adam's moments, which `--cnn_count` prints).
 Each trainer runs in its own fresh process (no compiled program carried over; jax's persistent
 cache off), over the same networks and keys, as a worker of a search would:
   specialised  `training.evaluate` per network: a program compiled per network (the baseline).
@@ -12,12 +16,14 @@ cache off), over the same networks and keys, as a worker of a search would:
                one program, vmapped over its networks).
   auto         `trainers.evaluate("auto", ...)`: per network, the cheaper by `trainers.choose`.
 Prints the wall time of each (ratio = specialised / trainer; above 1 the trainer is faster), its
-compile share, and the largest difference of a network's best validation MSE from specialised.
+compile share, and the largest difference of a network's best validation error (MSE, or 1 -
+accuracy) from specialised.
 
-`--cnn_count` counts, without training, why CNNs train specialised (no padded CNN exists): for each
-pool CNN on digits, the multiply-accumulates of one example through a padding of the MLP's kind
-(every image slot at the input's 8x8 positions, the network's widest conv and largest kernel; one
-conv per slot, so a lower bound) against the network's own (`costs.network_costs`), and how many
+`--cnn_count` counts, without training, why a padded CNN loses on a CPU: for each pool CNN on
+digits, the multiply-accumulates of one example through `padded_cnn` in the network's own padding
+and the bytes of that padding's parameters, against the network's own (`costs.network_costs`);
+through a padding of the MLP's kind (every image slot at the input's 8x8 positions, the network's
+widest conv and largest kernel; one conv per slot, so a lower bound); and how many
 distinct paddings a padding per image size (slots grouped by input size, each group at its own
 widest layer and kernel) needs for the pool and for --random random CNNs (none shared: a compile each).
 
@@ -37,32 +43,46 @@ import time
 MODES = ("specialised", "padded", "population", "auto")
 
 
-def _networks(n_random: int):
+def _networks(kind: str, n_random: int, max_layers: int, max_units: int):
   import numpy as np
 
+  from nas_jax.arch.architecture import Architecture
   from nas_jax.spaces import pools, random_arch
 
-  return list(pools.initial_pool("mlp")) + [
-    random_arch.random_architecture("mlp", np.random.default_rng(s), max_layers=20) for s in range(n_random)
-  ]
+  if kind == "mlp":
+    return list(pools.initial_pool("mlp")) + [
+      random_arch.random_architecture("mlp", np.random.default_rng(s), max_layers=20) for s in range(n_random)
+    ]
+  archs = []
+  for s in range(n_random):
+    obj = random_arch.random_json("cnn", np.random.default_rng(s), max_layers=max_layers)
+    layers = [{**a, "units": min(a["units"], max_units)} if "units" in a else a for a in obj["layers"]]
+    archs.append(Architecture.from_json({**obj, "layers": layers}))
+  return archs
 
 
-def child(mode: str, epochs: int, n_random: int) -> None:
+def _dataset(kind: str):
+  from nas_jax.tasks import datasets
+
+  return datasets.get_dataset("diabetes" if kind == "mlp" else "digits", kind=kind, seed=0)
+
+
+def child(mode: str, epochs: int, kind: str, n_random: int, max_layers: int, max_units: int) -> None:
   """Trains every network with `mode` and prints one JSON line."""
   import jax
 
-  from nas_jax.tasks import datasets, padded_mlp, padded_training, trainers, training
+  from nas_jax.tasks import padded_models, padded_training, trainers, training
 
-  data = datasets.get_dataset("diabetes", kind="mlp", seed=0)
+  data = _dataset(kind)
   config = training.TrainConfig(epochs=epochs)
-  archs = _networks(n_random)
+  archs = _networks(kind, n_random, max_layers, max_units)
   keys = [jax.random.key(i) for i in range(len(archs))]
   t0 = time.perf_counter()
   chosen = []
   if mode == "population":
     groups = {}
     for i, a in enumerate(archs):
-      groups.setdefault(padded_mlp.padding_for([a]), []).append(i)
+      groups.setdefault(padded_models.padding_of(a, data), []).append(i)
     results = [None] * len(archs)
     for members in groups.values():
       trained = padded_training.train_population([archs[i] for i in members], data, config, [keys[i] for i in members])
@@ -129,21 +149,28 @@ def cnn_count(n_random: int) -> None:
   """Prints the uniform padding's arithmetic per pool CNN and the per-size paddings' sharing."""
   import numpy as np
 
+  import jax
+
   from nas_jax.spaces import pools, random_arch
-  from nas_jax.tasks import costs, padded_mlp
+  from nas_jax.tasks import costs, padded_cnn, padded_mlp
 
   pow2 = lambda n: padded_mlp._pow2(n, 1)  # the padded MLP's rounding
   pool = pools.initial_pool("cnn")
   total_own = total_padded = 0.0
   print("pool CNNs on digits (8x8x1, 10 classes), MACs of one example's forward pass:")
   for i, arch in enumerate(pool):
+    padding = padded_cnn.padding_for([arch], (8, 8, 1))
+    shapes = jax.tree.leaves(padded_cnn.param_shapes(padding, (8, 8, 1), 10)[0])
+    gib = sum(np.prod(a.shape) for a in shapes) * 4 / 2**30
+    own = costs.network_costs(arch, (8, 8, 1), 10).flops / 2
+    ratio = padded_cnn.macs(padding, (8, 8, 1), 10) / own
+    print(f"  C{i + 1}: padded_cnn in its own padding {tuple(padding)}: {ratio:6.0f}x, parameters {gib:5.1f} GiB")
     images, fcs = _cnn_layers(arch)
     convs = [(units, k) for _, units, k in images if units]  # pools have no units
     width, kernel = pow2(max(u for u, _ in convs)), max(k for _, k in convs)
     fc_width = pow2(max(fcs, default=1))
     padded = pow2(len(images)) * 64 * kernel * kernel * width * width
     padded += pow2(max(len(fcs), 1)) * max(width, fc_width) * fc_width + fc_width * 10
-    own = costs.network_costs(arch, (8, 8, 1), 10).flops / 2
     total_own, total_padded = total_own + own, total_padded + padded
     print(f"  C{i + 1}: own {own / 1e6:7.1f} M, uniformly padded {padded / 1e6:8.1f} M ({padded / own:5.0f}x)")
   print(f"  all 10: {total_padded / total_own:.0f}x")
@@ -173,9 +200,12 @@ def _cpu_model() -> str:
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--epochs", type=int, default=50, help="the MLP configs' epochs")
+  parser.add_argument("--kind", default="mlp", choices=("mlp", "cnn"), help="MLPs on diabetes or CNNs on digits")
   parser.add_argument(
-    "--random", type=int, default=10, help="random networks besides the 10 pool ones (MLPs; CNNs with --cnn_count)"
+    "--random", type=int, default=10, help="random networks (besides the 10 pool ones for MLPs; CNNs with --cnn_count)"
   )
+  parser.add_argument("--max_layers", type=int, default=8, help="--kind=cnn: the random CNNs' most layers")
+  parser.add_argument("--max_units", type=int, default=32, help="--kind=cnn: each layer's units capped at this")
   parser.add_argument("--modes", default=",".join(MODES), help="'' for none")
   parser.add_argument("--sizes", default="", help="population sizes for the scaling run, e.g. 1,8,32")
   parser.add_argument("--cnn_count", action="store_true", help="count the CNN paddings' arithmetic and sharing")
@@ -186,7 +216,7 @@ def main():
   if args.child == "scaling":
     return scaling([int(p) for p in args.sizes.split(",")], args.epochs)
   if args.child:
-    return child(args.child, args.epochs, args.random)
+    return child(args.child, args.epochs, args.kind, args.random, args.max_layers, args.max_units)
   if args.sizes:
     cmd = [sys.executable, __file__, "--child=scaling", f"--sizes={args.sizes}", f"--epochs={args.epochs}"]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -205,20 +235,26 @@ def main():
   env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}
   for mode in modes:
     cmd = [sys.executable, __file__, f"--child={mode}", f"--epochs={args.epochs}", f"--random={args.random}"]
+    cmd += [f"--kind={args.kind}", f"--max_layers={args.max_layers}", f"--max_units={args.max_units}"]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if p.returncode != 0:
       sys.exit(f"{mode} failed:\n{p.stderr[-3000:]}")
     rows[mode] = json.loads(p.stdout.strip().splitlines()[-1])
     loads.append(os.getloadavg()[0])
-  n = 10 + args.random
+  n = 10 * (args.kind == "mlp") + args.random
   first = rows[modes[0]]
+  what = (
+    f"{n} MLPs (10 pool + {args.random} random) on diabetes"
+    if args.kind == "mlp"
+    else f"{n} random CNNs (at most {args.max_layers} layers, units capped at {args.max_units}) on digits"
+  )
   print(
-    f"{n} MLPs (10 pool + {args.random} random) on diabetes, {args.epochs} epochs, batch 32; {first['device']},"
+    f"{what}, {args.epochs} epochs, batch 32; {first['device']},"
     f" jax {first['jax']}; {len(os.sched_getaffinity(0))} cores of {_cpu_model()}; load average after each"
     f" trainer {', '.join(f'{x:.1f}' for x in loads)}"
   )
   base = rows.get("specialised")
-  print(f"{'trainer':>12} {'wall s':>8} {'s/network':>9} {'compile s':>9} {'ratio':>6} {'max |dMSE|':>10}")
+  print(f"{'trainer':>12} {'wall s':>8} {'s/network':>9} {'compile s':>9} {'ratio':>6} {'max |d val|':>10}")
   for mode in modes:
     r = rows[mode]
     ratio = f"{base['wall'] / r['wall']:.2f}" if base else "-"

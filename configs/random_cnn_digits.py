@@ -34,7 +34,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "data_seed": 0,  # the train/validation/test split; fixed across trials and seeds
       "target": "",
       "task_type": "classification",
-      # "specialised" (a program per network) | "padded" (mlp: one program per padding) | "auto"
+      # "specialised" (a program per network) | "padded" (one program per padding; on a CPU far slower for CNNs, README) | "auto"
       "trainer": "specialised",
       # epochs a scheduler may stop at, ending at epochs, e.g. "1,3,9" with epochs 9; "" for none
       "fidelities": "",

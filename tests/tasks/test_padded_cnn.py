@@ -28,7 +28,7 @@ def _narrow(obj):
 
 
 RANDOM = [
-  _narrow(random_arch.random_json("cnn", np.random.default_rng(s), max_layers=10, max_skips=4)) for s in range(6)
+  _narrow(random_arch.random_json("cnn", np.random.default_rng(s), max_layers=10, max_skips=4)) for s in range(4)
 ]
 _LAYERS = [
   ("ip", None, None),
