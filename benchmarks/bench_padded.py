@@ -154,7 +154,7 @@ def cnn_count(n_random: int) -> None:
   from nas_jax.spaces import pools, random_arch
   from nas_jax.tasks import costs, padded_cnn, padded_mlp
 
-  pow2 = lambda n: padded_mlp._pow2(n, 1)  # the padded MLP's rounding
+  pow2 = lambda n: padded_mlp.round_up(n, 1)  # the padded MLP's rounding
   pool = pools.initial_pool("cnn")
   total_own = total_padded = 0.0
   print("pool CNNs on digits (8x8x1, 10 classes), MACs of one example's forward pass:")

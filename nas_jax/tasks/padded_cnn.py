@@ -170,10 +170,6 @@ def _walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tu
   return walked
 
 
-def _pow2(n: int, least: int) -> int:
-  return max(least, 1 << max(int(n) - 1, 0).bit_length())
-
-
 def _needs(arch: Architecture, image_shape: Sequence[int]) -> tuple[int, int, int, int, int]:
   """What the network needs of each `Padding` field, unrounded."""
   nodes = _nodes(arch)
@@ -195,7 +191,8 @@ def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int]) -> Pa
   if not archs:
     raise ValueError("padding_for: no architectures given")
   layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(_needs(a, image_shape) for a in archs)))
-  return Padding(_pow2(layers, 8), _pow2(width, 16), _pow2(fan_in, 1), _pow2(decisions, 1), kernel)
+  up = padded_mlp.round_up
+  return Padding(up(layers, 8), up(width, 16), up(fan_in, 1), up(decisions, 1), kernel)
 
 
 def _selection(n: int, grid: int, stride: int, kernel: int) -> np.ndarray:
@@ -226,9 +223,7 @@ def encode(
   if not isinstance(padding, Padding):
     raise TypeError(f"padding: got {type(padding).__name__}; expected a padded_cnn.Padding")
   nodes = _nodes(arch)
-  for field, have, got in zip(Padding._fields, padding, _needs(arch, image_shape)):
-    if got > have:
-      raise ValueError(f"padding.{field}: the network needs {got}, the padding has {have}; use padding_for")
+  padded_mlp.check_fits(padding, _needs(arch, image_shape))
   if padding.kernel % 2 == 0:
     raise ValueError(f"padding.kernel: got {padding.kernel}; expected an odd size")
   gh, gw, _ = _image(image_shape)

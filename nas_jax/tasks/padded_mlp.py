@@ -29,6 +29,8 @@ __all__ = [
   "PaddedNet",
   "Layout",
   "padding_for",
+  "round_up",
+  "check_fits",
   "encode",
   "apply",
   "average_decisions",
@@ -104,8 +106,17 @@ class Layout(NamedTuple):
   units: tuple[int, ...]
 
 
-def _pow2(n: int, least: int) -> int:
+def round_up(n: int, least: int) -> int:
+  """The smallest power of two >= n and >= least: how paddings round a network's needs."""
   return max(least, 1 << max(int(n) - 1, 0).bit_length())
+
+
+def check_fits(padding: NamedTuple, needs: Sequence[int]) -> None:
+  """ValueError naming the first field of `padding` below what a network `needs` of it (one
+  number per field, in order)."""
+  for field, have, got in zip(type(padding)._fields, padding, needs):
+    if got > have:
+      raise ValueError(f"padding.{field}: the network needs {got}, the padding has {have}; use padding_for")
 
 
 def _mlp_nodes(arch: Architecture) -> tuple[models.Node, ...]:
@@ -123,7 +134,7 @@ def padding_for(archs: Sequence[Architecture]) -> Padding:
   if not archs:
     raise ValueError("padding_for: no architectures given")
   layers, width, fan_in, decisions, crelu = (max(v) for v in zip(*(_needs(a) for a in archs)))
-  return Padding(_pow2(layers, 8), _pow2(width, 16), _pow2(fan_in, 1), _pow2(decisions, 1), bool(crelu))
+  return Padding(round_up(layers, 8), round_up(width, 16), round_up(fan_in, 1), round_up(decisions, 1), bool(crelu))
 
 
 def _needs(arch: Architecture) -> tuple[int, int, int, int, bool]:
@@ -154,9 +165,7 @@ def encode(arch: Architecture, padding: Padding, num_inputs: int, num_outputs: i
   if not isinstance(padding, Padding):
     raise TypeError(f"padding: got {type(padding).__name__}; expected a padded_mlp.Padding")
   nodes = _mlp_nodes(arch)
-  for field, have, got in zip(Padding._fields, padding, _needs(arch)):
-    if got > have:
-      raise ValueError(f"padding.{field}: the network needs {got}, the padding has {have}; use padding_for")
+  check_fits(padding, _needs(arch))
   lay, dec, p, w = padding.layers, padding.decisions, padding.fan_in, padding.width
   parents = np.zeros((lay + dec, p), np.int32)
   parent_mask = np.zeros((lay + dec, p), np.float32)
