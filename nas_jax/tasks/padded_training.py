@@ -10,6 +10,7 @@ same key (the same initial kernels and shuffles as `training.evaluate`, to float
 from __future__ import annotations
 
 import functools
+import os
 import time
 from typing import Any, Sequence
 
@@ -21,7 +22,7 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.tasks import padded_models, train_steps, training
 from nas_jax.tasks.datasets import Dataset
 
-__all__ = ["train_population", "evaluate"]
+__all__ = ["train_population", "evaluate", "memory_limit"]
 
 
 @functools.lru_cache(maxsize=16)
@@ -69,6 +70,28 @@ def _epoch_orders(shuffle_keys: jax.Array, epoch: int, n: int) -> jax.Array:
   at a time they took 59 ms an epoch at P = 128 on 2 CPU cores (6.7 ms in one call); on an H200 a
   population's epoch then grew by about 1.9 ms per network from P = 32 to 128."""
   return jax.vmap(lambda k: train_steps.epoch_order(k, epoch, n))(shuffle_keys).astype(jnp.int32)
+
+
+def memory_limit() -> int:
+  """Bytes the default device can hold: its allocator's limit where it reports one (GPUs), else
+  the host's physical memory (CPU)."""
+  stats = jax.devices()[0].memory_stats() or {}
+  return int(stats.get("bytes_limit") or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def _check_memory(model, padding, input_shape, num_outputs: int, population: int) -> None:
+  """ValueError, before anything is allocated, when the population's parameters, gradients and
+  two optimizer moments (4 float32 copies) exceed `memory_limit()`: a pool CNN's padding alone
+  takes 2.5-20 GiB, and running out would kill the worker instead of failing the trial."""
+  params = jax.tree.leaves(model.variable_shapes(padding, input_shape, num_outputs)[0])
+  need = 4 * 4 * population * sum(int(np.prod(a.shape)) for a in params)
+  have = memory_limit()
+  if need > have:
+    raise ValueError(
+      f"trainer 'padded': {population} network(s) in padding {tuple(padding)} need {need / 2**30:.1f} GiB for"
+      f" parameters, gradients and optimizer moments; this device has {have / 2**30:.1f} GiB (use trainer"
+      " 'specialised' or 'auto')"
+    )
 
 
 def _stack(trees: Sequence[Any]) -> Any:
@@ -120,6 +143,7 @@ def train_population(
     training.check_match(arch, dataset, train_config)
   input_shape, num_outputs = padded_models.data_shapes(dataset)
   padding = model.padding_for(archs, input_shape) if padding is None else padding
+  _check_memory(model, padding, input_shape, num_outputs, len(archs))
   classification = dataset.task == "classification"
   encoded = [model.encode(a, padding, input_shape, num_outputs) for a in archs]
   nets, layouts = _stack([e[0] for e in encoded]), [e[1] for e in encoded]

@@ -217,6 +217,18 @@ def test_padded_training_follows_specialised_training():
     assert jax.tree.structure(got[0].variables[group]) == jax.tree.structure(shapes[group])
 
 
+def test_a_padding_beyond_the_devices_memory_fails_in_one_line(monkeypatch):
+  """A pool CNN's padding (32 slots of 1024 channels at 8x8) needs more than a 24 GiB machine has:
+  the trainer says so before allocating anything, rather than the worker being killed."""
+  assert padded_training.memory_limit() > 2**30
+  monkeypatch.setattr(padded_training, "memory_limit", lambda: 24 * 2**30)
+  arch = pools.initial_pool("cnn")[6]  # C7: 20.4 GiB of padded parameters, 81.6 GiB with Adam
+  with pytest.raises(
+    ValueError, match=r"trainer 'padded': 1 network\(s\) in padding .* need [0-9.]+ GiB .* this device has"
+  ):
+    padded_training.evaluate(arch, DIGITS, SHORT, jax.random.key(0))
+
+
 def test_trainer_choice_for_cnns():
   arch = TINY[0]
   assert trainers.allowed("cnn") == trainers.TRAINERS
