@@ -220,10 +220,8 @@ def encode(
   Raises:
     ValueError: if the network is not a cnn or does not fit the padding.
   """
-  if not isinstance(padding, Padding):
-    raise TypeError(f"padding: got {type(padding).__name__}; expected a padded_cnn.Padding")
   nodes = _nodes(arch)
-  padded_mlp.check_fits(padding, _needs(arch, image_shape))
+  padded_mlp.check_fits(padding, Padding, _needs(arch, image_shape))
   if padding.kernel % 2 == 0:
     raise ValueError(f"padding.kernel: got {padding.kernel}; expected an odd size")
   gh, gw, _ = _image(image_shape)

@@ -111,9 +111,11 @@ def round_up(n: int, least: int) -> int:
   return max(least, 1 << max(int(n) - 1, 0).bit_length())
 
 
-def check_fits(padding: NamedTuple, needs: Sequence[int]) -> None:
-  """ValueError naming the first field of `padding` below what a network `needs` of it (one
-  number per field, in order)."""
+def check_fits(padding: NamedTuple, expected: type, needs: Sequence[int]) -> None:
+  """TypeError unless `padding` is an `expected` (a model's Padding type); ValueError naming the
+  first field of `padding` below what a network `needs` of it (one number per field, in order)."""
+  if not isinstance(padding, expected):
+    raise TypeError(f"padding: got {type(padding).__name__}; expected a {expected.__module__}.{expected.__name__}")
   for field, have, got in zip(type(padding)._fields, padding, needs):
     if got > have:
       raise ValueError(f"padding.{field}: the network needs {got}, the padding has {have}; use padding_for")
@@ -162,10 +164,8 @@ def encode(arch: Architecture, padding: Padding, num_inputs: int, num_outputs: i
   Raises:
     ValueError: if the network is not an mlp or does not fit the padding.
   """
-  if not isinstance(padding, Padding):
-    raise TypeError(f"padding: got {type(padding).__name__}; expected a padded_mlp.Padding")
   nodes = _mlp_nodes(arch)
-  check_fits(padding, _needs(arch))
+  check_fits(padding, Padding, _needs(arch))
   lay, dec, p, w = padding.layers, padding.decisions, padding.fan_in, padding.width
   parents = np.zeros((lay + dec, p), np.int32)
   parent_mask = np.zeros((lay + dec, p), np.float32)
