@@ -152,7 +152,7 @@ def cnn_count(n_random: int) -> None:
   import jax
 
   from nas_jax.spaces import pools, random_arch
-  from nas_jax.tasks import costs, padded_cnn, padded_mlp
+  from nas_jax.tasks import costs, padded_cnn, padded_cnn_variables, padded_mlp
 
   pow2 = lambda n: padded_mlp.round_up(n, 1)  # the padded MLP's rounding
   pool = pools.initial_pool("cnn")
@@ -160,7 +160,7 @@ def cnn_count(n_random: int) -> None:
   print("pool CNNs on digits (8x8x1, 10 classes), MACs of one example's forward pass:")
   for i, arch in enumerate(pool):
     padding = padded_cnn.padding_for([arch], (8, 8, 1))
-    shapes = jax.tree.leaves(padded_cnn.param_shapes(padding, (8, 8, 1), 10)[0])
+    shapes = jax.tree.leaves(padded_cnn_variables.param_shapes(padding, (8, 8, 1), 10)[0])
     gib = sum(np.prod(a.shape) for a in shapes) * 4 / 2**30
     own = costs.network_costs(arch, (8, 8, 1), 10).flops / 2
     ratio = padded_cnn.macs(padding, (8, 8, 1), 10) / own

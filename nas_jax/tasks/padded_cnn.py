@@ -14,7 +14,8 @@ is the specialised kernel in `ArchNet`'s flatten order, and writes its units to 
 
 Every slot computes each layer kind (conv, res block, both pools, fc) and keeps its own, so the
 program does far more arithmetic than a network: channels at the padding's width, every pixel at
-the input's resolution, the largest kernel and all kinds (`macs`). Tests copy a specialised
+the input's resolution, the largest kernel and all kinds (`macs`). The padded variables, and how a
+specialised network's map into them, are `padded_cnn_variables`'. Tests copy a specialised
 network's variables in and compare outputs, gradients and batch statistics with `ArchNet`'s.
 """
 
@@ -39,11 +40,8 @@ __all__ = [
   "padding_for",
   "encode",
   "apply",
-  "param_shapes",
   "net_shapes",
-  "to_padded",
-  "to_specialised",
-  "init_variables",
+  "check_image",
   "macs",
   "layout_macs",
 ]
@@ -140,7 +138,7 @@ def _nodes(arch: Architecture) -> tuple[models.Node, ...]:
   return models.network_nodes(arch)
 
 
-def _image(image_shape: Sequence[int]) -> tuple[int, int, int]:
+def check_image(image_shape: Sequence[int]) -> tuple[int, int, int]:
   if len(image_shape) != 3 or min(image_shape) < 1:
     raise ValueError(f"image_shape: got {tuple(image_shape)}; expected (H, W, C), each >= 1")
   return tuple(int(v) for v in image_shape)
@@ -149,7 +147,7 @@ def _image(image_shape: Sequence[int]) -> tuple[int, int, int]:
 def _walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tuple[tuple[int, int], int, int]]:
   """Per node: its input's real pixels (h, w), its input channels, its output channels (its output
   pixels follow from the stride)."""
-  h, w, c = _image(image_shape)
+  h, w, c = check_image(image_shape)
   out_size, out_c, walked = [], [], []
   for node in nodes:
     if node.role == Role.IP:
@@ -224,7 +222,7 @@ def encode(
   padded_mlp.check_fits(padding, Padding, _needs(arch, image_shape))
   if padding.kernel % 2 == 0:
     raise ValueError(f"padding.kernel: got {padding.kernel}; expected an odd size")
-  gh, gw, _ = _image(image_shape)
+  gh, gw, _ = check_image(image_shape)
   lay, dec, p, f, k_max = padding.layers, padding.decisions, padding.fan_in, padding.width, padding.kernel
   parents, offsets = np.zeros((lay + dec, p), np.int32), np.zeros((lay + dec, p), np.int32)
   parent_mask = np.zeros((lay + dec, p), np.float32)
@@ -348,7 +346,8 @@ def apply(
   """Runs a padded network; slots are unrolled, each with its own parameter arrays (see padded_mlp).
 
   Args:
-    params, batch_stats: in `param_shapes`'s layout (`to_padded`, `init_variables`).
+    params, batch_stats: in `padded_cnn_variables.param_shapes`'s layout (`to_padded`,
+      `init_variables` there).
     net: the network (`encode`).
     x: [B, H, W, C] images.
     decision: "softmax" (K classes) or "linear" (K = 1), as in `ArchNet`.
@@ -373,36 +372,9 @@ def apply(
   return padded_mlp.average_decisions(z, net.decision_mask, decision), {"slots": new_stats}
 
 
-def _bn(f: int, names: tuple[str, str]) -> dict[str, dict[str, tuple[int, ...]]]:
-  return {b: {n: (f,) for n in names} for b in ("bn_a", "bn_b", "bn_p")}
-
-
-def _shapes(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
-  """(params, batch_stats) shapes as tuples, one slot's dict for all: slots are alike."""
-  h, w, _ = _image(image_shape)
-  k, f = padding.kernel, padding.width
-  slot = {"conv_a": (k, k, f, f), "conv_b": (k, k, f, f), "projection": (f, f), "fc": (h, w, f, f), "fc_bias": (f,)}
-  head = {
-    "decision_kernel": (padding.decisions, h, w, f, num_outputs),
-    "decision_bias": (padding.decisions, num_outputs),
-  }
-  return ({**slot, **_bn(f, ("scale", "bias"))}, head), _bn(f, ("mean", "var"))
-
-
-def _is_shape(v) -> bool:
-  return isinstance(v, tuple) and all(isinstance(d, int) for d in v)
-
-
-def param_shapes(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
-  """(params, batch_stats) as ShapeDtypeStructs in `apply`'s layout."""
-  (slot, head), stats = _shapes(padding, image_shape, num_outputs)
-  spec = lambda tree: jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, jnp.float32), tree, is_leaf=_is_shape)
-  return {"slots": [spec(slot)] * padding.layers, **spec(head)}, {"slots": [spec(stats)] * padding.layers}
-
-
 def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
   """The shapes of a `PaddedNet` of this padding and image size."""
-  h, w, _ = _image(image_shape)
+  h, w, _ = check_image(image_shape)
   lay, f, p, dec, k = padding
   i32, f32 = jnp.int32, jnp.float32
   shapes = {
@@ -422,112 +394,10 @@ def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
   return PaddedNet(**{k: jax.ShapeDtypeStruct(*v) for k, v in shapes.items()})
 
 
-def _specialised_shapes(places: Sequence[Place]) -> dict[str, Any]:
-  """`ArchNet`'s variables as numpy zeros of the right shapes ({"params", "batch_stats"})."""
-  params, stats = {}, {}
-  z = lambda *shape: np.zeros(shape, np.float32)
-  conv_bn = lambda k, c, u: (
-    {"conv": {"kernel": z(k, k, c, u)}, "bn": {"scale": z(u), "bias": z(u)}},
-    {"bn": {"mean": z(u), "var": z(u)}},
-  )
-  for pl in places:
-    (h, w), c, u, k = pl.size, pl.c_in, pl.units, pl.kernel
-    if pl.role == Role.CONV:
-      params[pl.name], stats[pl.name] = conv_bn(k, c, u)
-    elif pl.role == Role.RES:
-      parts = {"conv_a": conv_bn(k, c, u), "conv_b": conv_bn(k, u, u)}
-      if pl.projection:
-        parts["projection"] = conv_bn(1, c, u)
-      params[pl.name] = {n: v[0] for n, v in parts.items()}
-      stats[pl.name] = {n: v[1] for n, v in parts.items()}
-    elif pl.role in (Role.FC, Role.DECISION):
-      params[pl.name] = {"kernel": z(h * w * c, u), "bias": z(u)}
-  return {"params": params, "batch_stats": stats}
-
-
-# (specialised sub-tree of a res block or conv, padded slot key, padded batch-norm key)
-_RES_PARTS = (("conv_a", "conv_a", "bn_a"), ("conv_b", "conv_b", "bn_b"), ("projection", "projection", "bn_p"))
-
-
-def _pairs(places: Sequence[Place], k_max: int):
-  """Yields (specialised path, padded path, index into the padded array) for every array of the
-  places' variables; paths are key tuples into {"params", "batch_stats"}."""
-  for pl in places:
-    (h, w), c, u, k, j = pl.size, pl.c_in, pl.units, pl.kernel, pl.slot
-    if pl.role in (Role.FC, Role.DECISION):
-      if pl.role == Role.FC:
-        yield ("params", pl.name, "kernel"), ("params", "slots", j, "fc"), np.s_[:h, :w, :c, :u]
-        yield ("params", pl.name, "bias"), ("params", "slots", j, "fc_bias"), np.s_[:u]
-      else:
-        yield ("params", pl.name, "kernel"), ("params", "decision_kernel"), np.s_[j, :h, :w, :c, :u]
-        yield ("params", pl.name, "bias"), ("params", "decision_bias"), np.s_[j, :u]
-      continue
-    if pl.role == Role.CONV:
-      parts = [((), "conv_a", "bn_a", k, c)]
-    elif pl.role == Role.RES:
-      sizes = {"conv_a": (k, c), "conv_b": (k, u), "projection": (1, c)}
-      parts = [((sub,), key, bn, *sizes[sub]) for sub, key, bn in _RES_PARTS if sub != "projection" or pl.projection]
-    else:
-      continue
-    for sub, key, bn, kk, cin in parts:
-      o = (k_max - kk) // 2
-      at = np.s_[o : o + kk, o : o + kk, :cin, :u] if key != "projection" else np.s_[:cin, :u]
-      yield ("params", pl.name, *sub, "conv", "kernel"), ("params", "slots", j, key), at
-      for group, names in (("params", ("scale", "bias")), ("batch_stats", ("mean", "var"))):
-        for n in names:
-          yield (group, pl.name, *sub, "bn", n), (group, "slots", j, bn, n), np.s_[:u]
-
-
-def _get(tree, path):
-  for key in path:
-    tree = tree[key]
-  return tree
-
-
-def to_padded(
-  variables: dict[str, Any], places: Sequence[Place], padding: Padding, image_shape: Sequence[int], num_outputs: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
-  """Copies an `ArchNet`'s variables ({"params", "batch_stats"}) into padded (params, batch_stats);
-  zeros elsewhere."""
-  params, stats = param_shapes(padding, image_shape, num_outputs)
-  out = jax.tree.map(lambda s: np.zeros(s.shape, np.float32), {"params": params, "batch_stats": stats})
-  for src, dst, at in _pairs(places, padding.kernel):
-    value = np.asarray(_get(variables, src))
-    _get(out, dst)[at] = value.reshape(_get(out, dst)[at].shape)
-  return out["params"], out["batch_stats"]
-
-
-def to_specialised(params: dict[str, Any], batch_stats: dict[str, Any], places: Sequence[Place]) -> dict[str, Any]:
-  """The inverse of `to_padded`: the `ArchNet` variables of the places' network."""
-  padded = {"params": params, "batch_stats": batch_stats}
-  out = _specialised_shapes(places)
-  for src, dst, at in _pairs(places, int(np.shape(params["slots"][0]["conv_a"])[0])):
-    value = np.asarray(_get(padded, dst))[at]
-    parent, leaf = _get(out, src[:-1]), src[-1]
-    parent[leaf] = value.reshape(parent[leaf].shape)
-  return out
-
-
-def init_variables(
-  key: jax.Array, places: Sequence[Place], padding: Padding, image_shape: Sequence[int], num_outputs: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
-  """Padded (params, batch_stats) initialised exactly as `models.init_variables` initialises the
-  `ArchNet`: the same kernel draws from the same key, in its order (the variable tree's sorted
-  paths); batch norm scales and running variances 1, every other leaf 0."""
-  draw = models.kernel_sampler(key)
-  paths, tree = jax.tree_util.tree_flatten_with_path(_specialised_shapes(places))
-  ones = ("scale", "var")
-  leaves = [
-    draw(a.shape) if path[-1].key == "kernel" else (np.ones if path[-1].key in ones else np.zeros)(a.shape, np.float32)
-    for path, a in paths
-  ]
-  return to_padded(jax.tree.unflatten(tree, leaves), places, padding, image_shape, num_outputs)
-
-
 def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:
   """Multiply-accumulates of one example's forward pass through the padded program (convs, projection,
   fc and decision kernels; the selections and pools are left out)."""
-  h, w, _ = _image(image_shape)
+  h, w, _ = check_image(image_shape)
   k, f = padding.kernel, padding.width
   per_slot = h * w * f * f * (2 * k * k + 1 + h * w)
   return padding.layers * per_slot + padding.decisions * h * w * f * num_outputs

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple, Sequence
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import padded_cnn, padded_mlp
+from nas_jax.tasks import padded_cnn, padded_cnn_variables, padded_mlp
 from nas_jax.tasks.datasets import Dataset
 
 __all__ = ["PaddedModel", "KINDS", "model_for", "data_shapes", "padding_of"]
@@ -58,10 +58,10 @@ _CNN = PaddedModel(
   padding_for=padded_cnn.padding_for,
   encode=padded_cnn.encode,
   apply=padded_cnn.apply,
-  variable_shapes=padded_cnn.param_shapes,
+  variable_shapes=padded_cnn_variables.param_shapes,
   net_shapes=padded_cnn.net_shapes,
-  init=padded_cnn.init_variables,
-  to_specialised=padded_cnn.to_specialised,
+  init=padded_cnn_variables.init_variables,
+  to_specialised=padded_cnn_variables.to_specialised,
   macs=padded_cnn.macs,
   layout_macs=padded_cnn.layout_macs,
 )

@@ -3,8 +3,9 @@
 `training.evaluate` compiles a program per network. Here the networks are data (`padded_mlp`,
 `padded_cnn`): P networks of one kind and padding train together, each with its own key, data
 order and early stopping, through programs compiled once per (kind, padding, data shapes,
-TrainConfig, P) in a process and reused by every later population of that shape. Each network's result equals training it alone with the
-same key (the same initial kernels and shuffles as `training.evaluate`, to float tolerance).
+TrainConfig, P) in a process and reused by every later population of that shape. Each network's
+result equals training it alone with the same key (the same initial kernels and shuffles as
+`training.evaluate`, to float tolerance).
 """
 
 from __future__ import annotations

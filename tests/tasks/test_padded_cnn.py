@@ -15,7 +15,16 @@ from hypothesis import strategies as st
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools, random_arch
-from nas_jax.tasks import datasets, models, padded_cnn, padded_training, train_steps, trainers, training
+from nas_jax.tasks import (
+  datasets,
+  models,
+  padded_cnn,
+  padded_cnn_variables,
+  padded_training,
+  train_steps,
+  trainers,
+  training,
+)
 
 IMAGE = (7, 6, 2)  # odd and unequal sides: strided layers meet both parities
 K = 5
@@ -140,14 +149,14 @@ def test_outputs_gradients_and_statistics_match_archnet(train):
     variables = _with_noise(models.init_variables(model, jax.random.key(i), x[:1]), i)
     want_out, want_stats, want_grads = _specialised(model, variables, x, train)
     net, places = padded_cnn.encode(arch, PADDING, IMAGE, K)
-    params, stats = padded_cnn.to_padded(variables, places, PADDING, IMAGE, K)
+    params, stats = padded_cnn_variables.to_padded(variables, places, PADDING, IMAGE, K)
     out, new_stats, grads = _padded(train)(params, stats, net, x)
     np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-5, err_msg=f"network {i}")
-    got = padded_cnn.to_specialised(grads, new_stats, places)
+    got = padded_cnn_variables.to_specialised(grads, new_stats, places)
     _close(got["params"], want_grads, f"network {i} gradients")
     _close(got["batch_stats"], want_stats, f"network {i} batch statistics")
     # Padding gets exactly zero gradient: the round trip through the places keeps every nonzero.
-    again, _ = padded_cnn.to_padded(got, places, PADDING, IMAGE, K)
+    again, _ = padded_cnn_variables.to_padded(got, places, PADDING, IMAGE, K)
     jax.tree.map(lambda g, a: np.testing.assert_array_equal(np.asarray(g), a), grads, again)
 
 
@@ -157,9 +166,9 @@ def test_whatever_fills_the_padding_changes_nothing(i, seed):
   """Noise in every padded parameter and statistic: a wrong mask would let it into the outputs."""
   x = jax.random.normal(jax.random.key(1), (4, *IMAGE))
   net, places = padded_cnn.encode(NETWORKS[i], PADDING, IMAGE, K)
-  clean = padded_cnn.init_variables(jax.random.key(seed), places, PADDING, IMAGE, K)
-  ones = jax.tree.map(np.ones_like, padded_cnn.to_specialised(*clean, places))
-  real = padded_cnn.to_padded(ones, places, PADDING, IMAGE, K)
+  clean = padded_cnn_variables.init_variables(jax.random.key(seed), places, PADDING, IMAGE, K)
+  ones = jax.tree.map(np.ones_like, padded_cnn_variables.to_specialised(*clean, places))
+  real = padded_cnn_variables.to_padded(ones, places, PADDING, IMAGE, K)
   rng = np.random.default_rng(seed)
   noise = lambda v, r: v + (1 - r) * np.abs(rng.normal(0, 3, v.shape)).astype(np.float32)
   noisy = jax.tree.map(noise, clean, real)
@@ -167,8 +176,8 @@ def test_whatever_fills_the_padding_changes_nothing(i, seed):
   got, got_stats, _ = _padded(True)(*noisy, net, x)
   np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
   _close(
-    padded_cnn.to_specialised(noisy[0], got_stats, places),
-    padded_cnn.to_specialised(clean[0], want_stats, places),
+    padded_cnn_variables.to_specialised(noisy[0], got_stats, places),
+    padded_cnn_variables.to_specialised(clean[0], want_stats, places),
     "stats",
   )
 
@@ -178,8 +187,8 @@ def test_init_draws_archnet_variables_and_places_round_trip():
   for i, arch in enumerate(NETWORKS[:3]):
     want = models.init_variables(models.build_model(arch, K), jax.random.key(i), x)
     _, places = padded_cnn.encode(arch, PADDING, IMAGE, K)
-    params, stats = padded_cnn.init_variables(jax.random.key(i), places, PADDING, IMAGE, K)
-    got = padded_cnn.to_specialised(params, stats, places)
+    params, stats = padded_cnn_variables.init_variables(jax.random.key(i), places, PADDING, IMAGE, K)
+    got = padded_cnn_variables.to_specialised(params, stats, places)
     jax.tree.map(np.testing.assert_array_equal, got, jax.tree.map(np.asarray, want))
 
 

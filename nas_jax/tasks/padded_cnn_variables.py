@@ -1,0 +1,162 @@
+"""The padded CNN's variables (`padded_cnn`): their layout, and where a specialised network's go.
+
+A slot's parameters are its conv (`conv_a`), a res block's second conv (`conv_b`) and projection,
+its fc kernel over the whole grid, and three batch norms (`bn_a`, `bn_b`, `bn_p`), each at the
+padding's width; every slot has them all, as it computes every layer kind. `to_padded` and
+`to_specialised` copy `ArchNet` variables in and out along the `Place`s of `padded_cnn.encode`;
+`init_variables` draws what `models.init_variables` draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas_jax.arch import labels as labels_lib
+from nas_jax.tasks import models, padded_cnn
+
+__all__ = ["param_shapes", "to_padded", "to_specialised", "init_variables"]
+
+Role = labels_lib.Role
+
+
+def _bn(f: int, names: tuple[str, str]) -> dict[str, dict[str, tuple[int, ...]]]:
+  return {b: {n: (f,) for n in names} for b in ("bn_a", "bn_b", "bn_p")}
+
+
+def _shapes(padding: padded_cnn.Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
+  """(params, batch_stats) shapes as tuples, one slot's dict for all: slots are alike."""
+  h, w, _ = padded_cnn.check_image(image_shape)
+  k, f = padding.kernel, padding.width
+  slot = {"conv_a": (k, k, f, f), "conv_b": (k, k, f, f), "projection": (f, f), "fc": (h, w, f, f), "fc_bias": (f,)}
+  head = {
+    "decision_kernel": (padding.decisions, h, w, f, num_outputs),
+    "decision_bias": (padding.decisions, num_outputs),
+  }
+  return ({**slot, **_bn(f, ("scale", "bias"))}, head), _bn(f, ("mean", "var"))
+
+
+def _is_shape(v) -> bool:
+  return isinstance(v, tuple) and all(isinstance(d, int) for d in v)
+
+
+def param_shapes(padding: padded_cnn.Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
+  """(params, batch_stats) as ShapeDtypeStructs in `apply`'s layout."""
+  (slot, head), stats = _shapes(padding, image_shape, num_outputs)
+  spec = lambda tree: jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, jnp.float32), tree, is_leaf=_is_shape)
+  return {"slots": [spec(slot)] * padding.layers, **spec(head)}, {"slots": [spec(stats)] * padding.layers}
+
+
+def _specialised_shapes(places: Sequence[padded_cnn.Place]) -> dict[str, Any]:
+  """`ArchNet`'s variables as numpy zeros of the right shapes ({"params", "batch_stats"})."""
+  params, stats = {}, {}
+  z = lambda *shape: np.zeros(shape, np.float32)
+  conv_bn = lambda k, c, u: (
+    {"conv": {"kernel": z(k, k, c, u)}, "bn": {"scale": z(u), "bias": z(u)}},
+    {"bn": {"mean": z(u), "var": z(u)}},
+  )
+  for pl in places:
+    (h, w), c, u, k = pl.size, pl.c_in, pl.units, pl.kernel
+    if pl.role == Role.CONV:
+      params[pl.name], stats[pl.name] = conv_bn(k, c, u)
+    elif pl.role == Role.RES:
+      parts = {"conv_a": conv_bn(k, c, u), "conv_b": conv_bn(k, u, u)}
+      if pl.projection:
+        parts["projection"] = conv_bn(1, c, u)
+      params[pl.name] = {n: v[0] for n, v in parts.items()}
+      stats[pl.name] = {n: v[1] for n, v in parts.items()}
+    elif pl.role in (Role.FC, Role.DECISION):
+      params[pl.name] = {"kernel": z(h * w * c, u), "bias": z(u)}
+  return {"params": params, "batch_stats": stats}
+
+
+# (specialised sub-tree of a res block or conv, padded slot key, padded batch-norm key)
+_RES_PARTS = (("conv_a", "conv_a", "bn_a"), ("conv_b", "conv_b", "bn_b"), ("projection", "projection", "bn_p"))
+
+
+def _pairs(places: Sequence[padded_cnn.Place], k_max: int):
+  """Yields (specialised path, padded path, index into the padded array) for every array of the
+  places' variables; paths are key tuples into {"params", "batch_stats"}."""
+  for pl in places:
+    (h, w), c, u, k, j = pl.size, pl.c_in, pl.units, pl.kernel, pl.slot
+    if pl.role in (Role.FC, Role.DECISION):
+      if pl.role == Role.FC:
+        yield ("params", pl.name, "kernel"), ("params", "slots", j, "fc"), np.s_[:h, :w, :c, :u]
+        yield ("params", pl.name, "bias"), ("params", "slots", j, "fc_bias"), np.s_[:u]
+      else:
+        yield ("params", pl.name, "kernel"), ("params", "decision_kernel"), np.s_[j, :h, :w, :c, :u]
+        yield ("params", pl.name, "bias"), ("params", "decision_bias"), np.s_[j, :u]
+      continue
+    if pl.role == Role.CONV:
+      parts = [((), "conv_a", "bn_a", k, c)]
+    elif pl.role == Role.RES:
+      sizes = {"conv_a": (k, c), "conv_b": (k, u), "projection": (1, c)}
+      parts = [((sub,), key, bn, *sizes[sub]) for sub, key, bn in _RES_PARTS if sub != "projection" or pl.projection]
+    else:
+      continue
+    for sub, key, bn, kk, cin in parts:
+      o = (k_max - kk) // 2
+      at = np.s_[o : o + kk, o : o + kk, :cin, :u] if key != "projection" else np.s_[:cin, :u]
+      yield ("params", pl.name, *sub, "conv", "kernel"), ("params", "slots", j, key), at
+      for group, names in (("params", ("scale", "bias")), ("batch_stats", ("mean", "var"))):
+        for n in names:
+          yield (group, pl.name, *sub, "bn", n), (group, "slots", j, bn, n), np.s_[:u]
+
+
+def _get(tree, path):
+  for key in path:
+    tree = tree[key]
+  return tree
+
+
+def to_padded(
+  variables: dict[str, Any],
+  places: Sequence[padded_cnn.Place],
+  padding: padded_cnn.Padding,
+  image_shape: Sequence[int],
+  num_outputs: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+  """Copies an `ArchNet`'s variables ({"params", "batch_stats"}) into padded (params, batch_stats);
+  zeros elsewhere."""
+  params, stats = param_shapes(padding, image_shape, num_outputs)
+  out = jax.tree.map(lambda s: np.zeros(s.shape, np.float32), {"params": params, "batch_stats": stats})
+  for src, dst, at in _pairs(places, padding.kernel):
+    value = np.asarray(_get(variables, src))
+    _get(out, dst)[at] = value.reshape(_get(out, dst)[at].shape)
+  return out["params"], out["batch_stats"]
+
+
+def to_specialised(
+  params: dict[str, Any], batch_stats: dict[str, Any], places: Sequence[padded_cnn.Place]
+) -> dict[str, Any]:
+  """The inverse of `to_padded`: the `ArchNet` variables of the places' network."""
+  padded = {"params": params, "batch_stats": batch_stats}
+  out = _specialised_shapes(places)
+  for src, dst, at in _pairs(places, int(np.shape(params["slots"][0]["conv_a"])[0])):
+    value = np.asarray(_get(padded, dst))[at]
+    parent, leaf = _get(out, src[:-1]), src[-1]
+    parent[leaf] = value.reshape(parent[leaf].shape)
+  return out
+
+
+def init_variables(
+  key: jax.Array,
+  places: Sequence[padded_cnn.Place],
+  padding: padded_cnn.Padding,
+  image_shape: Sequence[int],
+  num_outputs: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+  """Padded (params, batch_stats) initialised exactly as `models.init_variables` initialises the
+  `ArchNet`: the same kernel draws from the same key, in its order (the variable tree's sorted
+  paths); batch norm scales and running variances 1, every other leaf 0."""
+  draw = models.kernel_sampler(key)
+  paths, tree = jax.tree_util.tree_flatten_with_path(_specialised_shapes(places))
+  ones = ("scale", "var")
+  leaves = [
+    draw(a.shape) if path[-1].key == "kernel" else (np.ones if path[-1].key in ones else np.zeros)(a.shape, np.float32)
+    for path, a in paths
+  ]
+  return to_padded(jax.tree.unflatten(tree, leaves), places, padding, image_shape, num_outputs)
