@@ -11,6 +11,7 @@ import pytest
 from nas_jax.search import loop
 from nas_jax.wiring import config as config_lib
 from nas_jax.wiring import config_files
+from tests.conftest import SHARED_DATA
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINE = ("random_synthetic.py", "ea_synthetic.py", "random_cnn_digits.py", "ea_cnn_digits.py", "random_mlp_diabetes.py")
@@ -190,6 +191,13 @@ def test_a_task_that_knows_no_costs_refuses_them(tmp_path):
   c.objectives = "params"
   with pytest.raises(ValueError, match=r"config\.objectives: 'params'.*task 'conditional' knows the costs: none"):
     config_lib.check_search_config(c)
+
+
+@pytest.mark.skipif(
+  not os.path.isdir(os.path.join(SHARED_DATA, "nasbench201")),
+  reason="../shared/data/nasbench201 is absent (the NB201 table, which the config check opens)",
+)
+def test_a_table_task_refuses_the_costs_it_does_not_know(tmp_path):
   c = smoke(os.path.join(ROOT, "configs", "random_nb201.py"), tmp_path)
   c.constraints.max_flops = 1e6
   with pytest.raises(ValueError, match=r"config\.constraints\.max_flops: 1000000\.0.*'nb201' knows the costs: params"):
