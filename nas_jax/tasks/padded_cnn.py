@@ -223,13 +223,10 @@ def encode(
   if padding.kernel % 2 == 0:
     raise ValueError(f"padding.kernel: got {padding.kernel}; expected an odd size")
   gh, gw, _ = check_image(image_shape)
-  lay, dec, p, f, k_max = padding.layers, padding.decisions, padding.fan_in, padding.width, padding.kernel
-  parents, offsets = np.zeros((lay + dec, p), np.int32), np.zeros((lay + dec, p), np.int32)
-  parent_mask = np.zeros((lay + dec, p), np.float32)
-  kind, taps, units = np.zeros(lay, np.int32), np.zeros((lay, k_max, k_max), np.float32), np.zeros((lay, f), np.float32)
-  rows, cols = np.zeros((lay, 2, gh, gh), np.float32), np.zeros((lay, 2, gw, gw), np.float32)
-  in_mask, out_mask = np.zeros((lay, gh, gw), np.float32), np.zeros((lay, gh, gw), np.float32)
-  projection, decision_mask = np.zeros(lay, np.float32), np.zeros(dec, np.float32)
+  lay, k_max = padding.layers, padding.kernel
+  arrays = _blank(padding, image_shape)
+  parents, parent_mask, offsets, kind, taps, units = (arrays[k] for k in PaddedNet._fields[:6])
+  rows, cols, in_mask, out_mask, projection, decision_mask = (arrays[k] for k in PaddedNet._fields[6:])
   buffer_row, out_c, places = {}, {}, []
   n_body = n_dec = 0
   for pos, (node, ((h, w), c_in, c_out)) in enumerate(zip(nodes, _walk(nodes, image_shape))):
@@ -283,8 +280,7 @@ def encode(
       projection[j] = float(proj)
     buffer_row[pos] = 1 + j
     n_body += 1
-  arrays = (parents, parent_mask, offsets, kind, taps, units, rows, cols, in_mask, out_mask, projection, decision_mask)
-  return PaddedNet(*(jnp.asarray(a) for a in arrays)), tuple(places)
+  return PaddedNet(**{k: jnp.asarray(a) for k, a in arrays.items()}), tuple(places)
 
 
 def _concat(buffer: jax.Array, parents: jax.Array, mask: jax.Array, offsets: jax.Array) -> jax.Array:
@@ -372,11 +368,11 @@ def apply(
   return padded_mlp.average_decisions(z, net.decision_mask, decision), {"slots": new_stats}
 
 
-def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
-  """The shapes of a `PaddedNet` of this padding and image size."""
+def _blank(padding: Padding, image_shape: Sequence[int]) -> dict[str, np.ndarray]:
+  """A `PaddedNet`'s fields as host zeros of this padding and image size (`encode` fills them)."""
   h, w, _ = check_image(image_shape)
   lay, f, p, dec, k = padding
-  i32, f32 = jnp.int32, jnp.float32
+  i32, f32 = np.int32, np.float32
   shapes = {
     "parents": ((lay + dec, p), i32),
     "parent_mask": ((lay + dec, p), f32),
@@ -391,7 +387,13 @@ def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
     "projection": ((lay,), f32),
     "decision_mask": ((dec,), f32),
   }
-  return PaddedNet(**{k: jax.ShapeDtypeStruct(*v) for k, v in shapes.items()})
+  return {name: np.zeros(shape, dtype) for name, (shape, dtype) in shapes.items()}
+
+
+def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
+  """The shapes of a `PaddedNet` of this padding and image size."""
+  blank = _blank(padding, image_shape)
+  return PaddedNet(**{k: jax.ShapeDtypeStruct(a.shape, a.dtype) for k, a in blank.items()})
 
 
 def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:

@@ -50,60 +50,49 @@ def param_shapes(padding: padded_cnn.Padding, image_shape: Sequence[int], num_ou
   return {"slots": [spec(slot)] * padding.layers, **spec(head)}, {"slots": [spec(stats)] * padding.layers}
 
 
-def _specialised_shapes(places: Sequence[padded_cnn.Place]) -> dict[str, Any]:
-  """`ArchNet`'s variables as numpy zeros of the right shapes ({"params", "batch_stats"})."""
-  params, stats = {}, {}
-  z = lambda *shape: np.zeros(shape, np.float32)
-  conv_bn = lambda k, c, u: (
-    {"conv": {"kernel": z(k, k, c, u)}, "bn": {"scale": z(u), "bias": z(u)}},
-    {"bn": {"mean": z(u), "var": z(u)}},
-  )
-  for pl in places:
-    (h, w), c, u, k = pl.size, pl.c_in, pl.units, pl.kernel
-    if pl.role == Role.CONV:
-      params[pl.name], stats[pl.name] = conv_bn(k, c, u)
-    elif pl.role == Role.RES:
-      parts = {"conv_a": conv_bn(k, c, u), "conv_b": conv_bn(k, u, u)}
-      if pl.projection:
-        parts["projection"] = conv_bn(1, c, u)
-      params[pl.name] = {n: v[0] for n, v in parts.items()}
-      stats[pl.name] = {n: v[1] for n, v in parts.items()}
-    elif pl.role in (Role.FC, Role.DECISION):
-      params[pl.name] = {"kernel": z(h * w * c, u), "bias": z(u)}
-  return {"params": params, "batch_stats": stats}
-
-
-# (specialised sub-tree of a res block or conv, padded slot key, padded batch-norm key)
-_RES_PARTS = (("conv_a", "conv_a", "bn_a"), ("conv_b", "conv_b", "bn_b"), ("projection", "projection", "bn_p"))
+# A res block's convs in `ArchNet` and their padded batch norms.
+_RES_PARTS = (("conv_a", "bn_a"), ("conv_b", "bn_b"), ("projection", "bn_p"))
 
 
 def _pairs(places: Sequence[padded_cnn.Place], k_max: int):
-  """Yields (specialised path, padded path, index into the padded array) for every array of the
-  places' variables; paths are key tuples into {"params", "batch_stats"}."""
+  """Yields (specialised path, its `ArchNet` shape, padded path, index into the padded array) for
+  every array of the places' variables; paths are key tuples into {"params", "batch_stats"}."""
   for pl in places:
     (h, w), c, u, k, j = pl.size, pl.c_in, pl.units, pl.kernel, pl.slot
     if pl.role in (Role.FC, Role.DECISION):
+      kernel, bias = ("params", pl.name, "kernel"), ("params", pl.name, "bias")
       if pl.role == Role.FC:
-        yield ("params", pl.name, "kernel"), ("params", "slots", j, "fc"), np.s_[:h, :w, :c, :u]
-        yield ("params", pl.name, "bias"), ("params", "slots", j, "fc_bias"), np.s_[:u]
+        yield kernel, (h * w * c, u), ("params", "slots", j, "fc"), np.s_[:h, :w, :c, :u]
+        yield bias, (u,), ("params", "slots", j, "fc_bias"), np.s_[:u]
       else:
-        yield ("params", pl.name, "kernel"), ("params", "decision_kernel"), np.s_[j, :h, :w, :c, :u]
-        yield ("params", pl.name, "bias"), ("params", "decision_bias"), np.s_[j, :u]
+        yield kernel, (h * w * c, u), ("params", "decision_kernel"), np.s_[j, :h, :w, :c, :u]
+        yield bias, (u,), ("params", "decision_bias"), np.s_[j, :u]
       continue
     if pl.role == Role.CONV:
       parts = [((), "conv_a", "bn_a", k, c)]
     elif pl.role == Role.RES:
       sizes = {"conv_a": (k, c), "conv_b": (k, u), "projection": (1, c)}
-      parts = [((sub,), key, bn, *sizes[sub]) for sub, key, bn in _RES_PARTS if sub != "projection" or pl.projection]
+      parts = [((key,), key, bn, *sizes[key]) for key, bn in _RES_PARTS if key != "projection" or pl.projection]
     else:
       continue
     for sub, key, bn, kk, cin in parts:
       o = (k_max - kk) // 2
       at = np.s_[o : o + kk, o : o + kk, :cin, :u] if key != "projection" else np.s_[:cin, :u]
-      yield ("params", pl.name, *sub, "conv", "kernel"), ("params", "slots", j, key), at
+      yield ("params", pl.name, *sub, "conv", "kernel"), (kk, kk, cin, u), ("params", "slots", j, key), at
       for group, names in (("params", ("scale", "bias")), ("batch_stats", ("mean", "var"))):
         for n in names:
-          yield (group, pl.name, *sub, "bn", n), (group, "slots", j, bn, n), np.s_[:u]
+          yield (group, pl.name, *sub, "bn", n), (u,), (group, "slots", j, bn, n), np.s_[:u]
+
+
+def _tree(items) -> dict[str, Any]:
+  """{"params": ..., "batch_stats": ...} nested from (path, leaf) pairs."""
+  out = {"params": {}, "batch_stats": {}}
+  for path, leaf in items:
+    node = out
+    for key in path[:-1]:
+      node = node.setdefault(key, {})
+    node[path[-1]] = leaf
+  return out
 
 
 def _get(tree, path):
@@ -123,7 +112,7 @@ def to_padded(
   zeros elsewhere."""
   params, stats = param_shapes(padding, image_shape, num_outputs)
   out = jax.tree.map(lambda s: np.zeros(s.shape, np.float32), {"params": params, "batch_stats": stats})
-  for src, dst, at in _pairs(places, padding.kernel):
+  for src, _, dst, at in _pairs(places, padding.kernel):
     value = np.asarray(_get(variables, src))
     _get(out, dst)[at] = value.reshape(_get(out, dst)[at].shape)
   return out["params"], out["batch_stats"]
@@ -134,12 +123,8 @@ def to_specialised(
 ) -> dict[str, Any]:
   """The inverse of `to_padded`: the `ArchNet` variables of the places' network."""
   padded = {"params": params, "batch_stats": batch_stats}
-  out = _specialised_shapes(places)
-  for src, dst, at in _pairs(places, int(np.shape(params["slots"][0]["conv_a"])[0])):
-    value = np.asarray(_get(padded, dst))[at]
-    parent, leaf = _get(out, src[:-1]), src[-1]
-    parent[leaf] = value.reshape(parent[leaf].shape)
-  return out
+  pairs = _pairs(places, int(np.shape(params["slots"][0]["conv_a"])[0]))
+  return _tree((src, np.asarray(_get(padded, dst))[at].reshape(shape)) for src, shape, dst, at in pairs)
 
 
 def init_variables(
@@ -153,7 +138,8 @@ def init_variables(
   `ArchNet`: the same kernel draws from the same key, in its order (the variable tree's sorted
   paths); batch norm scales and running variances 1, every other leaf 0."""
   draw = models.kernel_sampler(key)
-  paths, tree = jax.tree_util.tree_flatten_with_path(_specialised_shapes(places))
+  shapes = _tree((src, np.zeros(shape, np.float32)) for src, shape, _, _ in _pairs(places, padding.kernel))
+  paths, tree = jax.tree_util.tree_flatten_with_path(shapes)
   ones = ("scale", "var")
   leaves = [
     draw(a.shape) if path[-1].key == "kernel" else (np.ones if path[-1].key in ones else np.zeros)(a.shape, np.float32)

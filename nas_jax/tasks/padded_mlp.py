@@ -166,12 +166,9 @@ def encode(arch: Architecture, padding: Padding, num_inputs: int, num_outputs: i
   """
   nodes = _mlp_nodes(arch)
   check_fits(padding, Padding, _needs(arch))
-  lay, dec, p, w = padding.layers, padding.decisions, padding.fan_in, padding.width
-  parents = np.zeros((lay + dec, p), np.int32)
-  parent_mask = np.zeros((lay + dec, p), np.float32)
-  activation = np.zeros(lay, np.int32)
-  unit_mask = np.zeros((lay, w), np.float32)
-  decision_mask = np.zeros(dec, np.float32)
+  lay, w = padding.layers, padding.width
+  arrays = _blank(padding)
+  parents, parent_mask, activation, unit_mask, decision_mask = (arrays[k] for k in PaddedNet._fields)
   buffer_row, features = {}, {}  # per node position: its buffer row, and its features there
   names, slots, decision, rows, units = [], [], [], [], []
   n_body = n_dec = 0
@@ -203,7 +200,7 @@ def encode(arch: Architecture, padding: Padding, num_inputs: int, num_outputs: i
     features[pos] = np.concatenate([real, w + real]) if node.label == "crelu" else real
     buffer_row[pos] = 1 + n_body
     n_body += 1
-  net = PaddedNet(*(jnp.asarray(a) for a in (parents, parent_mask, activation, unit_mask, decision_mask)))
+  net = PaddedNet(**{k: jnp.asarray(a) for k, a in arrays.items()})
   return net, Layout(tuple(names), tuple(slots), tuple(decision), tuple(rows), tuple(units))
 
 
@@ -299,16 +296,21 @@ def _stack(params: dict[str, Any]) -> dict[str, np.ndarray]:
   }
 
 
+def _blank(padding: Padding) -> dict[str, np.ndarray]:
+  """A `PaddedNet`'s fields as host zeros of this padding (`encode` fills them)."""
+  lay, w, p, dec, _ = padding
+  return {
+    "parents": np.zeros((lay + dec, p), np.int32),
+    "parent_mask": np.zeros((lay + dec, p), np.float32),
+    "activation": np.zeros(lay, np.int32),
+    "unit_mask": np.zeros((lay, w), np.float32),
+    "decision_mask": np.zeros(dec, np.float32),
+  }
+
+
 def net_shapes(padding: Padding) -> PaddedNet:
   """The shapes of a `PaddedNet` of this padding."""
-  lay, w, p, dec, _ = padding
-  return PaddedNet(
-    parents=jax.ShapeDtypeStruct((lay + dec, p), jnp.int32),
-    parent_mask=jax.ShapeDtypeStruct((lay + dec, p), jnp.float32),
-    activation=jax.ShapeDtypeStruct((lay,), jnp.int32),
-    unit_mask=jax.ShapeDtypeStruct((lay, w), jnp.float32),
-    decision_mask=jax.ShapeDtypeStruct((dec,), jnp.float32),
-  )
+  return PaddedNet(**{k: jax.ShapeDtypeStruct(a.shape, a.dtype) for k, a in _blank(padding).items()})
 
 
 def to_padded(params: dict[str, Any], layout: Layout, padding: Padding, num_inputs: int) -> dict[str, Any]:
