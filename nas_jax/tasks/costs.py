@@ -310,7 +310,7 @@ def xla_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs: int
     {"params": the total size of the leaves of the Flax "params" collection (`jax.eval_shape` of
     `init`), "flops": XLA's `cost_analysis()` FLOPs of the jitted inference forward pass on a
     batch of 1, on the default backend}. XLA also counts batch norm, activations, pools and
-    elementwise ops, and on CPU a conv runs as `models._conv_by_patches`, which skips the taps
+    elementwise ops, and on CPU a conv runs as `convolution.conv_by_patches`, which skips the taps
     that only see padding, so its flops differ from `network_costs`'.
   """
   nodes, shape, k = _check(arch, input_shape, num_outputs)

@@ -18,6 +18,7 @@ from nas_jax.arch import graph
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
+from nas_jax.tasks import convolution
 
 __all__ = [
   "Node",
@@ -30,7 +31,6 @@ __all__ = [
   "KERNEL_INIT",
   "BN_MOMENTUM",
   "BN_EPSILON",
-  "conv_same",
 ]
 
 Role = labels_lib.Role
@@ -123,39 +123,9 @@ def network_nodes(arch: Architecture) -> tuple[Node, ...]:
   return tuple(nodes)
 
 
-def _conv_by_patches(x: jax.Array, w: jax.Array, s: int) -> jax.Array:
-  """SAME-padded conv as a product of patches and kernel, skipping taps that only see padding.
-
-  Args:
-    x: [B, H, W, C]; w: [k, k, C, O]; s: stride.
-
-  Returns:
-    [B, ceil(H/s), ceil(W/s), O], equal to `lax.conv_general_dilated(..., "SAME")`.
-  """
-  k = w.shape[0]
-  _, h, wd, _ = x.shape
-  pads, taps = [], []
-  for n in (h, wd):  # XLA's SAME split of the padding: the smaller half before
-    out = -(-n // s)
-    total = max((out - 1) * s + k - n, 0)
-    pads.append((total // 2, total - total // 2))
-    taps.append([i for i in range(k) if any(0 <= r * s + i - total // 2 < n for r in range(out))])
-  oh, ow = -(-h // s), -(-wd // s)
-  xp = jnp.pad(x, ((0, 0), *pads, (0, 0)))
-  cols = [xp[:, i : i + (oh - 1) * s + 1 : s, j : j + (ow - 1) * s + 1 : s] for i in taps[0] for j in taps[1]]
-  kernel = w[np.array(taps[0])][:, np.array(taps[1])].reshape(-1, w.shape[-1])
-  return jnp.concatenate(cols, axis=-1) @ kernel
-
-
 class _Conv(nn.Module):
-  """k x k conv, stride s, SAME padding, no bias: [B, H, W, C] -> [B, ceil(H/s), ceil(W/s), units].
-
-  Computed as patches times kernel (`_conv_by_patches`) on CPU, and elsewhere on images no larger
-  than the kernel. Measured on CPU (XLA, batch 32): inside a `lax.scan`, as in every training
-  epoch, the kernel gradient of `lax.conv` takes 220 ms on an 8x8x64 image against 7.6 ms with
-  patches; and on 2x2 or 1x1 images (8x8 digits reach them) even the forward conv is 10-30x
-  slower. Accelerators keep `lax.conv` for larger images, where patches would cost k*k memory.
-  """
+  """k x k conv, stride s, SAME padding, no bias: [B, H, W, C] -> [B, ceil(H/s), ceil(W/s), units],
+  computed by `convolution.conv_same` (patches on CPU)."""
 
   units: int
   kernel: int
@@ -166,15 +136,7 @@ class _Conv(nn.Module):
   def __call__(self, x: jax.Array) -> jax.Array:
     k, s = self.kernel, self.stride
     w = self.param("kernel", self.kernel_init, (k, k, x.shape[-1], self.units), _F32)
-    return conv_same(x, w, s)
-
-
-def conv_same(x: jax.Array, w: jax.Array, s: int) -> jax.Array:
-  """`_Conv`'s computation: [B, H, W, C] x [k, k, C, O] -> [B, ceil(H/s), ceil(W/s), O], SAME
-  padding, by patches on CPU and on images no larger than the kernel, else by `lax.conv`."""
-  if max(x.shape[1:3]) <= w.shape[0] or jax.default_backend() == "cpu":
-    return _conv_by_patches(x, w, s)
-  return jax.lax.conv_general_dilated(x, w, (s, s), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return convolution.conv_same(x, w, s)
 
 
 class _ConvBN(nn.Module):

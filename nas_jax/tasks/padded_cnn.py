@@ -30,7 +30,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import models, padded_mlp
+from nas_jax.tasks import convolution, models, padded_mlp
 
 __all__ = [
   "KINDS",
@@ -195,9 +195,8 @@ def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int]) -> Pa
 
 def _selection(n: int, grid: int, stride: int, kernel: int) -> np.ndarray:
   """[grid, grid]: output pixel r < ceil(n / stride) takes the stride-1 result's pixel that a
-  SAME-padded strided window centres on (XLA's split of the padding: the smaller half before)."""
-  out = -(-n // stride)
-  before = max((out - 1) * stride + kernel - n, 0) // 2
+  SAME-padded strided window centres on (`convolution.same_padding`)."""
+  out, before = -(-n // stride), convolution.same_padding(n, stride, kernel)[0]
   sel = np.zeros((grid, grid), np.float32)
   r = np.arange(out)
   sel[r, r * stride - before + (kernel - 1) // 2] = 1.0
@@ -321,10 +320,10 @@ def _slot(p, stats, net: PaddedNet, j: int, x: jax.Array, train: bool):
   rows, cols, out = net.rows[j], net.cols[j], net.out_mask[j]
   keep = out[None, :, :, None] * net.units[j]
   taps = net.taps[j][:, :, None, None]
-  za = _select(models.conv_same(x, p["conv_a"] * taps, 1), rows[0], cols[0])
+  za = _select(convolution.conv_same(x, p["conv_a"] * taps, 1), rows[0], cols[0])
   ha, sa = _batch_norm(za, p["bn_a"], stats["bn_a"], out, train)
   conv = jax.nn.relu(ha) * keep
-  hb, sb = _batch_norm(models.conv_same(conv, p["conv_b"] * taps, 1) * keep, p["bn_b"], stats["bn_b"], out, train)
+  hb, sb = _batch_norm(convolution.conv_same(conv, p["conv_b"] * taps, 1) * keep, p["bn_b"], stats["bn_b"], out, train)
   zp = _select(jnp.einsum("bhwf,fg->bhwg", x, p["projection"]), rows[1], cols[1])
   hp, sp = _batch_norm(zp, p["bn_p"], stats["bn_p"], out, train)
   res = jax.nn.relu(hb + jnp.where(net.projection[j] > 0, hp, x))

@@ -154,7 +154,7 @@ def test_memory_grows_with_the_input_image():
 # XLA / ours, measured on CPU (jax 0.10.2):
 #   cnn pool, 32x32x3: 0.855 - 1.020 (C1-C3, VGG-like: 1.014-1.017; C4-C10: 0.855-0.918, C6 1.020).
 #     Below 1 where images shrink to 2x2 and 1x1 (stride-2 convs, 32 -> 1): there the CPU conv
-#     (`models._conv_by_patches`) skips the taps that see only padding (8 of 9 on a 1x1 image), which
+#     (`convolution.conv_by_patches`) skips the taps that see only padding (8 of 9 on a 1x1 image), which
 #     our SAME-padding convention counts; above 1 by BN, relu, pools and adds, which XLA counts.
 #     Spearman over the 10: 1.0.
 #   cnn pool, 8x8x1 (digits; not asserted): 0.203 - 0.679, Spearman 0.90: most convs run on 1x1-2x2 images.

@@ -10,7 +10,7 @@ import pytest
 
 from nas_jax.arch.architecture import Architecture, stack
 from nas_jax.spaces import pools
-from nas_jax.tasks import models
+from nas_jax.tasks import convolution, models
 
 DIGIT_IMAGES = jax.ShapeDtypeStruct((3, 8, 8, 1), jnp.float32)
 DIGIT_VECTORS = jax.ShapeDtypeStruct((3, 64), jnp.float32)
@@ -93,7 +93,7 @@ def test_conv_by_patches_equals_lax_same_conv(h, w, k, s):
   rng = np.random.default_rng(h * 100 + w * 10 + k)
   x, kernel = rng.normal(size=(2, h, w, 3)).astype(np.float32), rng.normal(size=(k, k, 3, 4)).astype(np.float32)
   ref = jax.lax.conv_general_dilated(x, kernel, (s, s), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-  out = jax.jit(models._conv_by_patches, static_argnums=2)(x, kernel, s)
+  out = jax.jit(convolution.conv_by_patches, static_argnums=2)(x, kernel, s)
   np.testing.assert_allclose(out, ref, atol=1e-4, rtol=1e-4)
 
 
