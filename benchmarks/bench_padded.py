@@ -12,8 +12,9 @@ cache off), over the same networks and keys, as a worker of a search would:
   specialised  `training.evaluate` per network: a program compiled per network (the baseline).
   padded       `padded_training.evaluate` per network, each in its power-of-two padding: programs
                compiled once per padding and reused by later networks of that padding.
-  population   `padded_training.train_population` per group of networks of one padding (each group
-               one program, vmapped over its networks).
+  population   `padded_training.train_population` per group of networks as a search groups them
+               (`padded_models.group_of`; each group one program in the padding of them all,
+               vmapped over its networks).
   auto         `trainers.evaluate("auto", ...)`: per network, the cheaper by `trainers.choose`.
 Prints the wall time of each (ratio = specialised / trainer; above 1 the trainer is faster), its
 compile share, and the largest difference of a network's best validation error (MSE, or 1 -
@@ -21,8 +22,9 @@ accuracy) from specialised.
 
 `--cnn_count` counts, without training, why a padded CNN loses on a CPU: for each pool CNN on
 digits, the multiply-accumulates of one example through `padded_cnn` in the network's own padding
-and the bytes of that padding's parameters, against the network's own (`costs.network_costs`);
-through a padding of the MLP's kind (every image slot at the input's 8x8 positions, the network's
+(each slot its layer's kind) and in its coarse padding (every slot every kind), against the
+network's own (`costs.network_costs`), and the bytes of each padding's parameters; the same for the
+10 in the padding of them all; through a padding of the MLP's kind (every image slot at the input's 8x8 positions, the network's
 widest conv and largest kernel; one conv per slot, so a lower bound); and how many
 distinct paddings a padding per image size (slots grouped by input size, each group at its own
 widest layer and kernel) needs for the pool and for --random random CNNs (none shared: a compile each).
@@ -82,7 +84,7 @@ def child(mode: str, epochs: int, kind: str, n_random: int, max_layers: int, max
   if mode == "population":
     groups = {}
     for i, a in enumerate(archs):
-      groups.setdefault(padded_models.padding_of(a, data), []).append(i)
+      groups.setdefault(padded_models.group_of(a, data), []).append(i)
     results = [None] * len(archs)
     for members in groups.values():
       trained = padded_training.train_population([archs[i] for i in members], data, config, [keys[i] for i in members])
@@ -146,25 +148,33 @@ def _cnn_layers(arch):
 
 
 def cnn_count(n_random: int) -> None:
-  """Prints the uniform padding's arithmetic per pool CNN and the per-size paddings' sharing."""
+  """Prints each pool CNN's arithmetic and parameters padded, and the per-size paddings' sharing."""
   import numpy as np
 
   import jax
 
   from nas_jax.spaces import pools, random_arch
-  from nas_jax.tasks import costs, padded_cnn, padded_cnn_variables, padded_mlp
+  from nas_jax.tasks import cnn_padding, costs, padded_cnn_variables, padded_mlp
 
   pow2 = lambda n: padded_mlp.round_up(n, 1)  # the padded MLP's rounding
   pool = pools.initial_pool("cnn")
   total_own = total_padded = 0.0
-  print("pool CNNs on digits (8x8x1, 10 classes), MACs of one example's forward pass:")
+  image = (8, 8, 1)
+
+  def cost(padding, own):
+    gib = sum(np.prod(a.shape) for a in jax.tree.leaves(padded_cnn_variables.param_shapes(padding, image, 10)[0]))
+    return f"{cnn_padding.macs(padding, image, 10) / own:6.0f}x, {gib * 4 / 2**30:5.2f} GiB"
+
+  print("pool CNNs on digits (8x8x1, 10 classes), MACs of one example's forward pass against the network's")
+  print("own, and the padding's parameters (4x that with gradients and Adam), in the network's padding")
+  print("with every slot computing every kind (coarse) and with each slot its own kind (own):")
   for i, arch in enumerate(pool):
-    padding = padded_cnn.padding_for([arch], (8, 8, 1))
-    shapes = jax.tree.leaves(padded_cnn_variables.param_shapes(padding, (8, 8, 1), 10)[0])
-    gib = sum(np.prod(a.shape) for a in shapes) * 4 / 2**30
-    own = costs.network_costs(arch, (8, 8, 1), 10).flops / 2
-    ratio = padded_cnn.macs(padding, (8, 8, 1), 10) / own
-    print(f"  C{i + 1}: padded_cnn in its own padding {tuple(padding)}: {ratio:6.0f}x, parameters {gib:5.1f} GiB")
+    tight = cnn_padding.padding_for([arch], image)
+    own = costs.network_costs(arch, image, 10).flops / 2
+    print(
+      f"  C{i + 1} ({tight.layers} slots, width {tight.width}, kernel {tight.kernel}): coarse"
+      f" {cost(cnn_padding.coarse(tight), own)}; own {cost(tight, own)}"
+    )
     images, fcs = _cnn_layers(arch)
     convs = [(units, k) for _, units, k in images if units]  # pools have no units
     width, kernel = pow2(max(u for u, _ in convs)), max(k for _, k in convs)
@@ -172,8 +182,14 @@ def cnn_count(n_random: int) -> None:
     padded = pow2(len(images)) * 64 * kernel * kernel * width * width
     padded += pow2(max(len(fcs), 1)) * max(width, fc_width) * fc_width + fc_width * 10
     total_own, total_padded = total_own + own, total_padded + padded
-    print(f"  C{i + 1}: own {own / 1e6:7.1f} M, uniformly padded {padded / 1e6:8.1f} M ({padded / own:5.0f}x)")
-  print(f"  all 10: {total_padded / total_own:.0f}x")
+    print(
+      f"  C{i + 1}: own {own / 1e6:7.1f} M, lower bound (one conv a slot) {padded / 1e6:8.1f} M ({padded / own:5.0f}x)"
+    )
+  print(f"  all 10: lower bound {total_padded / total_own:.0f}x")
+  union = cnn_padding.padding_for(pool, image)
+  print(
+    f"  all 10 in the padding of them all ({union.layers} slots, width {union.width}): {cost(union, total_own / 10)}"
+  )
 
   def per_size_padding(arch):
     images, fcs = _cnn_layers(arch)

@@ -12,9 +12,10 @@ real pixels (avg) outside the real region. Batch norm takes its statistics over 
 An fc or decision layer flattens the grid with a kernel per (row, column, channel), whose real part
 is the specialised kernel in `ArchNet`'s flatten order, and writes its units to pixel (0, 0).
 
-Every slot computes each layer kind (conv, res block, both pools, fc) and keeps its own, so the
-program does far more arithmetic than a network: channels at the padding's width, every pixel at
-the input's resolution, the largest kernel and all kinds (`macs`). The padded variables, and how a
+A slot computes the layer kinds its `cnn_padding.Padding` lists for it (`kinds`: those some network
+of the padding has there, or all of them in a `coarse` padding) and keeps its network's, its convs
+at the slot's kernel. The program does more arithmetic than a network: channels at the padding's
+width, every pixel at the input's resolution (`cnn_padding.macs`). The padded variables, and how a
 specialised network's map into them, are `padded_cnn_variables`'. Tests copy a specialised
 network's variables in and compare outputs, gradients and batch statistics with `ArchNet`'s.
 """
@@ -30,45 +31,14 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import convolution, models, padded_mlp
+from nas_jax.tasks import cnn_padding, convolution, models, padded_mlp
+from nas_jax.tasks.cnn_padding import BITS, KINDS, Padding
 
-__all__ = [
-  "KINDS",
-  "Padding",
-  "PaddedNet",
-  "Place",
-  "padding_for",
-  "encode",
-  "apply",
-  "net_shapes",
-  "check_image",
-  "macs",
-  "layout_macs",
-]
+__all__ = ["PaddedNet", "Place", "encode", "apply", "net_shapes", "layout_macs"]
 
 Role = labels_lib.Role
-# A slot's kind is an index into this tuple.
-KINDS = ("conv", "res", "max-pool", "avg-pool", "fc")
 _POOL_KERNEL = 3
 _FAR = -1e30  # max-pool's value outside the real pixels: finite, so a zero selection weight keeps it out
-
-
-class Padding(NamedTuple):
-  """The static shape of a padded CNN (with the image size, what one compiled program can run).
-
-  Attributes:
-    layers: processing-layer slots (conv, res, pool, fc).
-    width: F, the channels of every slot's output and of every concatenation (at least the image's).
-    fan_in: parents per layer (processing or decision).
-    decisions: decision-layer slots.
-    kernel: the largest conv kernel, odd; smaller kernels sit in its centre.
-  """
-
-  layers: int
-  width: int
-  fan_in: int
-  decisions: int
-  kernel: int
 
 
 class PaddedNet(NamedTuple):
@@ -132,67 +102,6 @@ class Place(NamedTuple):
   projection: bool
 
 
-def _nodes(arch: Architecture) -> tuple[models.Node, ...]:
-  if getattr(arch, "kind", None) != "cnn":
-    raise ValueError(f"padded_cnn: a {getattr(arch, 'kind', type(arch).__name__)!r} network; it runs cnn networks")
-  return models.network_nodes(arch)
-
-
-def check_image(image_shape: Sequence[int]) -> tuple[int, int, int]:
-  if len(image_shape) != 3 or min(image_shape) < 1:
-    raise ValueError(f"image_shape: got {tuple(image_shape)}; expected (H, W, C), each >= 1")
-  return tuple(int(v) for v in image_shape)
-
-
-def _walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tuple[tuple[int, int], int, int]]:
-  """Per node: its input's real pixels (h, w), its input channels, its output channels (its output
-  pixels follow from the stride)."""
-  h, w, c = check_image(image_shape)
-  out_size, out_c, walked = [], [], []
-  for node in nodes:
-    if node.role == Role.IP:
-      size, c_in, c_out = (h, w), 0, c
-    else:
-      sizes = {out_size[p] for p in node.parents}
-      if len(sizes) != 1:
-        raise ValueError(f"padded_cnn: layer {node.slot} concatenates inputs of sizes {sorted(sizes)}")
-      (size,) = sizes
-      c_in = sum(out_c[p] for p in node.parents)
-      c_out = c_in if node.role == Role.POOL else node.units
-    walked.append((size, c_in, c_out))
-    if node.role in (Role.CONV, Role.RES, Role.POOL):
-      out_size.append(tuple(-(-n // node.stride) for n in size))
-    else:
-      out_size.append((1, 1) if node.role in (Role.FC, Role.DECISION) else size)
-    out_c.append(c_out)
-  return walked
-
-
-def _needs(arch: Architecture, image_shape: Sequence[int]) -> tuple[int, int, int, int, int]:
-  """What the network needs of each `Padding` field, unrounded."""
-  nodes = _nodes(arch)
-  walked = _walk(nodes, image_shape)
-  body = [n.role in (Role.CONV, Role.RES, Role.POOL, Role.FC) for n in nodes]
-  return (
-    sum(body),
-    max(max(c_in, c_out) for _, c_in, c_out in walked),
-    max([1] + [len(n.parents) for n in nodes]),
-    max(1, sum(n.role == Role.DECISION for n in nodes)),
-    max([1] + [n.kernel for n in nodes if n.role in (Role.CONV, Role.RES)]),
-  )
-
-
-def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int]) -> Padding:
-  """The smallest padding that fits all `archs` on images of `image_shape` (H, W, C): layers,
-  width and fan-in rounded up to powers of two (layers at least 8, width at least 16), so that
-  similar networks share one compiled program."""
-  if not archs:
-    raise ValueError("padding_for: no architectures given")
-  layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(_needs(a, image_shape) for a in archs)))
-  up = padded_mlp.round_up
-  return Padding(up(layers, 8), up(width, 16), up(fan_in, 1), up(decisions, 1), kernel)
-
-
 def _selection(n: int, grid: int, stride: int, kernel: int) -> np.ndarray:
   """[grid, grid]: output pixel r < ceil(n / stride) takes the stride-1 result's pixel that a
   SAME-padded strided window centres on (`convolution.same_padding`)."""
@@ -210,25 +119,22 @@ def encode(
 
   Args:
     arch: one unbatched cnn Architecture.
-    padding: a Padding it fits (`padding_for`).
+    padding: a Padding it fits (`cnn_padding.padding_for`).
     image_shape: (H, W, C) of the images.
     num_outputs: K, each decision layer's outputs (the class count for softmax, 1 for linear).
 
   Raises:
     ValueError: if the network is not a cnn or does not fit the padding.
   """
-  nodes = _nodes(arch)
-  padded_mlp.check_fits(padding, Padding, _needs(arch, image_shape))
-  if padding.kernel % 2 == 0:
-    raise ValueError(f"padding.kernel: got {padding.kernel}; expected an odd size")
-  gh, gw, _ = check_image(image_shape)
+  nodes = cnn_padding.check_fits(padding, arch, image_shape)
+  gh, gw, _ = cnn_padding.check_image(image_shape)
   lay, k_max = padding.layers, padding.kernel
   arrays = _blank(padding, image_shape)
   parents, parent_mask, offsets, kind, taps, units = (arrays[k] for k in PaddedNet._fields[:6])
   rows, cols, in_mask, out_mask, projection, decision_mask = (arrays[k] for k in PaddedNet._fields[6:])
   buffer_row, out_c, places = {}, {}, []
   n_body = n_dec = 0
-  for pos, (node, ((h, w), c_in, c_out)) in enumerate(zip(nodes, _walk(nodes, image_shape))):
+  for pos, (node, ((h, w), c_in, c_out)) in enumerate(zip(nodes, cnn_padding.walk(nodes, image_shape))):
     out_c[pos] = c_out
     if node.role == Role.IP:
       buffer_row[pos] = 0
@@ -262,13 +168,10 @@ def encode(
     j = n_body
     in_mask[j, :h, :w] = 1.0
     units[j, :c_out] = 1.0
+    kind[j] = cnn_padding.kind_index(node)
     if node.role == Role.FC:
-      kind[j] = KINDS.index("fc")
       out_mask[j, 0, 0] = 1.0
     else:
-      kind[j] = (
-        KINDS.index(node.label) if node.role == Role.POOL else KINDS.index("res" if node.role == Role.RES else "conv")
-      )
       k = _POOL_KERNEL if node.role == Role.POOL else node.kernel
       if node.role != Role.POOL:
         o = (k_max - k) // 2
@@ -315,35 +218,61 @@ def _window(x: jax.Array, init: float, op) -> jax.Array:
   return jax.lax.reduce_window(x, init, op, window, (1,) * x.ndim, "SAME")
 
 
-def _slot(p, stats, net: PaddedNet, j: int, x: jax.Array, train: bool):
-  """Slot j's output [B, H, W, F] on its concatenated input x, and its new batch statistics."""
+def _slot(p, stats, net: PaddedNet, j: int, x: jax.Array, train: bool, kinds: int, kernel: int):
+  """Slot j's output [B, H, W, F] on its concatenated input x, and its new batch statistics: the
+  kinds in the bitmask `kinds` are computed (convs at `kernel`), the network's kept."""
   rows, cols, out = net.rows[j], net.cols[j], net.out_mask[j]
   keep = out[None, :, :, None] * net.units[j]
-  taps = net.taps[j][:, :, None, None]
-  za = _select(convolution.conv_same(x, p["conv_a"] * taps, 1), rows[0], cols[0])
-  ha, sa = _batch_norm(za, p["bn_a"], stats["bn_a"], out, train)
-  conv = jax.nn.relu(ha) * keep
-  hb, sb = _batch_norm(convolution.conv_same(conv, p["conv_b"] * taps, 1) * keep, p["bn_b"], stats["bn_b"], out, train)
-  zp = _select(jnp.einsum("bhwf,fg->bhwg", x, p["projection"]), rows[1], cols[1])
-  hp, sp = _batch_norm(zp, p["bn_p"], stats["bn_p"], out, train)
-  res = jax.nn.relu(hb + jnp.where(net.projection[j] > 0, hp, x))
-  inside = net.in_mask[j][None, :, :, None] > 0
-  top = _select(_window(jnp.where(inside, x, _FAR), -jnp.inf, jax.lax.max), rows[0], cols[0])
-  mean = _window(x, 0.0, jax.lax.add) / jnp.maximum(_window(net.in_mask[j], 0.0, jax.lax.add), 1.0)[:, :, None]
-  fc = jax.nn.relu(jnp.einsum("bhwf,hwfu->bu", x, p["fc"]) + p["fc_bias"])[:, None, None, :]
-  kinds = jnp.stack([conv, res, top, _select(mean, rows[0], cols[0]), jnp.broadcast_to(fc, x.shape)])
-  return kinds[net.kind[j]] * keep, {"bn_a": sa, "bn_b": sb, "bn_p": sp}
+  computed, new_stats = {}, {}
+  if kinds & (BITS["conv"] | BITS["res"]):
+    o = (net.taps.shape[-1] - kernel) // 2
+    taps = net.taps[j, o : o + kernel, o : o + kernel][:, :, None, None]
+    za = _select(convolution.conv_same(x, p["conv_a"] * taps, 1), rows[0], cols[0])
+    ha, new_stats["bn_a"] = _batch_norm(za, p["bn_a"], stats["bn_a"], out, train)
+    computed["conv"] = conv = jax.nn.relu(ha) * keep
+    if kinds & BITS["res"]:
+      zb = convolution.conv_same(conv, p["conv_b"] * taps, 1) * keep
+      hb, new_stats["bn_b"] = _batch_norm(zb, p["bn_b"], stats["bn_b"], out, train)
+      zp = _select(jnp.einsum("bhwf,fg->bhwg", x, p["projection"]), rows[1], cols[1])
+      hp, new_stats["bn_p"] = _batch_norm(zp, p["bn_p"], stats["bn_p"], out, train)
+      computed["res"] = jax.nn.relu(hb + jnp.where(net.projection[j] > 0, hp, x))
+  if kinds & BITS["max-pool"]:
+    inside = net.in_mask[j][None, :, :, None] > 0
+    computed["max-pool"] = _select(_window(jnp.where(inside, x, _FAR), -jnp.inf, jax.lax.max), rows[0], cols[0])
+  if kinds & BITS["avg-pool"]:
+    count = jnp.maximum(_window(net.in_mask[j], 0.0, jax.lax.add), 1.0)[:, :, None]
+    computed["avg-pool"] = _select(_window(x, 0.0, jax.lax.add) / count, rows[0], cols[0])
+  if kinds & BITS["fc"]:
+    fc = jax.nn.relu(jnp.einsum("bhwf,hwfu->bu", x, p["fc"]) + p["fc_bias"])[:, None, None, :]
+    computed["fc"] = jnp.broadcast_to(fc, x.shape)
+  present = [name for name in KINDS if kinds & BITS[name]]
+  if not present:  # a slot no network of the padding uses
+    return jnp.zeros_like(x), new_stats
+  if len(present) == 1:
+    return computed[present[0]] * keep, new_stats
+  # The network's kind, as a position among the computed ones (a kind not computed never occurs
+  # where a layer sits: `encode` checks; an unused slot's keep is 0).
+  position = np.zeros(len(KINDS), np.int32)
+  position[[KINDS.index(name) for name in present]] = np.arange(len(present))
+  chosen = jnp.stack([computed[name] for name in present])[jnp.asarray(position)[net.kind[j]]]
+  return chosen * keep, new_stats
 
 
 def apply(
-  params: dict[str, Any], batch_stats: dict[str, Any], net: PaddedNet, x: jax.Array, decision: str, train: bool
+  params: dict[str, Any],
+  batch_stats: dict[str, Any],
+  net: PaddedNet,
+  x: jax.Array,
+  decision: str,
+  train: bool,
+  padding: Padding,
 ) -> tuple[jax.Array, dict[str, Any]]:
   """Runs a padded network; slots are unrolled, each with its own parameter arrays (see padded_mlp).
 
   Args:
     params, batch_stats: in `padded_cnn_variables.param_shapes`'s layout (`to_padded`,
       `init_variables` there).
-    net: the network (`encode`).
+    net: the network (`encode`), in `padding`.
     x: [B, H, W, C] images.
     decision: "softmax" (K classes) or "linear" (K = 1), as in `ArchNet`.
     train: batch statistics and their update (True) or running averages (False).
@@ -351,15 +280,16 @@ def apply(
   Returns:
     (`ArchNet`'s outputs: [B, K] float32 log-probabilities or [B] predictions, the batch statistics
     (updated in training)).
+    padding: the padding the variables and net are of (its per-slot kinds and kernels).
   """
-  lay = len(params["slots"])
-  feat = params["slots"][0]["projection"].shape[0]
+  lay = padding.layers
   x = x.astype(jnp.float32)
-  buffer = jnp.zeros((lay + 1, *x.shape[:3], feat), jnp.float32).at[0, ..., : x.shape[-1]].set(x)
+  buffer = jnp.zeros((lay + 1, *x.shape[:3], padding.width), jnp.float32).at[0, ..., : x.shape[-1]].set(x)
   new_stats = []
   for j in range(lay):
     h = _concat(buffer, net.parents[j], net.parent_mask[j], net.offsets[j])
-    out, stats = _slot(params["slots"][j], batch_stats["slots"][j], net, j, h, train)
+    slot = (padding.kinds[j], padding.kernels[j])
+    out, stats = _slot(params["slots"][j], batch_stats["slots"][j], net, j, h, train, *slot)
     buffer = buffer.at[j + 1].set(out)
     new_stats.append(stats)
   dec_in = jax.vmap(_concat, (None, 0, 0, 0))(buffer, net.parents[lay:], net.parent_mask[lay:], net.offsets[lay:])
@@ -369,8 +299,8 @@ def apply(
 
 def _blank(padding: Padding, image_shape: Sequence[int]) -> dict[str, np.ndarray]:
   """A `PaddedNet`'s fields as host zeros of this padding and image size (`encode` fills them)."""
-  h, w, _ = check_image(image_shape)
-  lay, f, p, dec, k = padding
+  h, w, _ = cnn_padding.check_image(image_shape)
+  lay, f, p, dec, k = padding[:5]
   i32, f32 = np.int32, np.float32
   shapes = {
     "parents": ((lay + dec, p), i32),
@@ -393,15 +323,6 @@ def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
   """The shapes of a `PaddedNet` of this padding and image size."""
   blank = _blank(padding, image_shape)
   return PaddedNet(**{k: jax.ShapeDtypeStruct(a.shape, a.dtype) for k, a in blank.items()})
-
-
-def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:
-  """Multiply-accumulates of one example's forward pass through the padded program (convs, projection,
-  fc and decision kernels; the selections and pools are left out)."""
-  h, w, _ = check_image(image_shape)
-  k, f = padding.kernel, padding.width
-  per_slot = h * w * f * f * (2 * k * k + 1 + h * w)
-  return padding.layers * per_slot + padding.decisions * h * w * f * num_outputs
 
 
 def layout_macs(places: Sequence[Place]) -> int:

@@ -1,8 +1,9 @@
 """The padded CNN's variables (`padded_cnn`): their layout, and where a specialised network's go.
 
-A slot's parameters are its conv (`conv_a`), a res block's second conv (`conv_b`) and projection,
-its fc kernel over the whole grid, and three batch norms (`bn_a`, `bn_b`, `bn_p`), each at the
-padding's width; every slot has them all, as it computes every layer kind. `to_padded` and
+A slot's parameters are those of the kinds it computes (`cnn_padding.Padding.kinds`), at the
+padding's width: a conv's (`conv_a`, at the slot's kernel) and batch norm (`bn_a`); a res block's
+also a second conv (`conv_b`), a projection and their batch norms (`bn_b`, `bn_p`); an fc's kernel
+over the whole grid and bias. Pools have none. `to_padded` and
 `to_specialised` copy `ArchNet` variables in and out along the `Place`s of `padded_cnn.encode`;
 `init_variables` draws what `models.init_variables` draws.
 """
@@ -16,47 +17,55 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.tasks import models, padded_cnn
+from nas_jax.tasks import cnn_padding, models, padded_cnn
+from nas_jax.tasks.cnn_padding import BITS
 
 __all__ = ["param_shapes", "to_padded", "to_specialised", "init_variables"]
 
 Role = labels_lib.Role
 
 
-def _bn(f: int, names: tuple[str, str]) -> dict[str, dict[str, tuple[int, ...]]]:
-  return {b: {n: (f,) for n in names} for b in ("bn_a", "bn_b", "bn_p")}
-
-
-def _shapes(padding: padded_cnn.Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
-  """(params, batch_stats) shapes as tuples, one slot's dict for all: slots are alike."""
-  h, w, _ = padded_cnn.check_image(image_shape)
-  k, f = padding.kernel, padding.width
-  slot = {"conv_a": (k, k, f, f), "conv_b": (k, k, f, f), "projection": (f, f), "fc": (h, w, f, f), "fc_bias": (f,)}
-  head = {
-    "decision_kernel": (padding.decisions, h, w, f, num_outputs),
-    "decision_bias": (padding.decisions, num_outputs),
-  }
-  return ({**slot, **_bn(f, ("scale", "bias"))}, head), _bn(f, ("mean", "var"))
+def _slot_shapes(kinds: int, k: int, f: int, h: int, w: int) -> tuple[dict, dict]:
+  """(params, batch_stats) shapes of a slot computing the kinds of bitmask `kinds`."""
+  params, stats = {}, {}
+  norms = (["bn_a"] if kinds & (BITS["conv"] | BITS["res"]) else []) + (["bn_b", "bn_p"] if kinds & BITS["res"] else [])
+  if norms:
+    params["conv_a"] = (k, k, f, f)
+  if kinds & BITS["res"]:
+    params.update(conv_b=(k, k, f, f), projection=(f, f))
+  if kinds & BITS["fc"]:
+    params.update(fc=(h, w, f, f), fc_bias=(f,))
+  for bn in norms:
+    params[bn] = {"scale": (f,), "bias": (f,)}
+    stats[bn] = {"mean": (f,), "var": (f,)}
+  return params, stats
 
 
 def _is_shape(v) -> bool:
   return isinstance(v, tuple) and all(isinstance(d, int) for d in v)
 
 
-def param_shapes(padding: padded_cnn.Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
+def param_shapes(padding: cnn_padding.Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
   """(params, batch_stats) as ShapeDtypeStructs in `apply`'s layout."""
-  (slot, head), stats = _shapes(padding, image_shape, num_outputs)
+  h, w, _ = cnn_padding.check_image(image_shape)
+  f = padding.width
+  slots = [_slot_shapes(kinds, k, f, h, w) for kinds, k in zip(padding.kinds, padding.kernels)]
+  head = {
+    "decision_kernel": (padding.decisions, h, w, f, num_outputs),
+    "decision_bias": (padding.decisions, num_outputs),
+  }
   spec = lambda tree: jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, jnp.float32), tree, is_leaf=_is_shape)
-  return {"slots": [spec(slot)] * padding.layers, **spec(head)}, {"slots": [spec(stats)] * padding.layers}
+  return {"slots": [spec(p) for p, _ in slots], **spec(head)}, {"slots": [spec(s) for _, s in slots]}
 
 
 # A res block's convs in `ArchNet` and their padded batch norms.
 _RES_PARTS = (("conv_a", "bn_a"), ("conv_b", "bn_b"), ("projection", "bn_p"))
 
 
-def _pairs(places: Sequence[padded_cnn.Place], k_max: int):
+def _pairs(places: Sequence[padded_cnn.Place], kernels: Sequence[int]):
   """Yields (specialised path, its `ArchNet` shape, padded path, index into the padded array) for
-  every array of the places' variables; paths are key tuples into {"params", "batch_stats"}."""
+  every array of the places' variables, given each slot's padded kernel; paths are key tuples into
+  {"params", "batch_stats"}."""
   for pl in places:
     (h, w), c, u, k, j = pl.size, pl.c_in, pl.units, pl.kernel, pl.slot
     if pl.role in (Role.FC, Role.DECISION):
@@ -76,7 +85,7 @@ def _pairs(places: Sequence[padded_cnn.Place], k_max: int):
     else:
       continue
     for sub, key, bn, kk, cin in parts:
-      o = (k_max - kk) // 2
+      o = (kernels[j] - kk) // 2
       at = np.s_[o : o + kk, o : o + kk, :cin, :u] if key != "projection" else np.s_[:cin, :u]
       yield ("params", pl.name, *sub, "conv", "kernel"), (kk, kk, cin, u), ("params", "slots", j, key), at
       for group, names in (("params", ("scale", "bias")), ("batch_stats", ("mean", "var"))):
@@ -104,7 +113,7 @@ def _get(tree, path):
 def to_padded(
   variables: dict[str, Any],
   places: Sequence[padded_cnn.Place],
-  padding: padded_cnn.Padding,
+  padding: cnn_padding.Padding,
   image_shape: Sequence[int],
   num_outputs: int,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -112,7 +121,7 @@ def to_padded(
   zeros elsewhere."""
   params, stats = param_shapes(padding, image_shape, num_outputs)
   out = jax.tree.map(lambda s: np.zeros(s.shape, np.float32), {"params": params, "batch_stats": stats})
-  for src, _, dst, at in _pairs(places, padding.kernel):
+  for src, _, dst, at in _pairs(places, padding.kernels):
     value = np.asarray(_get(variables, src))
     _get(out, dst)[at] = value.reshape(_get(out, dst)[at].shape)
   return out["params"], out["batch_stats"]
@@ -123,14 +132,15 @@ def to_specialised(
 ) -> dict[str, Any]:
   """The inverse of `to_padded`: the `ArchNet` variables of the places' network."""
   padded = {"params": params, "batch_stats": batch_stats}
-  pairs = _pairs(places, int(np.shape(params["slots"][0]["conv_a"])[0]))
+  kernels = [int(np.shape(slot["conv_a"])[0]) if "conv_a" in slot else 0 for slot in params["slots"]]
+  pairs = _pairs(places, kernels)
   return _tree((src, np.asarray(_get(padded, dst))[at].reshape(shape)) for src, shape, dst, at in pairs)
 
 
 def init_variables(
   key: jax.Array,
   places: Sequence[padded_cnn.Place],
-  padding: padded_cnn.Padding,
+  padding: cnn_padding.Padding,
   image_shape: Sequence[int],
   num_outputs: int,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -138,7 +148,7 @@ def init_variables(
   `ArchNet`: the same kernel draws from the same key, in its order (the variable tree's sorted
   paths); batch norm scales and running variances 1, every other leaf 0."""
   draw = models.kernel_sampler(key)
-  shapes = _tree((src, np.zeros(shape, np.float32)) for src, shape, _, _ in _pairs(places, padding.kernel))
+  shapes = _tree((src, np.zeros(shape, np.float32)) for src, shape, _, _ in _pairs(places, padding.kernels))
   paths, tree = jax.tree_util.tree_flatten_with_path(shapes)
   ones = ("scale", "var")
   leaves = [

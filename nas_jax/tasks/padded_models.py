@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple, Sequence
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import padded_cnn, padded_cnn_variables, padded_mlp
+from nas_jax.tasks import cnn_padding, padded_cnn, padded_cnn_variables, padded_mlp
 from nas_jax.tasks.datasets import Dataset
 
-__all__ = ["PaddedModel", "KINDS", "model_for", "data_shapes", "padding_of"]
+__all__ = ["PaddedModel", "KINDS", "model_for", "data_shapes", "padding_of", "group_of"]
 
 
 class PaddedModel(NamedTuple):
@@ -21,8 +21,10 @@ class PaddedModel(NamedTuple):
 
   Attributes:
     padding_for: (archs, input_shape) -> the padding that fits them.
+    coarse: padding -> what networks of that padding share with others to train in one
+      population (the padding itself for MLPs; every kind in every slot for CNNs).
     encode: (arch, padding, input_shape, num_outputs) -> (net, layout).
-    apply: (params, batch_stats, net, x, decision, train) -> (outputs, batch_stats).
+    apply: (params, batch_stats, net, x, decision, train, padding) -> (outputs, batch_stats).
     variable_shapes: (padding, input_shape, num_outputs) -> (params, batch_stats) ShapeDtypeStructs.
     net_shapes: (padding, input_shape) -> the net's ShapeDtypeStructs.
     init: (key, layout, padding, input_shape, num_outputs) -> (params, batch_stats), drawn as
@@ -33,6 +35,7 @@ class PaddedModel(NamedTuple):
   """
 
   padding_for: Callable[[Sequence[Architecture], tuple[int, ...]], Any]
+  coarse: Callable[[Any], Any]
   encode: Callable[..., tuple[Any, Any]]
   apply: Callable[..., tuple[Any, Any]]
   variable_shapes: Callable[..., tuple[Any, Any]]
@@ -45,8 +48,9 @@ class PaddedModel(NamedTuple):
 
 _MLP = PaddedModel(
   padding_for=lambda archs, shape: padded_mlp.padding_for(archs),
+  coarse=lambda padding: padding,
   encode=lambda arch, padding, shape, k: padded_mlp.encode(arch, padding, shape[0], k),
-  apply=lambda params, stats, net, x, decision, train: (padded_mlp.apply(params, net, x, decision), stats),
+  apply=lambda params, stats, net, x, decision, train, padding: (padded_mlp.apply(params, net, x, decision), stats),
   variable_shapes=lambda padding, shape, k: (padded_mlp.param_shapes(padding, shape[0], k), {}),
   net_shapes=lambda padding, shape: padded_mlp.net_shapes(padding),
   init=lambda key, layout, padding, shape, k: (padded_mlp.init_params(key, layout, padding, shape[0]), {}),
@@ -55,14 +59,15 @@ _MLP = PaddedModel(
   layout_macs=padded_mlp.layout_macs,
 )
 _CNN = PaddedModel(
-  padding_for=padded_cnn.padding_for,
+  padding_for=cnn_padding.padding_for,
+  coarse=cnn_padding.coarse,
   encode=padded_cnn.encode,
   apply=padded_cnn.apply,
   variable_shapes=padded_cnn_variables.param_shapes,
   net_shapes=padded_cnn.net_shapes,
   init=padded_cnn_variables.init_variables,
   to_specialised=padded_cnn_variables.to_specialised,
-  macs=padded_cnn.macs,
+  macs=cnn_padding.macs,
   layout_macs=padded_cnn.layout_macs,
 )
 _MODELS = {"mlp": _MLP, "cnn": _CNN}
@@ -90,3 +95,9 @@ def data_shapes(dataset: Dataset) -> tuple[tuple[int, ...], int]:
 def padding_of(arch: Architecture, dataset: Dataset) -> Any:
   """The padding a network trains in by default on `dataset` (its own needs, rounded up)."""
   return model_for(arch.kind).padding_for([arch], data_shapes(dataset)[0])
+
+
+def group_of(arch: Architecture, dataset: Dataset) -> Any:
+  """What networks share to train together on `dataset` (`PaddedModel.coarse` of their own
+  paddings); a group trains in the padding of all its members (`padding_for`)."""
+  return model_for(arch.kind).coarse(padding_of(arch, dataset))

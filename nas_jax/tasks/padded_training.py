@@ -39,7 +39,7 @@ def _programs(kind, padding, num_outputs, classification, train_config, steps, p
   input_shape = shapes[0][1:]
 
   def forward(net):
-    return lambda params, batch_stats, x, train: model.apply(params, batch_stats, net, x, decision, train)
+    return lambda params, batch_stats, x, train: model.apply(params, batch_stats, net, x, decision, train, padding)
 
   def epoch(state, net, x, y, perm):
     return train_steps.train_epoch(forward(net), tx, classification, steps, train_config.batch_size, state, x, y, perm)
@@ -89,10 +89,15 @@ def _check_memory(model, padding, input_shape, num_outputs: int, population: int
   have = memory_limit()
   if need > have:
     raise ValueError(
-      f"trainer 'padded': {population} network(s) in padding {tuple(padding)} need {need / 2**30:.1f} GiB for"
+      f"trainer 'padded': {population} network(s) in padding {_brief(padding)} need {need / 2**30:.1f} GiB for"
       f" parameters, gradients and optimizer moments; this device has {have / 2**30:.1f} GiB (use trainer"
       " 'specialised' or 'auto')"
     )
+
+
+def _brief(padding) -> dict[str, int]:
+  """A padding's scalar fields, for messages (a CNN's per-slot ones are long)."""
+  return {k: v for k, v in padding._asdict().items() if not isinstance(v, tuple)}
 
 
 def _stack(trees: Sequence[Any]) -> Any:

@@ -96,20 +96,20 @@ class TrainEvaluate(NamedTuple):
 
   def many(self, calls: list[tuple]) -> list[TaskResult]:
     """The results of [(arch_json, seed) or (arch_json, seed, fidelity), ...], in order: with
-    trainer "padded", the networks of each padding (`padded_models.padding_of`) train as one
-    population, each as if alone (`padded_training.train_population`); with another trainer, or
-    fidelities, each trains as `__call__` trains it."""
+    trainer "padded", the networks of each group (`padded_models.group_of`) train as one
+    population in the padding of them all, each as if alone (`padded_training.train_population`);
+    with another trainer, or fidelities, each trains as `__call__` trains it."""
     if self.trainer != "padded" or self.fidelities or any(len(c) > 2 and c[2] is not None for c in calls):
       return [self(*c) for c in calls]
     read = [self._read(c[0]) for c in calls]
     groups: dict[Any, list[int]] = {}
     for i, (arch, data) in enumerate(read):
-      groups.setdefault(padded_models.padding_of(arch, data), []).append(i)
+      groups.setdefault(padded_models.group_of(arch, data), []).append(i)
     results: list[TaskResult | None] = [None] * len(calls)
     data = read[0][1]
-    for padding, members in groups.items():
+    for members in groups.values():
       archs, keys = [read[i][0] for i in members], [jax.random.key(calls[i][1]) for i in members]
-      trained = padded_training.train_population(archs, data, self.train_config, keys, padding=padding)
+      trained = padded_training.train_population(archs, data, self.train_config, keys)
       for i, r in zip(members, trained):
         results[i] = task_result(r, data, trainer="padded", population=len(members))
     return results

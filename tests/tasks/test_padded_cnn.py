@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools, random_arch
 from nas_jax.tasks import (
+  cnn_padding,
   datasets,
   models,
   padded_cnn,
@@ -85,7 +86,7 @@ ALL_KINDS = Architecture.from_json(
   }
 )
 NETWORKS = [ALL_KINDS, *RANDOM]
-PADDING = padded_cnn.padding_for(NETWORKS, IMAGE)
+PADDING = cnn_padding.padding_for(NETWORKS, IMAGE)
 
 
 def _with_noise(variables, seed):
@@ -104,13 +105,13 @@ def _with_noise(variables, seed):
   return jax.tree_util.tree_map_with_path(draw, variables)
 
 
-@functools.lru_cache(maxsize=2)
-def _padded(train):
+@functools.lru_cache(maxsize=3)
+def _padded(train, padding=PADDING):
   """(outputs, batch statistics, gradient of a nonlinear scalar of the outputs), jitted once for
-  all networks of PADDING (the net is an argument)."""
+  all networks of a padding (the net is an argument)."""
 
   def run(params, stats, net, x):
-    return padded_cnn.apply(params, stats, net, x, "softmax", train)
+    return padded_cnn.apply(params, stats, net, x, "softmax", train, padding)
 
   def both(params, stats, net, x):
     grads = jax.grad(lambda p: jnp.sum(jnp.sin(run(p, stats, net, x)[0])))(params)
@@ -193,20 +194,66 @@ def test_init_draws_archnet_variables_and_places_round_trip():
 
 
 def test_padding_rounds_up_and_rejects_what_does_not_fit():
-  assert padded_cnn.padding_for([ALL_KINDS], IMAGE) == padded_cnn.Padding(8, 32, 2, 2, 5)
+  conv, res, top, mean, fc = (cnn_padding.BITS[k] for k in cnn_padding.KINDS)
+  # One slot per layer, each computing its layer's kind at its kernel.
+  tight = cnn_padding.Padding(8, 32, 2, 2, 5, (conv, res, res, top, mean, conv, fc, fc), (5, 3, 3, 0, 0, 5, 0, 0))
+  assert cnn_padding.padding_for([ALL_KINDS], IMAGE) == tight
+  assert cnn_padding.padding_for([ALL_KINDS], IMAGE, uniform=True) == cnn_padding.coarse(tight)
+  assert cnn_padding.coarse(tight) == tight._replace(kinds=(cnn_padding.EVERY,) * 8, kernels=(5,) * 8)
+  # A population's slots compute the union of its networks' kinds, at their largest kernel.
+  assert PADDING.kinds[1] & res and PADDING.kinds[1] != res and PADDING.kernels[0] == 5
+  assert all(k & cnn_padding.BITS["fc"] for k in PADDING.kinds[6:8])
   # The widest concatenation counts: the strided conv5 takes both pools' 16 channels.
   # On a 40-channel image, RANDOM[0] concatenates the image with 8 units: 48 channels, rounded to 64.
-  assert padded_cnn.padding_for([RANDOM[0]], (8, 8, 40)).width == 64
-  small = padded_cnn.Padding(8, 16, 2, 2, 5)
-  with pytest.raises(ValueError, match=r"padding\.width: the network needs 32, the padding has 16; use padding_for"):
-    padded_cnn.encode(ALL_KINDS, small, IMAGE, K)
+  assert cnn_padding.padding_for([RANDOM[0]], (8, 8, 40)).width == 64
+  for padding, message in [
+    (tight._replace(width=16), r"padding\.width: the network needs 32, the padding has 16; use padding_for"),
+    (
+      tight._replace(kinds=(conv,) * 8),
+      r"padding\.kinds: slot 1 computes \['conv'\] with kernel 3; the network's layer there is a res3",
+    ),
+    (
+      tight._replace(kernels=(3, 3, 3, 0, 0, 5, 0, 0)),
+      r"slot 0 computes \['conv'\] with kernel 3; the network's layer there is a conv5",
+    ),
+    (
+      tight._replace(kinds=(conv,)),
+      r"padding\.kinds, padding\.kernels: 1 and 8 slots; expected padding\.layers = 8 each",
+    ),
+    (tight._replace(kernels=(4,) * 8), r"padding\.kernel, padding\.kernels: got 5 and \(4, .*expected odd sizes"),
+  ]:
+    with pytest.raises(ValueError, match=message):
+      padded_cnn.encode(ALL_KINDS, padding, IMAGE, K)
   with pytest.raises(ValueError, match=r"image_shape: got \(8, 8\); expected \(H, W, C\)"):
-    padded_cnn.padding_for([ALL_KINDS], (8, 8))
+    cnn_padding.padding_for([ALL_KINDS], (8, 8))
   with pytest.raises(ValueError, match=r"padded_cnn: a 'mlp' network; it runs cnn networks"):
-    padded_cnn.padding_for([pools.initial_pool("mlp")[0]], IMAGE)
-  # Arithmetic: the padded program does more than the network, and counts it.
-  _, places = padded_cnn.encode(ALL_KINDS, PADDING, IMAGE, K)
-  assert 0 < padded_cnn.layout_macs(places) < padded_cnn.macs(PADDING, IMAGE, K)
+    cnn_padding.padding_for([pools.initial_pool("mlp")[0]], IMAGE)
+  # Arithmetic: the padded program does more than the network, and counts it; a coarse padding more.
+  _, places = padded_cnn.encode(ALL_KINDS, tight, IMAGE, K)
+  assert (
+    0
+    < padded_cnn.layout_macs(places)
+    < cnn_padding.macs(tight, IMAGE, K)
+    < cnn_padding.macs(cnn_padding.coarse(tight), IMAGE, K)
+  )
+
+
+def test_a_coarse_padding_computes_the_same_function():
+  """Every slot computing every kind at the largest kernel (one program for any network up to the
+  padding) gives what the network's own padding gives: outputs, statistics and gradients."""
+  x = jax.random.normal(jax.random.key(2), (4, *IMAGE))
+  coarse = cnn_padding.coarse(PADDING)
+  for i in (0, 1):
+    variables = _with_noise(models.init_variables(models.build_model(NETWORKS[i], K), jax.random.key(i), x[:1]), i)
+    got = []
+    for padding in (PADDING, coarse):
+      net, places = padded_cnn.encode(NETWORKS[i], padding, IMAGE, K)
+      out, stats, grads = _padded(True, padding)(
+        *padded_cnn_variables.to_padded(variables, places, padding, IMAGE, K), net, x
+      )
+      got.append((out, padded_cnn_variables.to_specialised(grads, stats, places)))
+    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-5, atol=1e-5)
+    _close(got[1][1], got[0][1], f"network {i}")
 
 
 DIGITS = datasets.get_dataset("digits", kind="cnn", seed=0)
@@ -235,15 +282,19 @@ def test_padded_training_follows_specialised_training():
 
 
 def test_a_padding_beyond_the_devices_memory_fails_in_one_line(monkeypatch):
-  """A pool CNN's padding (32 slots of 1024 channels at 8x8) needs more than a 24 GiB machine has:
-  the trainer says so before allocating anything, rather than the worker being killed."""
+  """A pool CNN's coarse padding (32 slots of 1024 channels at 8x8, each computing every kind) needs
+  more than a 24 GiB machine has: the trainer says so before allocating anything, rather than the
+  worker being killed. Its own padding (each slot its layer's kind) fits."""
   assert padded_training.memory_limit() > 2**30
   monkeypatch.setattr(padded_training, "memory_limit", lambda: 24 * 2**30)
-  arch = pools.initial_pool("cnn")[6]  # C7: 20.4 GiB of padded parameters, 81.6 GiB with Adam
+  arch = pools.initial_pool("cnn")[6]  # C7: 20.4 GiB of coarsely padded parameters, 81.5 GiB with Adam
+  own = cnn_padding.padding_for([arch], DIGITS.x_train.shape[1:])
+  params = jax.tree.leaves(padded_cnn_variables.param_shapes(own, DIGITS.x_train.shape[1:], 10)[0])
+  assert 0.9 < sum(np.prod(a.shape) for a in params) * 4 / 2**30 < 1.1  # 1.0 GiB, 4.0 with Adam
   with pytest.raises(
-    ValueError, match=r"trainer 'padded': 1 network\(s\) in padding .* need [0-9.]+ GiB .* this device has"
+    ValueError, match=r"trainer 'padded': 1 network\(s\) in padding .* need 81\.5 GiB .* this device has 24\.0"
   ):
-    padded_training.evaluate(arch, DIGITS, SHORT, jax.random.key(0))
+    padded_training.evaluate(arch, DIGITS, SHORT, jax.random.key(0), padding=cnn_padding.coarse(own))
 
 
 def test_trainer_choice_for_cnns():

@@ -1,0 +1,193 @@
+"""The padded CNN's padding: the static shape of one compiled program (`padded_cnn`), and the
+networks that fit it.
+
+A `Padding` fixes the slots, the channels of every slot and concatenation, the parents per layer,
+the decision layers, and per slot which layer kinds it computes and at what kernel. `padding_for`
+gives the smallest that fits some networks (each slot computing only the kinds they have there);
+`coarse` one whose every slot computes every kind, which any network up to its size fits.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+from nas_jax.arch import labels as labels_lib
+from nas_jax.arch.architecture import Architecture
+from nas_jax.tasks import models, padded_mlp
+
+__all__ = [
+  "KINDS",
+  "BITS",
+  "EVERY",
+  "Padding",
+  "cnn_nodes",
+  "check_image",
+  "walk",
+  "kind_index",
+  "body",
+  "conv_kernel",
+  "padding_for",
+  "coarse",
+  "check_fits",
+  "macs",
+]
+
+Role = labels_lib.Role
+# A slot's kind is an index into this tuple; a padding's slot computes the kinds of its bits.
+KINDS = ("conv", "res", "max-pool", "avg-pool", "fc")
+BITS = {name: 1 << i for i, name in enumerate(KINDS)}
+EVERY = (1 << len(KINDS)) - 1  # every kind
+
+
+class Padding(NamedTuple):
+  """The static shape of a padded CNN (with the image size, what one compiled program can run).
+
+  Attributes:
+    layers: processing-layer slots (conv, res, pool, fc).
+    width: F, the channels of every slot's output and of every concatenation (at least the image's).
+    fan_in: parents per layer (processing or decision).
+    decisions: decision-layer slots.
+    kernel: the largest conv kernel, odd; smaller kernels sit in its centre.
+    kinds: per slot, the layer kinds it computes: bit i set for `KINDS[i]` (0: an empty slot).
+    kernels: per slot, the kernel of its convs (odd, at most `kernel`; 0 when it has none).
+  """
+
+  layers: int
+  width: int
+  fan_in: int
+  decisions: int
+  kernel: int
+  kinds: tuple[int, ...]
+  kernels: tuple[int, ...]
+
+
+def cnn_nodes(arch: Architecture) -> tuple[models.Node, ...]:
+  """The network's nodes (`models.network_nodes`); ValueError unless it is a cnn."""
+  if getattr(arch, "kind", None) != "cnn":
+    raise ValueError(f"padded_cnn: a {getattr(arch, 'kind', type(arch).__name__)!r} network; it runs cnn networks")
+  return models.network_nodes(arch)
+
+
+def check_image(image_shape: Sequence[int]) -> tuple[int, int, int]:
+  """(H, W, C) as ints; ValueError unless three sizes >= 1."""
+  if len(image_shape) != 3 or min(image_shape) < 1:
+    raise ValueError(f"image_shape: got {tuple(image_shape)}; expected (H, W, C), each >= 1")
+  return tuple(int(v) for v in image_shape)
+
+
+def walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tuple[tuple[int, int], int, int]]:
+  """Per node: its input's real pixels (h, w), its input channels, its output channels (its output
+  pixels follow from the stride)."""
+  h, w, c = check_image(image_shape)
+  out_size, out_c, walked = [], [], []
+  for node in nodes:
+    if node.role == Role.IP:
+      size, c_in, c_out = (h, w), 0, c
+    else:
+      sizes = {out_size[p] for p in node.parents}
+      if len(sizes) != 1:
+        raise ValueError(f"padded_cnn: layer {node.slot} concatenates inputs of sizes {sorted(sizes)}")
+      (size,) = sizes
+      c_in = sum(out_c[p] for p in node.parents)
+      c_out = c_in if node.role == Role.POOL else node.units
+    walked.append((size, c_in, c_out))
+    if node.role in (Role.CONV, Role.RES, Role.POOL):
+      out_size.append(tuple(-(-n // node.stride) for n in size))
+    else:
+      out_size.append((1, 1) if node.role in (Role.FC, Role.DECISION) else size)
+    out_c.append(c_out)
+  return walked
+
+
+def kind_index(node: models.Node) -> int:
+  """A processing layer's index into `KINDS`."""
+  if node.role == Role.POOL:
+    return KINDS.index(node.label)
+  return KINDS.index({Role.FC: "fc", Role.RES: "res"}.get(node.role, "conv"))
+
+
+def body(nodes: tuple[models.Node, ...]) -> list[models.Node]:
+  """The processing layers, in slot order."""
+  return [n for n in nodes if n.role in (Role.CONV, Role.RES, Role.POOL, Role.FC)]
+
+
+def _needs(arch: Architecture, image_shape: Sequence[int]) -> tuple[int, int, int, int, int]:
+  """What the network needs of each scalar `Padding` field, unrounded."""
+  nodes = cnn_nodes(arch)
+  walked = walk(nodes, image_shape)
+  return (
+    len(body(nodes)),
+    max(max(c_in, c_out) for _, c_in, c_out in walked),
+    max([1] + [len(n.parents) for n in nodes]),
+    max(1, sum(n.role == Role.DECISION for n in nodes)),
+    max([1] + [n.kernel for n in nodes if n.role in (Role.CONV, Role.RES)]),
+  )
+
+
+def conv_kernel(node: models.Node) -> int:
+  """A layer's conv kernel (0 for a pool or fc)."""
+  return node.kernel if node.role in (Role.CONV, Role.RES) else 0
+
+
+def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, uniform: bool = False) -> Padding:
+  """The smallest padding that fits all `archs` on images of `image_shape` (H, W, C): layers,
+  width and fan-in rounded up to powers of two (layers at least 8, width at least 16), each slot
+  computing the kinds the networks have there at their largest kernel; with `uniform`, every slot
+  computes every kind at the largest kernel (`coarse`), so that similar networks share one
+  compiled program."""
+  if not archs:
+    raise ValueError("padding_for: no architectures given")
+  layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(_needs(a, image_shape) for a in archs)))
+  up = padded_mlp.round_up
+  layers = up(layers, 8)
+  kinds, kernels = [0] * layers, [0] * layers
+  for arch in archs:
+    for j, node in enumerate(body(cnn_nodes(arch))):
+      kinds[j] |= 1 << kind_index(node)
+      kernels[j] = max(kernels[j], conv_kernel(node))
+  padding = Padding(layers, up(width, 16), up(fan_in, 1), up(decisions, 1), kernel, tuple(kinds), tuple(kernels))
+  return coarse(padding) if uniform else padding
+
+
+def coarse(padding: Padding) -> Padding:
+  """`padding` with every slot computing every kind at the largest kernel: what networks must
+  share to train in one population (whose own padding is then `padding_for` of them all)."""
+  return padding._replace(kinds=(EVERY,) * padding.layers, kernels=(padding.kernel,) * padding.layers)
+
+
+def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int]) -> tuple[models.Node, ...]:
+  """The network's nodes. TypeError unless `padding` is a Padding; ValueError unless it is well
+  formed and the network fits it: each scalar field at least what the network needs, and each of its
+  layers a kind that its slot computes, at a kernel that the slot holds."""
+  nodes = cnn_nodes(arch)
+  padded_mlp.check_fits(padding, Padding, _needs(arch, image_shape))
+  if len(padding.kinds) != padding.layers or len(padding.kernels) != padding.layers:
+    raise ValueError(
+      f"padding.kinds, padding.kernels: {len(padding.kinds)} and {len(padding.kernels)} slots; expected"
+      f" padding.layers = {padding.layers} each"
+    )
+  if any(k < 0 or k > padding.kernel or (k and k % 2 == 0) for k in padding.kernels) or padding.kernel % 2 == 0:
+    raise ValueError(
+      f"padding.kernel, padding.kernels: got {padding.kernel} and {padding.kernels}; expected odd sizes"
+      " (0 for a slot without convs), none above padding.kernel"
+    )
+  for j, node in enumerate(body(nodes)):
+    if not padding.kinds[j] >> kind_index(node) & 1 or conv_kernel(node) > padding.kernels[j]:
+      have = [k for i, k in enumerate(KINDS) if padding.kinds[j] >> i & 1]
+      raise ValueError(
+        f"padding.kinds: slot {j} computes {have or 'nothing'} with kernel {padding.kernels[j]}; the network's"
+        f" layer there is a {node.label}; use padding_for"
+      )
+  return nodes
+
+
+def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:
+  """Multiply-accumulates of one example's forward pass through the padded program (convs, projection,
+  fc and decision kernels; the selections and pools are left out)."""
+  h, w, _ = check_image(image_shape)
+  grid = h * w * padding.width**2
+  total = padding.decisions * h * w * padding.width * num_outputs
+  for kinds, k in zip(padding.kinds, padding.kernels):
+    total += grid * (k * k * bool(kinds & (BITS["conv"] | BITS["res"])) + h * w * bool(kinds & BITS["fc"]))
+    total += grid * (k * k + 1) * bool(kinds & BITS["res"])
+  return total
