@@ -24,14 +24,15 @@ accuracy) from specialised.
 digits, the multiply-accumulates of one example through `padded_cnn` in the network's own padding
 (each slot its layer's kind) and in its coarse padding (every slot every kind), against the
 network's own (`costs.network_costs`), and the bytes of each padding's parameters; the same for the
-10 in the padding of them all; through a padding of the MLP's kind (every image slot at the input's 8x8 positions, the network's
-widest conv and largest kernel; one conv per slot, so a lower bound); and how many
+10 in the padding of them all; through a padding of the MLP's kind (every image slot at the
+input's 8x8 positions, one conv a slot at the network's widest conv and largest kernel); and how many
 distinct paddings a padding per image size (slots grouped by input size, each group at its own
 widest layer and kernel) needs for the pool and for --random random CNNs (none shared: a compile each).
 
-`--sizes=1,8,32` then trains populations of P copies of the first pool MLP (P keys, one program
-per P; the second of two runs is timed) and prints networks trained per second for each P: what
-vmap buys on this device (on an accelerator the goal of issue 19; on a CPU, nothing to expect).
+`--sizes=1,8,32` then trains populations of P copies of the first pool MLP (with `--kind=cnn`, of
+the first random CNN; P keys, one program per P; the second of two runs is timed) and prints
+networks trained per second for each P: what vmap buys on this device (on an accelerator the goal
+of issue 19; on a CPU, nothing to expect).
 """
 
 import argparse
@@ -110,15 +111,17 @@ def child(mode: str, epochs: int, kind: str, n_random: int, max_layers: int, max
   print(json.dumps(out))
 
 
-def scaling(sizes: list[int], epochs: int) -> None:
-  """Networks per second of populations of P copies of the first pool MLP, one JSON line."""
+def scaling(sizes: list[int], epochs: int, kind: str, max_layers: int, max_units: int) -> None:
+  """Networks per second of populations of P copies of one network (the first pool MLP, or the
+  first random CNN), one JSON line."""
   import jax
 
   from nas_jax.spaces import pools
-  from nas_jax.tasks import datasets, padded_training, training
+  from nas_jax.tasks import padded_training, training
 
-  data = datasets.get_dataset("diabetes", kind="mlp", seed=0)
-  config, arch = training.TrainConfig(epochs=epochs), pools.initial_pool("mlp")[0]
+  data = _dataset(kind)
+  arch = pools.initial_pool("mlp")[0] if kind == "mlp" else _networks(kind, 1, max_layers, max_units)[0]
+  config = training.TrainConfig(epochs=epochs)
   rates = {}
   for p in sizes:
     keys = [jax.random.key(i) for i in range(p)]
@@ -182,10 +185,8 @@ def cnn_count(n_random: int) -> None:
     padded = pow2(len(images)) * 64 * kernel * kernel * width * width
     padded += pow2(max(len(fcs), 1)) * max(width, fc_width) * fc_width + fc_width * 10
     total_own, total_padded = total_own + own, total_padded + padded
-    print(
-      f"  C{i + 1}: own {own / 1e6:7.1f} M, lower bound (one conv a slot) {padded / 1e6:8.1f} M ({padded / own:5.0f}x)"
-    )
-  print(f"  all 10: lower bound {total_padded / total_own:.0f}x")
+    print(f"  C{i + 1}: own {own / 1e6:7.1f} M, one conv a slot {padded / 1e6:8.1f} M ({padded / own:5.0f}x)")
+  print(f"  all 10: one conv a slot {total_padded / total_own:.0f}x")
   union = cnn_padding.padding_for(pool, image)
   print(
     f"  all 10 in the padding of them all ({union.layers} slots, width {union.width}): {cost(union, total_own / 10)}"
@@ -230,16 +231,18 @@ def main():
   if args.cnn_count:
     return cnn_count(args.random)
   if args.child == "scaling":
-    return scaling([int(p) for p in args.sizes.split(",")], args.epochs)
+    return scaling([int(p) for p in args.sizes.split(",")], args.epochs, args.kind, args.max_layers, args.max_units)
   if args.child:
     return child(args.child, args.epochs, args.kind, args.random, args.max_layers, args.max_units)
   if args.sizes:
     cmd = [sys.executable, __file__, "--child=scaling", f"--sizes={args.sizes}", f"--epochs={args.epochs}"]
+    cmd += [f"--kind={args.kind}", f"--max_layers={args.max_layers}", f"--max_units={args.max_units}"]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if p.returncode != 0:
       sys.exit(f"scaling failed:\n{p.stderr[-3000:]}")
     rates = json.loads(p.stdout.strip().splitlines()[-1])["rates"]
-    print(f"populations of the first pool MLP, {args.epochs} epochs, load average {os.getloadavg()[0]:.1f}:")
+    network = "the first pool MLP" if args.kind == "mlp" else f"the first random CNN (units <= {args.max_units})"
+    print(f"populations of {network}, {args.epochs} epochs, load average {os.getloadavg()[0]:.1f}:")
     print("  " + ", ".join(f"P = {k}: {v:.2f} networks/s" for k, v in rates.items()))
   modes = [m for m in args.modes.split(",") if m]
   if not modes:

@@ -21,6 +21,7 @@ from nas_jax.tasks import (
   models,
   padded_cnn,
   padded_cnn_variables,
+  padded_models,
   padded_training,
   train_steps,
   trainers,
@@ -228,6 +229,12 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
     cnn_padding.padding_for([ALL_KINDS], (8, 8))
   with pytest.raises(ValueError, match=r"padded_cnn: a 'mlp' network; it runs cnn networks"):
     cnn_padding.padding_for([pools.initial_pool("mlp")[0]], IMAGE)
+  # A search trains together the networks of one coarse padding, in the padding of them all.
+  layers = [dict(layer) for layer in ALL_KINDS.to_json()["layers"]]
+  layers[1]["label"] = "res5"
+  res_first = Architecture.from_json({**ALL_KINDS.to_json(), "layers": layers})
+  assert padded_models.padding_of(res_first, DIGITS) != padded_models.padding_of(ALL_KINDS, DIGITS)
+  assert padded_models.group_of(res_first, DIGITS) == padded_models.group_of(ALL_KINDS, DIGITS)
   # Arithmetic: the padded program does more than the network, and counts it; a coarse padding more.
   _, places = padded_cnn.encode(ALL_KINDS, tight, IMAGE, K)
   assert (
