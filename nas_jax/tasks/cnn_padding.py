@@ -24,8 +24,6 @@ __all__ = [
   "check_image",
   "walk",
   "kind_index",
-  "body",
-  "conv_kernel",
   "padding_for",
   "coarse",
   "check_fits",
@@ -106,7 +104,7 @@ def kind_index(node: models.Node) -> int:
   return KINDS.index({Role.FC: "fc", Role.RES: "res"}.get(node.role, "conv"))
 
 
-def body(nodes: tuple[models.Node, ...]) -> list[models.Node]:
+def _body(nodes: tuple[models.Node, ...]) -> list[models.Node]:
   """The processing layers, in slot order."""
   return [n for n in nodes if n.role in (Role.CONV, Role.RES, Role.POOL, Role.FC)]
 
@@ -116,15 +114,15 @@ def _needs(arch: Architecture, image_shape: Sequence[int]) -> tuple[int, int, in
   nodes = cnn_nodes(arch)
   walked = walk(nodes, image_shape)
   return (
-    len(body(nodes)),
+    len(_body(nodes)),
     max(max(c_in, c_out) for _, c_in, c_out in walked),
     max([1] + [len(n.parents) for n in nodes]),
     max(1, sum(n.role == Role.DECISION for n in nodes)),
-    max([1] + [n.kernel for n in nodes if n.role in (Role.CONV, Role.RES)]),
+    max([1] + [_conv_kernel(n) for n in nodes]),
   )
 
 
-def conv_kernel(node: models.Node) -> int:
+def _conv_kernel(node: models.Node) -> int:
   """A layer's conv kernel (0 for a pool or fc)."""
   return node.kernel if node.role in (Role.CONV, Role.RES) else 0
 
@@ -142,9 +140,9 @@ def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, un
   layers = up(layers, 8)
   kinds, kernels = [0] * layers, [0] * layers
   for arch in archs:
-    for j, node in enumerate(body(cnn_nodes(arch))):
+    for j, node in enumerate(_body(cnn_nodes(arch))):
       kinds[j] |= 1 << kind_index(node)
-      kernels[j] = max(kernels[j], conv_kernel(node))
+      kernels[j] = max(kernels[j], _conv_kernel(node))
   padding = Padding(layers, up(width, 16), up(fan_in, 1), up(decisions, 1), kernel, tuple(kinds), tuple(kernels))
   return coarse(padding) if uniform else padding
 
@@ -171,8 +169,8 @@ def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int])
       f"padding.kernel, padding.kernels: got {padding.kernel} and {padding.kernels}; expected odd sizes"
       " (0 for a slot without convs), none above padding.kernel"
     )
-  for j, node in enumerate(body(nodes)):
-    if not padding.kinds[j] >> kind_index(node) & 1 or conv_kernel(node) > padding.kernels[j]:
+  for j, node in enumerate(_body(nodes)):
+    if not padding.kinds[j] >> kind_index(node) & 1 or _conv_kernel(node) > padding.kernels[j]:
       have = [k for i, k in enumerate(KINDS) if padding.kinds[j] >> i & 1]
       raise ValueError(
         f"padding.kinds: slot {j} computes {have or 'nothing'} with kernel {padding.kernels[j]}; the network's"

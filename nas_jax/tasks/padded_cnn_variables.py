@@ -3,9 +3,9 @@
 A slot's parameters are those of the kinds it computes (`cnn_padding.Padding.kinds`), at the
 padding's width: a conv's (`conv_a`, at the slot's kernel) and batch norm (`bn_a`); a res block's
 also a second conv (`conv_b`), a projection and their batch norms (`bn_b`, `bn_p`); an fc's kernel
-over the whole grid and bias. Pools have none. `to_padded` and
-`to_specialised` copy `ArchNet` variables in and out along the `Place`s of `padded_cnn.encode`;
-`init_variables` draws what `models.init_variables` draws.
+over the whole grid and bias. Pools have none. `to_padded` and `to_specialised` copy `ArchNet`
+variables in and out along the `Place`s of `padded_cnn.encode`; `init_variables` draws what
+`models.init_variables` draws.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The padded CNN computes ArchNet's function: the same outputs, gradients and batch statistics with
 a specialised network's variables copied in (random DAGs and a network with every layer kind:
 identity and projection res blocks, strides at odd and even sizes, both pools, concatenations with
-the image, fc after fc, decisions on an image and on an fc); whatever sits in the padding changes
-nothing; it initialises with the same draws; and padded training follows specialised training."""
+the image, fc after fc, decisions on an image and on an fc), in the padding of them all and in the
+coarse one; whatever sits in the padding changes nothing; it initialises with the same draws; and
+padded training follows specialised training."""
 
 import functools
 
