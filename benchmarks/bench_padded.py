@@ -20,14 +20,12 @@ Prints the wall time of each (ratio = specialised / trainer; above 1 the trainer
 compile share, and the largest difference of a network's best validation error (MSE, or 1 -
 accuracy) from specialised.
 
-`--cnn_count` counts, without training, why a padded CNN loses on a CPU: for each pool CNN on
-digits, the multiply-accumulates of one example through `padded_cnn` in the network's own padding
-(each slot its layer's kind) and in its coarse padding (every slot every kind), against the
-network's own (`costs.network_costs`), and the bytes of each padding's parameters; the same for the
-10 in the padding of them all; through a padding of the MLP's kind (every image slot at the
-input's 8x8 positions, one conv a slot at the network's widest conv and largest kernel); and how many
-distinct paddings a padding per image size (slots grouped by input size, each group at its own
-widest layer and kernel) needs for the pool and for --random random CNNs (none shared: a compile each).
+`--cnn_count` counts, without training, what padding costs a CNN: for each pool CNN on digits, the
+multiply-accumulates of one example through `padded_cnn` in the network's own padding (each slot
+its layer's kind, channels and grid) and in its coarse padding (every slot every kind, at the
+padding's width, on the whole image), against the network's own (`costs.network_costs`), and the
+bytes of each padding's parameters; the same for the 10 in the padding of them all; and how many
+distinct own paddings (compiled programs) the pool and --random random CNNs need.
 
 `--sizes=1,8,32` then trains populations of P copies of the first pool MLP (with `--kind=cnn`, of
 the first random CNN; P keys, one program per P; the second of two runs is timed) and prints
@@ -132,80 +130,46 @@ def scaling(sizes: list[int], epochs: int, kind: str, max_layers: int, max_units
   print(json.dumps({"rates": rates}))
 
 
-def _cnn_layers(arch):
-  """A CNN on 8x8 digits: its conv, res and pool layers as (input size, units, kernel), and its fc
-  layers' units. Input sizes come from `graph_edit.image_sizes` (each layer's downsampling)."""
-  import numpy as np
-
-  from nas_jax.arch import host_graph, labels
-  from nas_jax.spaces import graph_edit
-
-  role = labels.Role
-  g = host_graph.from_arch(arch)
-  factor, kernel = graph_edit.image_sizes(g), labels.label_table("cnn").kernel
-  images = [
-    (-(-8 // int(factor[np.flatnonzero(g.adj[:, u])[0]])), int(g.units[u]), int(kernel[g.labels[u]]))
-    for u in np.flatnonzero(np.isin(g.roles, [role.CONV, role.RES, role.POOL]))
-  ]
-  return images, [int(x) for x in g.units[g.roles == role.FC]]
-
-
 def cnn_count(n_random: int) -> None:
-  """Prints each pool CNN's arithmetic and parameters padded, and the per-size paddings' sharing."""
+  """Prints each pool CNN's arithmetic and parameters padded, and how many programs the pool and
+  random CNNs need."""
   import numpy as np
 
   import jax
 
   from nas_jax.spaces import pools, random_arch
-  from nas_jax.tasks import cnn_padding, costs, padded_cnn_variables, padded_mlp
+  from nas_jax.tasks import cnn_padding, costs, padded_cnn_variables
 
-  pow2 = lambda n: padded_mlp.round_up(n, 1)  # the padded MLP's rounding
   pool = pools.initial_pool("cnn")
-  total_own = total_padded = 0.0
   image = (8, 8, 1)
 
   def cost(padding, own):
     gib = sum(np.prod(a.shape) for a in jax.tree.leaves(padded_cnn_variables.param_shapes(padding, image, 10)[0]))
-    return f"{cnn_padding.macs(padding, image, 10) / own:6.0f}x, {gib * 4 / 2**30:5.2f} GiB"
+    return f"{cnn_padding.macs(padding, image, 10) / own:7.1f}x, {gib * 4 / 2**30:5.2f} GiB"
 
   print("pool CNNs on digits (8x8x1, 10 classes), MACs of one example's forward pass against the network's")
-  print("own, and the padding's parameters (4x that with gradients and Adam), in the network's padding")
-  print("with every slot computing every kind (coarse) and with each slot its own kind (own):")
+  print("own, and the padding's parameters (4x that with gradients and Adam), in the network's coarse")
+  print("padding (every slot every kind, at the padding's width, on the whole image) and its own (each slot")
+  print("its layer's kind, channels and grid):")
+  total_own = 0.0
   for i, arch in enumerate(pool):
     tight = cnn_padding.padding_for([arch], image)
     own = costs.network_costs(arch, image, 10).flops / 2
+    total_own += own
     print(
       f"  C{i + 1} ({tight.layers} slots, width {tight.width}, kernel {tight.kernel}): coarse"
-      f" {cost(cnn_padding.coarse(tight), own)}; own {cost(tight, own)}"
+      f" {cost(cnn_padding.coarse(tight, image), own)}; own {cost(tight, own)}"
     )
-    images, fcs = _cnn_layers(arch)
-    convs = [(units, k) for _, units, k in images if units]  # pools have no units
-    width, kernel = pow2(max(u for u, _ in convs)), max(k for _, k in convs)
-    fc_width = pow2(max(fcs, default=1))
-    padded = pow2(len(images)) * 64 * kernel * kernel * width * width
-    padded += pow2(max(len(fcs), 1)) * max(width, fc_width) * fc_width + fc_width * 10
-    total_own, total_padded = total_own + own, total_padded + padded
-    print(f"  C{i + 1}: own {own / 1e6:7.1f} M, one conv a slot {padded / 1e6:8.1f} M ({padded / own:5.0f}x)")
-  print(f"  all 10: one conv a slot {total_padded / total_own:.0f}x")
   union = cnn_padding.padding_for(pool, image)
   print(
     f"  all 10 in the padding of them all ({union.layers} slots, width {union.width}): {cost(union, total_own / 10)}"
   )
-
-  def per_size_padding(arch):
-    images, fcs = _cnn_layers(arch)
-    groups = {}
-    for size, units, k in images:
-      groups.setdefault(size, []).append((units, k))
-    key = tuple(
-      (size, pow2(len(ls)), pow2(max(u for u, _ in ls)), max(k for _, k in ls)) for size, ls in sorted(groups.items())
-    )
-    return key + ((pow2(max(len(fcs), 1)), pow2(max(fcs, default=1))),)
-
   randoms = [random_arch.random_architecture("cnn", np.random.default_rng(s), max_layers=60) for s in range(n_random)]
+  distinct = lambda archs: len({cnn_padding.padding_for([a], image) for a in archs})
   print(
-    f"paddings per image size: {len({per_size_padding(a) for a in pool})} distinct for the 10 pool CNNs,"
-    f" {len({per_size_padding(a) for a in randoms})} for {n_random} random CNNs (seeds 0..{n_random - 1})"
+    f"own paddings: {distinct(pool)} distinct for the 10 pool CNNs, {distinct(randoms)} for {n_random} random CNNs"
+    f" (seeds 0..{n_random - 1}); coarse: {len({cnn_padding.padding_for([a], image, uniform=True) for a in pool})}"
+    " for the pool"
   )
 
 

@@ -1,10 +1,12 @@
 """The padded CNN's padding: the static shape of one compiled program (`padded_cnn`), and the
 networks that fit it.
 
-A `Padding` fixes the slots, the channels of every slot and concatenation, the parents per layer,
-the decision layers, and per slot which layer kinds it computes and at what kernel. `padding_for`
-gives the smallest that fits some networks (each slot computing only the kinds they have there);
-`coarse` one whose every slot computes every kind, which any network up to its size fits.
+A `Padding` fixes the slots, the channels of the concatenations, the parents per layer, the
+decision layers, and per slot which layer kinds it computes, at what kernel, at how many channels
+and on what grid of pixels. `padding_for` gives the smallest that fits some networks (each slot
+computing only the kinds they have there, at their size); `coarse` one whose every slot computes
+every kind at the largest kernel, the padding's width and the image's size, which any network up
+to its size fits.
 """
 
 from __future__ import annotations
@@ -42,12 +44,15 @@ class Padding(NamedTuple):
 
   Attributes:
     layers: processing-layer slots (conv, res, pool, fc).
-    width: F, the channels of every slot's output and of every concatenation (at least the image's).
+    width: F, the channels of every concatenation (at least the image's), and so of every slot.
     fan_in: parents per layer (processing or decision).
     decisions: decision-layer slots.
     kernel: the largest conv kernel, odd; smaller kernels sit in its centre.
     kinds: per slot, the layer kinds it computes: bit i set for `KINDS[i]` (0: an empty slot).
     kernels: per slot, the kernel of its convs (odd, at most `kernel`; 0 when it has none).
+    widths: per slot, the channels it computes at, in and out (at most `width`; 0 when empty).
+    grids: per slot, (rows, cols) of the pixels it reads and of those it writes, from the top-left
+      corner of the image (0s when empty).
   """
 
   layers: int
@@ -57,6 +62,8 @@ class Padding(NamedTuple):
   kernel: int
   kinds: tuple[int, ...]
   kernels: tuple[int, ...]
+  widths: tuple[int, ...]
+  grids: tuple[tuple[int, int, int, int], ...]
 
 
 def cnn_nodes(arch: Architecture) -> tuple[models.Node, ...]:
@@ -75,7 +82,7 @@ def check_image(image_shape: Sequence[int]) -> tuple[int, int, int]:
 
 def walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tuple[tuple[int, int], int, int]]:
   """Per node: its input's real pixels (h, w), its input channels, its output channels (its output
-  pixels follow from the stride)."""
+  pixels follow from the stride: `_out_size`)."""
   h, w, c = check_image(image_shape)
   out_size, out_c, walked = [], [], []
   for node in nodes:
@@ -89,12 +96,15 @@ def walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tup
       c_in = sum(out_c[p] for p in node.parents)
       c_out = c_in if node.role == Role.POOL else node.units
     walked.append((size, c_in, c_out))
-    if node.role in (Role.CONV, Role.RES, Role.POOL):
-      out_size.append(tuple(-(-n // node.stride) for n in size))
-    else:
-      out_size.append((1, 1) if node.role in (Role.FC, Role.DECISION) else size)
+    out_size.append(_out_size(node, size))
     out_c.append(c_out)
   return walked
+
+
+def _out_size(node: models.Node, size: tuple[int, int]) -> tuple[int, int]:
+  if node.role in (Role.CONV, Role.RES, Role.POOL):
+    return tuple(-(-n // node.stride) for n in size)
+  return (1, 1) if node.role in (Role.FC, Role.DECISION) else size
 
 
 def kind_index(node: models.Node) -> int:
@@ -127,54 +137,82 @@ def _conv_kernel(node: models.Node) -> int:
   return node.kernel if node.role in (Role.CONV, Role.RES) else 0
 
 
+def _slots(arch: Architecture, image_shape: Sequence[int]):
+  """Per processing layer, in slot order: (its kind's bit, conv kernel, channels, grid) as a
+  `Padding` slot needs them, unrounded."""
+  nodes = cnn_nodes(arch)
+  for node, (size, c_in, c_out) in zip(nodes, walk(nodes, image_shape)):
+    if node.role in (Role.CONV, Role.RES, Role.POOL, Role.FC):
+      yield 1 << kind_index(node), _conv_kernel(node), max(c_in, c_out), (*size, *_out_size(node, size))
+
+
 def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, uniform: bool = False) -> Padding:
   """The smallest padding that fits all `archs` on images of `image_shape` (H, W, C): layers,
-  width and fan-in rounded up to powers of two (layers at least 8, width at least 16), each slot
-  computing the kinds the networks have there at their largest kernel; with `uniform`, every slot
-  computes every kind at the largest kernel (`coarse`), so that similar networks share one
-  compiled program."""
+  width and fan-in rounded up to powers of two (layers at least 8, width at least 16); each slot
+  computing the kinds the networks have there at their largest kernel, their most channels
+  (rounded up likewise) and their largest grids. With `uniform`, the `coarse` padding: similar
+  networks share its compiled program."""
   if not archs:
     raise ValueError("padding_for: no architectures given")
   layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(_needs(a, image_shape) for a in archs)))
   up = padded_mlp.round_up
   layers = up(layers, 8)
-  kinds, kernels = [0] * layers, [0] * layers
+  kinds, kernels, widths, grids = [0] * layers, [0] * layers, [0] * layers, [(0, 0, 0, 0)] * layers
   for arch in archs:
-    for j, node in enumerate(_body(cnn_nodes(arch))):
-      kinds[j] |= 1 << kind_index(node)
-      kernels[j] = max(kernels[j], _conv_kernel(node))
-  padding = Padding(layers, up(width, 16), up(fan_in, 1), up(decisions, 1), kernel, tuple(kinds), tuple(kernels))
-  return coarse(padding) if uniform else padding
+    for j, (bit, k, channels, grid) in enumerate(_slots(arch, image_shape)):
+      kinds[j] |= bit
+      kernels[j] = max(kernels[j], k)
+      widths[j] = max(widths[j], up(channels, 16))
+      grids[j] = tuple(max(a, b) for a, b in zip(grids[j], grid))
+  scalars = (layers, up(width, 16), up(fan_in, 1), up(decisions, 1), kernel)
+  padding = Padding(*scalars, tuple(kinds), tuple(kernels), tuple(widths), tuple(grids))
+  return coarse(padding, image_shape) if uniform else padding
 
 
-def coarse(padding: Padding) -> Padding:
-  """`padding` with every slot computing every kind at the largest kernel: what networks must
-  share to train in one population (whose own padding is then `padding_for` of them all)."""
-  return padding._replace(kinds=(EVERY,) * padding.layers, kernels=(padding.kernel,) * padding.layers)
+def coarse(padding: Padding, image_shape: Sequence[int]) -> Padding:
+  """`padding` with every slot computing every kind at the largest kernel, the padding's width and
+  the image's size: what networks must share to train in one population (whose own padding is
+  then `padding_for` of them all)."""
+  h, w, _ = check_image(image_shape)
+  lay = padding.layers
+  every = dict(kinds=(EVERY,) * lay, kernels=(padding.kernel,) * lay, widths=(padding.width,) * lay)
+  return padding._replace(**every, grids=((h, w, h, w),) * lay)
 
 
 def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int]) -> tuple[models.Node, ...]:
   """The network's nodes. TypeError unless `padding` is a Padding; ValueError unless it is well
   formed and the network fits it: each scalar field at least what the network needs, and each of its
-  layers a kind that its slot computes, at a kernel that the slot holds."""
+  layers a kind that its slot computes, at a kernel, channels and grid that the slot holds."""
   nodes = cnn_nodes(arch)
   padded_mlp.check_fits(padding, Padding, _needs(arch, image_shape))
-  if len(padding.kinds) != padding.layers or len(padding.kernels) != padding.layers:
+  h, w, _ = check_image(image_shape)
+  per_slot = ("kinds", "kernels", "widths", "grids")
+  if any(len(getattr(padding, f)) != padding.layers for f in per_slot):
     raise ValueError(
-      f"padding.kinds, padding.kernels: {len(padding.kinds)} and {len(padding.kernels)} slots; expected"
-      f" padding.layers = {padding.layers} each"
+      f"padding.{', padding.'.join(per_slot)}: {', '.join(str(len(getattr(padding, f))) for f in per_slot)}"
+      f" slots; expected padding.layers = {padding.layers} each"
     )
-  if any(k < 0 or k > padding.kernel or (k and k % 2 == 0) for k in padding.kernels) or padding.kernel % 2 == 0:
+  bad_kernel = (
+    any(k < 0 or k > padding.kernel or (k and k % 2 == 0) for k in padding.kernels) or padding.kernel % 2 == 0
+  )
+  too_big = any(c > padding.width for c in padding.widths) or any(
+    g[0] > h or g[2] > h or g[1] > w or g[3] > w for g in padding.grids
+  )
+  if bad_kernel or too_big:
     raise ValueError(
-      f"padding.kernel, padding.kernels: got {padding.kernel} and {padding.kernels}; expected odd sizes"
-      " (0 for a slot without convs), none above padding.kernel"
+      f"padding.kernels, padding.widths, padding.grids: expected odd kernels (0 for a slot without convs) up to"
+      f" padding.kernel = {padding.kernel}, widths up to padding.width = {padding.width}, grids within the"
+      f" {h} x {w} image; got {padding.kernels}, {padding.widths}, {padding.grids}"
     )
-  for j, node in enumerate(_body(nodes)):
-    if not padding.kinds[j] >> kind_index(node) & 1 or _conv_kernel(node) > padding.kernels[j]:
-      have = [k for i, k in enumerate(KINDS) if padding.kinds[j] >> i & 1]
+  for j, (bit, k, channels, grid) in enumerate(_slots(arch, image_shape)):
+    have = (padding.kinds[j], padding.kernels[j], padding.widths[j], padding.grids[j])
+    if not have[0] & bit or k > have[1] or channels > have[2] or any(a > b for a, b in zip(grid, have[3])):
+      kinds = [name for name in KINDS if have[0] & BITS[name]]
+      node = _body(nodes)[j]
       raise ValueError(
-        f"padding.kinds: slot {j} computes {have or 'nothing'} with kernel {padding.kernels[j]}; the network's"
-        f" layer there is a {node.label}; use padding_for"
+        f"padding: slot {j} computes {kinds or 'nothing'} with kernel {have[1]}, {have[2]} channels, grid"
+        f" {have[3]}; the network's layer there is a {node.label} with kernel {k}, {channels} channels, grid"
+        f" {grid}; use padding_for"
       )
   return nodes
 
@@ -183,9 +221,8 @@ def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:
   """Multiply-accumulates of one example's forward pass through the padded program (convs, projection,
   fc and decision kernels; the selections and pools are left out)."""
   h, w, _ = check_image(image_shape)
-  grid = h * w * padding.width**2
   total = padding.decisions * h * w * padding.width * num_outputs
-  for kinds, k in zip(padding.kinds, padding.kernels):
-    total += grid * (k * k * bool(kinds & (BITS["conv"] | BITS["res"])) + h * w * bool(kinds & BITS["fc"]))
-    total += grid * (k * k + 1) * bool(kinds & BITS["res"])
+  for kinds, k, c, (gh, gw, oh, ow) in zip(padding.kinds, padding.kernels, padding.widths, padding.grids):
+    total += gh * gw * c * c * (k * k * bool(kinds & (BITS["conv"] | BITS["res"])) + gh * gw * bool(kinds & BITS["fc"]))
+    total += (oh * ow * k * k + gh * gw) * c * c * bool(kinds & BITS["res"])
   return total

@@ -218,11 +218,19 @@ def _window(x: jax.Array, init: float, op) -> jax.Array:
   return jax.lax.reduce_window(x, init, op, window, (1,) * x.ndim, "SAME")
 
 
-def _slot(p, stats, net: PaddedNet, j: int, x: jax.Array, train: bool, kinds: int, kernel: int):
-  """Slot j's output [B, H, W, F] on its concatenated input x, and its new batch statistics: the
-  kinds in the bitmask `kinds` are computed (convs at `kernel`), the network's kept."""
-  rows, cols, out = net.rows[j], net.cols[j], net.out_mask[j]
-  keep = out[None, :, :, None] * net.units[j]
+def _slot(p, stats, net: PaddedNet, j: int, x: jax.Array, train: bool, padding: Padding):
+  """Slot j's output [B, H, W, F] on its concatenated input x [B, H, W, F], and its new batch
+  statistics: the kinds the padding lists for the slot are computed, on its grid, at its kernel and
+  channels, and the network's kept."""
+  kinds, kernel, c = padding.kinds[j], padding.kernels[j], padding.widths[j]
+  if not kinds:  # a slot no network of the padding uses
+    return jnp.zeros_like(x), {}
+  gh, gw, oh, ow = padding.grids[j]
+  full = x.shape
+  x = x[:, :gh, :gw, :c]
+  rows, cols = net.rows[j, :, :oh, :gh], net.cols[j, :, :ow, :gw]
+  out = net.out_mask[j, :oh, :ow]
+  keep = out[None, :, :, None] * net.units[j, :c]
   computed, new_stats = {}, {}
   if kinds & (BITS["conv"] | BITS["res"]):
     o = (net.taps.shape[-1] - kernel) // 2
@@ -235,27 +243,27 @@ def _slot(p, stats, net: PaddedNet, j: int, x: jax.Array, train: bool, kinds: in
       hb, new_stats["bn_b"] = _batch_norm(zb, p["bn_b"], stats["bn_b"], out, train)
       zp = _select(jnp.einsum("bhwf,fg->bhwg", x, p["projection"]), rows[1], cols[1])
       hp, new_stats["bn_p"] = _batch_norm(zp, p["bn_p"], stats["bn_p"], out, train)
-      computed["res"] = jax.nn.relu(hb + jnp.where(net.projection[j] > 0, hp, x))
+      # An identity shortcut keeps the size, so its pixels lie in the output grid.
+      computed["res"] = jax.nn.relu(hb + jnp.where(net.projection[j] > 0, hp, x[:, :oh, :ow]))
   if kinds & BITS["max-pool"]:
-    inside = net.in_mask[j][None, :, :, None] > 0
+    inside = net.in_mask[j, :gh, :gw][None, :, :, None] > 0
     computed["max-pool"] = _select(_window(jnp.where(inside, x, _FAR), -jnp.inf, jax.lax.max), rows[0], cols[0])
   if kinds & BITS["avg-pool"]:
-    count = jnp.maximum(_window(net.in_mask[j], 0.0, jax.lax.add), 1.0)[:, :, None]
+    count = jnp.maximum(_window(net.in_mask[j, :gh, :gw], 0.0, jax.lax.add), 1.0)[:, :, None]
     computed["avg-pool"] = _select(_window(x, 0.0, jax.lax.add) / count, rows[0], cols[0])
   if kinds & BITS["fc"]:
     fc = jax.nn.relu(jnp.einsum("bhwf,hwfu->bu", x, p["fc"]) + p["fc_bias"])[:, None, None, :]
-    computed["fc"] = jnp.broadcast_to(fc, x.shape)
+    computed["fc"] = jnp.broadcast_to(fc, (x.shape[0], oh, ow, c))
   present = [name for name in KINDS if kinds & BITS[name]]
-  if not present:  # a slot no network of the padding uses
-    return jnp.zeros_like(x), new_stats
-  if len(present) == 1:
-    return computed[present[0]] * keep, new_stats
-  # The network's kind, as a position among the computed ones (a kind not computed never occurs
-  # where a layer sits: `encode` checks; an unused slot's keep is 0).
-  position = np.zeros(len(KINDS), np.int32)
-  position[[KINDS.index(name) for name in present]] = np.arange(len(present))
-  chosen = jnp.stack([computed[name] for name in present])[jnp.asarray(position)[net.kind[j]]]
-  return chosen * keep, new_stats
+  chosen = computed[present[0]]
+  if len(present) > 1:
+    # The network's kind, as a position among the computed ones (a kind not computed never occurs
+    # where a layer sits: `encode` checks; an unused slot's keep is 0).
+    position = np.zeros(len(KINDS), np.int32)
+    position[[KINDS.index(name) for name in present]] = np.arange(len(present))
+    chosen = jnp.stack([computed[name] for name in present])[jnp.asarray(position)[net.kind[j]]]
+  pad = ((0, 0), (0, full[1] - oh), (0, full[2] - ow), (0, full[3] - c))
+  return jnp.pad(chosen * keep, pad), new_stats
 
 
 def apply(
@@ -276,11 +284,11 @@ def apply(
     x: [B, H, W, C] images.
     decision: "softmax" (K classes) or "linear" (K = 1), as in `ArchNet`.
     train: batch statistics and their update (True) or running averages (False).
+    padding: the padding the variables and net are of (its per-slot fields shape each slot).
 
   Returns:
     (`ArchNet`'s outputs: [B, K] float32 log-probabilities or [B] predictions, the batch statistics
     (updated in training)).
-    padding: the padding the variables and net are of (its per-slot kinds and kernels).
   """
   lay = padding.layers
   x = x.astype(jnp.float32)
@@ -288,8 +296,7 @@ def apply(
   new_stats = []
   for j in range(lay):
     h = _concat(buffer, net.parents[j], net.parent_mask[j], net.offsets[j])
-    slot = (padding.kinds[j], padding.kernels[j])
-    out, stats = _slot(params["slots"][j], batch_stats["slots"][j], net, j, h, train, *slot)
+    out, stats = _slot(params["slots"][j], batch_stats["slots"][j], net, j, h, train, padding)
     buffer = buffer.at[j + 1].set(out)
     new_stats.append(stats)
   dec_in = jax.vmap(_concat, (None, 0, 0, 0))(buffer, net.parents[lay:], net.parent_mask[lay:], net.offsets[lay:])

@@ -1,9 +1,10 @@
 """The padded CNN's variables (`padded_cnn`): their layout, and where a specialised network's go.
 
-A slot's parameters are those of the kinds it computes (`cnn_padding.Padding.kinds`), at the
-padding's width: a conv's (`conv_a`, at the slot's kernel) and batch norm (`bn_a`); a res block's
+A slot's parameters are those of the kinds it computes (`cnn_padding.Padding.kinds`), at its
+channels (`widths`): a conv's (`conv_a`, at the slot's kernel) and batch norm (`bn_a`); a res block's
 also a second conv (`conv_b`), a projection and their batch norms (`bn_b`, `bn_p`); an fc's kernel
-over the whole grid and bias. Pools have none. `to_padded` and `to_specialised` copy `ArchNet`
+over the slot's input grid and bias. The decision layers' kernels span the image at the padding's
+width. Pools have none. `to_padded` and `to_specialised` copy `ArchNet`
 variables in and out along the `Place`s of `padded_cnn.encode`; `init_variables` draws what
 `models.init_variables` draws.
 """
@@ -26,7 +27,8 @@ Role = labels_lib.Role
 
 
 def _slot_shapes(kinds: int, k: int, f: int, h: int, w: int) -> tuple[dict, dict]:
-  """(params, batch_stats) shapes of a slot computing the kinds of bitmask `kinds`."""
+  """(params, batch_stats) shapes of a slot computing the kinds of bitmask `kinds` at kernel k and
+  f channels, reading an h x w grid."""
   params, stats = {}, {}
   norms = (["bn_a"] if kinds & (BITS["conv"] | BITS["res"]) else []) + (["bn_b", "bn_p"] if kinds & BITS["res"] else [])
   if norms:
@@ -49,7 +51,8 @@ def param_shapes(padding: cnn_padding.Padding, image_shape: Sequence[int], num_o
   """(params, batch_stats) as ShapeDtypeStructs in `apply`'s layout."""
   h, w, _ = cnn_padding.check_image(image_shape)
   f = padding.width
-  slots = [_slot_shapes(kinds, k, f, h, w) for kinds, k in zip(padding.kinds, padding.kernels)]
+  per_slot = zip(padding.kinds, padding.kernels, padding.widths, padding.grids)
+  slots = [_slot_shapes(kinds, k, c, gh, gw) for kinds, k, c, (gh, gw, _, _) in per_slot]
   head = {
     "decision_kernel": (padding.decisions, h, w, f, num_outputs),
     "decision_bias": (padding.decisions, num_outputs),

@@ -21,8 +21,8 @@ class PaddedModel(NamedTuple):
 
   Attributes:
     padding_for: (archs, input_shape) -> the padding that fits them.
-    coarse: padding -> what networks of that padding share with others to train in one
-      population (the padding itself for MLPs; every kind in every slot for CNNs).
+    coarse: (padding, input_shape) -> what networks of that padding share with others to train in
+      one population (the padding itself for MLPs; every kind in every slot for CNNs).
     encode: (arch, padding, input_shape, num_outputs) -> (net, layout).
     apply: (params, batch_stats, net, x, decision, train, padding) -> (outputs, batch_stats).
     variable_shapes: (padding, input_shape, num_outputs) -> (params, batch_stats) ShapeDtypeStructs.
@@ -35,7 +35,7 @@ class PaddedModel(NamedTuple):
   """
 
   padding_for: Callable[[Sequence[Architecture], tuple[int, ...]], Any]
-  coarse: Callable[[Any], Any]
+  coarse: Callable[[Any, tuple[int, ...]], Any]
   encode: Callable[..., tuple[Any, Any]]
   apply: Callable[..., tuple[Any, Any]]
   variable_shapes: Callable[..., tuple[Any, Any]]
@@ -48,7 +48,7 @@ class PaddedModel(NamedTuple):
 
 _MLP = PaddedModel(
   padding_for=lambda archs, shape: padded_mlp.padding_for(archs),
-  coarse=lambda padding: padding,
+  coarse=lambda padding, shape: padding,
   encode=lambda arch, padding, shape, k: padded_mlp.encode(arch, padding, shape[0], k),
   apply=lambda params, stats, net, x, decision, train, padding: (padded_mlp.apply(params, net, x, decision), stats),
   variable_shapes=lambda padding, shape, k: (padded_mlp.param_shapes(padding, shape[0], k), {}),
@@ -100,4 +100,4 @@ def padding_of(arch: Architecture, dataset: Dataset) -> Any:
 def group_of(arch: Architecture, dataset: Dataset) -> Any:
   """What networks share to train together on `dataset` (`PaddedModel.coarse` of their own
   paddings); a group trains in the padding of all its members (`padding_for`)."""
-  return model_for(arch.kind).coarse(padding_of(arch, dataset))
+  return model_for(arch.kind).coarse(padding_of(arch, dataset), data_shapes(dataset)[0])
