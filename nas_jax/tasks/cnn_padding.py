@@ -11,6 +11,7 @@ to its size fits.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Sequence
 
 from nas_jax.arch import labels as labels_lib
@@ -53,6 +54,7 @@ class Padding(NamedTuple):
     widths: per slot, the channels it computes at, in and out (at most `width`; 0 when empty).
     grids: per slot, (rows, cols) of the pixels it reads and of those it writes, from the top-left
       corner of the image (0s when empty).
+    decision_input: (rows, cols, channels) that the decision layers read.
   """
 
   layers: int
@@ -64,6 +66,7 @@ class Padding(NamedTuple):
   kernels: tuple[int, ...]
   widths: tuple[int, ...]
   grids: tuple[tuple[int, int, int, int], ...]
+  decision_input: tuple[int, int, int]
 
 
 def cnn_nodes(arch: Architecture) -> tuple[models.Node, ...]:
@@ -146,6 +149,15 @@ def _slots(arch: Architecture, image_shape: Sequence[int]):
       yield 1 << kind_index(node), _conv_kernel(node), max(c_in, c_out), (*size, *_out_size(node, size))
 
 
+def _decision_input(arch: Architecture, image_shape: Sequence[int]) -> tuple[int, int, int]:
+  """The largest (rows, cols, channels) a decision layer of the network reads, unrounded."""
+  nodes = cnn_nodes(arch)
+  reads = [
+    (*size, c_in) for node, (size, c_in, _) in zip(nodes, walk(nodes, image_shape)) if node.role == Role.DECISION
+  ]
+  return tuple(max(v) for v in zip((1, 1, 1), *reads))
+
+
 def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, uniform: bool = False) -> Padding:
   """The smallest padding that fits all `archs` on images of `image_shape` (H, W, C): layers,
   width and fan-in rounded up to powers of two (layers at least 8, width at least 16); each slot
@@ -164,8 +176,9 @@ def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, un
       kernels[j] = max(kernels[j], k)
       widths[j] = max(widths[j], up(channels, 16))
       grids[j] = tuple(max(a, b) for a, b in zip(grids[j], grid))
+  dh, dw, dc = (max(v) for v in zip(*(_decision_input(a, image_shape) for a in archs)))
   scalars = (layers, up(width, 16), up(fan_in, 1), up(decisions, 1), kernel)
-  padding = Padding(*scalars, tuple(kinds), tuple(kernels), tuple(widths), tuple(grids))
+  padding = Padding(*scalars, tuple(kinds), tuple(kernels), tuple(widths), tuple(grids), (dh, dw, up(dc, 16)))
   return coarse(padding, image_shape) if uniform else padding
 
 
@@ -176,7 +189,7 @@ def coarse(padding: Padding, image_shape: Sequence[int]) -> Padding:
   h, w, _ = check_image(image_shape)
   lay = padding.layers
   every = dict(kinds=(EVERY,) * lay, kernels=(padding.kernel,) * lay, widths=(padding.width,) * lay)
-  return padding._replace(**every, grids=((h, w, h, w),) * lay)
+  return padding._replace(**every, grids=((h, w, h, w),) * lay, decision_input=(h, w, padding.width))
 
 
 def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int]) -> tuple[models.Node, ...]:
@@ -195,14 +208,19 @@ def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int])
   bad_kernel = (
     any(k < 0 or k > padding.kernel or (k and k % 2 == 0) for k in padding.kernels) or padding.kernel % 2 == 0
   )
-  too_big = any(c > padding.width for c in padding.widths) or any(
-    g[0] > h or g[2] > h or g[1] > w or g[3] > w for g in padding.grids
+  dh, dw, dc = padding.decision_input
+  too_big = (
+    dh > h
+    or dw > w
+    or dc > padding.width
+    or any(c > padding.width for c in padding.widths)
+    or any(g[0] > h or g[2] > h or g[1] > w or g[3] > w for g in padding.grids)
   )
   if bad_kernel or too_big:
     raise ValueError(
-      f"padding.kernels, padding.widths, padding.grids: expected odd kernels (0 for a slot without convs) up to"
-      f" padding.kernel = {padding.kernel}, widths up to padding.width = {padding.width}, grids within the"
-      f" {h} x {w} image; got {padding.kernels}, {padding.widths}, {padding.grids}"
+      f"padding.kernels, .widths, .grids, .decision_input: expected odd kernels (0 for a slot without convs) up"
+      f" to padding.kernel = {padding.kernel}, widths up to padding.width = {padding.width}, grids within the"
+      f" {h} x {w} image; got {padding.kernels}, {padding.widths}, {padding.grids}, {padding.decision_input}"
     )
   for j, (bit, k, channels, grid) in enumerate(_slots(arch, image_shape)):
     have = (padding.kinds[j], padding.kernels[j], padding.widths[j], padding.grids[j])
@@ -214,6 +232,12 @@ def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int])
         f" {have[3]}; the network's layer there is a {node.label} with kernel {k}, {channels} channels, grid"
         f" {grid}; use padding_for"
       )
+  need = _decision_input(arch, image_shape)
+  if any(a > b for a, b in zip(need, padding.decision_input)):
+    raise ValueError(
+      f"padding.decision_input: the network's decision layers read {need} (rows, cols, channels), the padding"
+      f" has {padding.decision_input}; use padding_for"
+    )
   return nodes
 
 
@@ -221,7 +245,7 @@ def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:
   """Multiply-accumulates of one example's forward pass through the padded program (convs, projection,
   fc and decision kernels; the selections and pools are left out)."""
   h, w, _ = check_image(image_shape)
-  total = padding.decisions * h * w * padding.width * num_outputs
+  total = padding.decisions * math.prod(padding.decision_input) * num_outputs
   for kinds, k, c, (gh, gw, oh, ow) in zip(padding.kinds, padding.kernels, padding.widths, padding.grids):
     total += gh * gw * c * c * (k * k * bool(kinds & (BITS["conv"] | BITS["res"])) + gh * gw * bool(kinds & BITS["fc"]))
     total += (oh * ow * k * k + gh * gw) * c * c * bool(kinds & BITS["res"])

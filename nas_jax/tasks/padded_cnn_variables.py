@@ -3,8 +3,8 @@
 A slot's parameters are those of the kinds it computes (`cnn_padding.Padding.kinds`), at its
 channels (`widths`): a conv's (`conv_a`, at the slot's kernel) and batch norm (`bn_a`); a res block's
 also a second conv (`conv_b`), a projection and their batch norms (`bn_b`, `bn_p`); an fc's kernel
-over the slot's input grid and bias. The decision layers' kernels span the image at the padding's
-width. Pools have none. `to_padded` and `to_specialised` copy `ArchNet`
+over the slot's input grid and bias. The decision layers' kernels span what they read
+(`Padding.decision_input`). Pools have none. `to_padded` and `to_specialised` copy `ArchNet`
 variables in and out along the `Place`s of `padded_cnn.encode`; `init_variables` draws what
 `models.init_variables` draws.
 """
@@ -49,12 +49,11 @@ def _is_shape(v) -> bool:
 
 def param_shapes(padding: cnn_padding.Padding, image_shape: Sequence[int], num_outputs: int) -> tuple[dict, dict]:
   """(params, batch_stats) as ShapeDtypeStructs in `apply`'s layout."""
-  h, w, _ = cnn_padding.check_image(image_shape)
-  f = padding.width
+  cnn_padding.check_image(image_shape)
   per_slot = zip(padding.kinds, padding.kernels, padding.widths, padding.grids)
   slots = [_slot_shapes(kinds, k, c, gh, gw) for kinds, k, c, (gh, gw, _, _) in per_slot]
   head = {
-    "decision_kernel": (padding.decisions, h, w, f, num_outputs),
+    "decision_kernel": (padding.decisions, *padding.decision_input, num_outputs),
     "decision_bias": (padding.decisions, num_outputs),
   }
   spec = lambda tree: jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, jnp.float32), tree, is_leaf=_is_shape)

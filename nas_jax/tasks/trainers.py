@@ -43,10 +43,11 @@ SPECIALISED_COMPILE_SECONDS = {"mlp": 1.2, "cnn": 3.0}
 # Per kind. mlp: a padded training step of a pool MLP reaches 20-27% of a lone [256, 512] x
 # [512, 512] product's rate on that CPU (22-29 GMAC/s against 109: the backward pass, Adam on every
 # padded parameter); 0.15 leaves a margin, so that auto errs towards the specialised program.
-# cnn: the padded CNN trained `--kind=cnn`'s six networks at about 20 GMAC/s (2.0 TMAC in about
-# 99 s), 18-39% of that product's 51-109 GMAC/s; with each slot computing only its kinds, at 16.5
-# GMAC/s (204 GMAC in 12.4 s), 17% of 99; 0.1 errs towards the specialised program.
-TRAINING_EFFICIENCY = {"mlp": 0.15, "cnn": 0.1}
+# cnn: the padded CNN trained `--kind=cnn`'s six small networks at 7.1 GMAC/s (68 GMAC in 9.5 s),
+# 7% of that product's 99 GMAC/s, with each slot at its own kinds, channels and grid (16.5 GMAC/s
+# when every slot ran at the padding's width on the whole image: bigger products run nearer the
+# peak); 0.07 errs towards the specialised program.
+TRAINING_EFFICIENCY = {"mlp": 0.15, "cnn": 0.07}
 # How many networks of each padding `evaluate` has trained in this process (a worker's history).
 _SEEN: collections.Counter = collections.Counter()
 

@@ -202,12 +202,13 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
   kinds, kernels = (conv, res, res, top, mean, conv, fc, fc), (5, 3, 3, 0, 0, 5, 0, 0)
   widths = (16, 16, 16, 16, 16, 32, 16, 16)  # slot 5 reads both pools' 16 channels
   grids = ((7, 6, 7, 6),) * 2 + ((7, 6, 4, 3), (4, 3, 2, 2), (4, 3, 2, 2), (2, 2, 1, 1)) + ((1, 1, 1, 1),) * 2
-  tight = cnn_padding.Padding(8, 32, 2, 2, 5, kinds, kernels, widths, grids)
+  # The decisions read an fc's 16 units and the avg-pool's 2 x 2 x 16.
+  tight = cnn_padding.Padding(8, 32, 2, 2, 5, kinds, kernels, widths, grids, (2, 2, 16))
   assert cnn_padding.padding_for([ALL_KINDS], IMAGE) == tight
   coarse = cnn_padding.coarse(tight, IMAGE)
   assert cnn_padding.padding_for([ALL_KINDS], IMAGE, uniform=True) == coarse
   every = dict(kinds=(cnn_padding.EVERY,) * 8, kernels=(5,) * 8, widths=(32,) * 8, grids=((7, 6, 7, 6),) * 8)
-  assert coarse == tight._replace(**every)
+  assert coarse == tight._replace(**every, decision_input=(7, 6, 32))
   # A population's slots compute the union of its networks' kinds, at their largest kernel.
   assert PADDING.kinds[1] & res and PADDING.kinds[1] != res and PADDING.kernels[0] == 5
   assert all(k & cnn_padding.BITS["fc"] for k in PADDING.kinds[6:8])
@@ -229,8 +230,14 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
       r"padding\.kinds, padding\.kernels, padding\.widths, padding\.grids: 1, 8, 8, 8 slots; expected padding\.layers = 8",
     ),
     (tight._replace(kernels=(4,) * 8), r"expected odd kernels .* up to padding\.kernel = 5.*; got \(4, 4"),
+    (tight._replace(decision_input=(8, 6, 16)), r"grids within the 7 x 6 image; got .*\(8, 6, 16\)"),
     (tight._replace(widths=(64,) * 8), r"widths up to padding\.width = 32, grids within the 7 x 6 image; got"),
     (tight._replace(grids=((8, 6, 7, 6),) * 8), r"grids within the 7 x 6 image; got"),
+    (
+      tight._replace(decision_input=(1, 1, 16)),
+      r"padding\.decision_input: the network's decision layers read \(2, 2, 16\) \(rows, cols, channels\), the"
+      r" padding has \(1, 1, 16\)",
+    ),
   ]:
     with pytest.raises(ValueError, match=message):
       padded_cnn.encode(ALL_KINDS, padding, IMAGE, K)
