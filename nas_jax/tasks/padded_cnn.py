@@ -3,21 +3,24 @@
 The CNN counterpart of `padded_mlp`. A network is a `PaddedNet` of arrays (each slot's parents and
 their channel offsets in the concatenation, its layer kind, kernel taps, channel and spatial masks,
 and the selection matrices of its stride), read by one program whose shapes depend only on the
-`Padding` and the image size. Every slot's output stays at the input's resolution: a layer that
-halves the image writes its ceil(H/2) x ceil(W/2) pixels to the top-left corner of a zero grid, so
-a stride is data. A slot runs its conv at stride 1 over the whole grid (a k x k kernel centred in
-the padding's largest, its other taps masked), then a selection matrix per axis picks the pixels a
-strided SAME conv centres on and zeroes the rest; pools do the same with -inf (max) or a count of
-real pixels (avg) outside the real region. Batch norm takes its statistics over real pixels only.
-An fc or decision layer flattens the grid with a kernel per (row, column, channel), whose real part
-is the specialised kernel in `ArchNet`'s flatten order, and writes its units to pixel (0, 0).
+`cnn_padding.Padding` and the image size. A slot works on grids of pixels from the image's top-left
+corner (the padding's `grids`: the largest its networks read and write), at the padding's channels
+for it (`widths`): a layer that halves its input writes its ceil(h/2) x ceil(w/2) pixels to the
+top-left corner of the output grid, zeros elsewhere, so a stride is data. A slot runs its conv at
+stride 1 over its input grid (a k x k kernel centred in the slot's kernel, its other taps masked),
+then a selection matrix per axis picks the pixels a strided SAME conv centres on; pools do the same
+with -inf (max) or a count of real pixels (avg) outside the real region. Batch norm takes its
+statistics over real pixels only. An fc or decision layer flattens its grid with a kernel per
+(row, column, channel), whose real part is the specialised kernel in `ArchNet`'s flatten order, and
+writes its units to pixel (0, 0). Each slot reads its parents cut or zero-padded to its own grid
+and channels.
 
-A slot computes the layer kinds its `cnn_padding.Padding` lists for it (`kinds`: those some network
-of the padding has there, or all of them in a `coarse` padding) and keeps its network's, its convs
-at the slot's kernel. The program does more arithmetic than a network: channels at the padding's
-width, every pixel at the input's resolution (`cnn_padding.macs`). The padded variables, and how a
-specialised network's map into them, are `padded_cnn_variables`'. Tests copy a specialised
-network's variables in and compare outputs, gradients and batch statistics with `ArchNet`'s.
+A slot computes the layer kinds the padding lists for it (`kinds`: those some network of the
+padding has there, or all of them in a `coarse` padding) and keeps its network's. The program does
+more arithmetic than a network (`cnn_padding.macs`): 1.3x to 5x for a pool CNN in its own
+padding, thousands of times in a coarse one. The padded variables, and how a specialised network's
+map into them, are `padded_cnn_variables`'. Tests copy a specialised network's variables in and
+compare outputs, gradients and batch statistics with `ArchNet`'s.
 """
 
 from __future__ import annotations
@@ -43,10 +46,11 @@ _FAR = -1e30  # max-pool's value outside the real pixels: finite, so a zero sele
 
 class PaddedNet(NamedTuple):
   """One network as padded arrays (a pytree; a population stacks them on a leading axis).
-  L = layers, Dm = decisions, P = fan_in, K = kernel, F = width, H x W the image.
+  L = layers, Dm = decisions, P = fan_in, K = kernel, F = width, H x W the image; each slot reads
+  the part of its rows that its grid and channels cover.
 
   Attributes:
-    parents: [L + Dm, P] int32 feature-buffer rows of each layer's parents (row 0 the image, row
+    parents: [L + Dm, P] int32 rows of each layer's parents among the outputs (row 0 the image, row
       1 + j slot j), in concatenation order; processing slots first.
     parent_mask: [L + Dm, P] float32, 1 for a real parent.
     offsets: [L + Dm, P] int32, each parent's first channel in the concatenation.
