@@ -122,7 +122,7 @@ def train_population(
     train_config: a TrainConfig, shared by the population.
     keys: P jax PRNG keys; network i's initialisation and shuffles derive from keys[i] exactly as
       in `training.evaluate(archs[i], ..., keys[i])`.
-    padding: the padding to run them in (`padded_mlp.Padding` or `padded_cnn.Padding`); the
+    padding: the padding to run them in (`padded_mlp.Padding` or `cnn_padding.Padding`); the
       model's `padding_for(archs)` when None.
     keep_variables: return each network's best-epoch `ArchNet` variables in `EvalResult.variables`.
 
