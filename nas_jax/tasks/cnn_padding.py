@@ -117,45 +117,31 @@ def kind_index(node: models.Node) -> int:
   return KINDS.index({Role.FC: "fc", Role.RES: "res"}.get(node.role, "conv"))
 
 
-def _body(nodes: tuple[models.Node, ...]) -> list[models.Node]:
-  """The processing layers, in slot order."""
-  return [n for n in nodes if n.role in (Role.CONV, Role.RES, Role.POOL, Role.FC)]
-
-
-def _needs(arch: Architecture, image_shape: Sequence[int]) -> tuple[int, int, int, int, int]:
-  """What the network needs of each scalar `Padding` field, unrounded."""
+def _needs(arch: Architecture, image_shape: Sequence[int]):
+  """What the network needs of a padding, unrounded, from one walk of its layers: (its nodes, one
+  number per scalar `Padding` field, per processing layer in slot order (the node, its kind's bit,
+  conv kernel, channels in or out, grid), the (rows, cols, channels) its decision layers read)."""
   nodes = cnn_nodes(arch)
-  walked = walk(nodes, image_shape)
-  return (
-    len(_body(nodes)),
-    max(max(c_in, c_out) for _, c_in, c_out in walked),
+  walked = list(zip(nodes, walk(nodes, image_shape)))
+  slots = [
+    (node, 1 << kind_index(node), _conv_kernel(node), max(c_in, c_out), (*size, *_out_size(node, size)))
+    for node, (size, c_in, c_out) in walked
+    if node.role in (Role.CONV, Role.RES, Role.POOL, Role.FC)
+  ]
+  reads = [(*size, c_in) for node, (size, c_in, _) in walked if node.role == Role.DECISION]
+  scalars = (
+    len(slots),
+    max(max(c_in, c_out) for _, (_, c_in, c_out) in walked),
     max([1] + [len(n.parents) for n in nodes]),
-    max(1, sum(n.role == Role.DECISION for n in nodes)),
-    max([1] + [_conv_kernel(n) for n in nodes]),
+    max(1, len(reads)),
+    max([1] + [k for _, _, k, _, _ in slots]),
   )
+  return nodes, scalars, slots, tuple(max(v) for v in zip((1, 1, 1), *reads))
 
 
 def _conv_kernel(node: models.Node) -> int:
   """A layer's conv kernel (0 for a pool or fc)."""
   return node.kernel if node.role in (Role.CONV, Role.RES) else 0
-
-
-def _slots(arch: Architecture, image_shape: Sequence[int]):
-  """Per processing layer, in slot order: (its kind's bit, conv kernel, channels, grid) as a
-  `Padding` slot needs them, unrounded."""
-  nodes = cnn_nodes(arch)
-  for node, (size, c_in, c_out) in zip(nodes, walk(nodes, image_shape)):
-    if node.role in (Role.CONV, Role.RES, Role.POOL, Role.FC):
-      yield 1 << kind_index(node), _conv_kernel(node), max(c_in, c_out), (*size, *_out_size(node, size))
-
-
-def _decision_input(arch: Architecture, image_shape: Sequence[int]) -> tuple[int, int, int]:
-  """The largest (rows, cols, channels) a decision layer of the network reads, unrounded."""
-  nodes = cnn_nodes(arch)
-  reads = [
-    (*size, c_in) for node, (size, c_in, _) in zip(nodes, walk(nodes, image_shape)) if node.role == Role.DECISION
-  ]
-  return tuple(max(v) for v in zip((1, 1, 1), *reads))
 
 
 def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, uniform: bool = False) -> Padding:
@@ -166,17 +152,18 @@ def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, un
   networks share its compiled program."""
   if not archs:
     raise ValueError("padding_for: no architectures given")
-  layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(_needs(a, image_shape) for a in archs)))
+  needs = [_needs(a, image_shape) for a in archs]
+  layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(n[1] for n in needs)))
   up = padded_mlp.round_up
   layers = up(layers, 8)
   kinds, kernels, widths, grids = [0] * layers, [0] * layers, [0] * layers, [(0, 0, 0, 0)] * layers
-  for arch in archs:
-    for j, (bit, k, channels, grid) in enumerate(_slots(arch, image_shape)):
+  for _, _, slots, _ in needs:
+    for j, (_, bit, k, channels, grid) in enumerate(slots):
       kinds[j] |= bit
       kernels[j] = max(kernels[j], k)
       widths[j] = max(widths[j], up(channels, 16))
       grids[j] = tuple(max(a, b) for a, b in zip(grids[j], grid))
-  dh, dw, dc = (max(v) for v in zip(*(_decision_input(a, image_shape) for a in archs)))
+  dh, dw, dc = (max(v) for v in zip(*(n[3] for n in needs)))
   scalars = (layers, up(width, 16), up(fan_in, 1), up(decisions, 1), kernel)
   padding = Padding(*scalars, tuple(kinds), tuple(kernels), tuple(widths), tuple(grids), (dh, dw, up(dc, 16)))
   return coarse(padding, image_shape) if uniform else padding
@@ -196,8 +183,8 @@ def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int])
   """The network's nodes. TypeError unless `padding` is a Padding; ValueError unless it is well
   formed and the network fits it: each scalar field at least what the network needs, and each of its
   layers a kind that its slot computes, at a kernel, channels and grid that the slot holds."""
-  nodes = cnn_nodes(arch)
-  padded_mlp.check_fits(padding, Padding, _needs(arch, image_shape))
+  nodes, scalars, slots, decision_input = _needs(arch, image_shape)
+  padded_mlp.check_fits(padding, Padding, scalars)
   h, w, _ = check_image(image_shape)
   per_slot = ("kinds", "kernels", "widths", "grids")
   if any(len(getattr(padding, f)) != padding.layers for f in per_slot):
@@ -222,21 +209,19 @@ def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int])
       f" to padding.kernel = {padding.kernel}, widths up to padding.width = {padding.width}, grids within the"
       f" {h} x {w} image; got {padding.kernels}, {padding.widths}, {padding.grids}, {padding.decision_input}"
     )
-  for j, (bit, k, channels, grid) in enumerate(_slots(arch, image_shape)):
+  for j, (node, bit, k, channels, grid) in enumerate(slots):
     have = (padding.kinds[j], padding.kernels[j], padding.widths[j], padding.grids[j])
     if not have[0] & bit or k > have[1] or channels > have[2] or any(a > b for a, b in zip(grid, have[3])):
       kinds = [name for name in KINDS if have[0] & BITS[name]]
-      node = _body(nodes)[j]
       raise ValueError(
         f"padding: slot {j} computes {kinds or 'nothing'} with kernel {have[1]}, {have[2]} channels, grid"
         f" {have[3]}; the network's layer there is a {node.label} with kernel {k}, {channels} channels, grid"
         f" {grid}; use padding_for"
       )
-  need = _decision_input(arch, image_shape)
-  if any(a > b for a, b in zip(need, padding.decision_input)):
+  if any(a > b for a, b in zip(decision_input, padding.decision_input)):
     raise ValueError(
-      f"padding.decision_input: the network's decision layers read {need} (rows, cols, channels), the padding"
-      f" has {padding.decision_input}; use padding_for"
+      f"padding.decision_input: the network's decision layers read {decision_input} (rows, cols, channels),"
+      f" the padding has {padding.decision_input}; use padding_for"
     )
   return nodes
 
