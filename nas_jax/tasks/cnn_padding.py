@@ -146,8 +146,9 @@ def _conv_kernel(node: models.Node) -> int:
 
 def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, uniform: bool = False) -> Padding:
   """The smallest padding that fits all `archs` on images of `image_shape` (H, W, C): layers,
-  width and fan-in rounded up to powers of two (layers at least 8, width at least 16); each slot
-  computing the kinds the networks have there at their largest kernel, their most channels
+  width and fan-in rounded up to powers of two (layers at least 8, width at least 16). The
+  networks' processing layers are aligned to slots one network at a time (`_align`), so that a
+  slot computes the kinds of the layers aligned to it, at their largest kernel, their most channels
   (rounded up likewise) and their largest grids. With `uniform`, the `coarse` padding: similar
   networks share its compiled program."""
   if not archs:
@@ -155,18 +156,71 @@ def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, un
   needs = [_needs(a, image_shape) for a in archs]
   layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(n[1] for n in needs)))
   up = padded_mlp.round_up
-  layers = up(layers, 8)
-  kinds, kernels, widths, grids = [0] * layers, [0] * layers, [0] * layers, [(0, 0, 0, 0)] * layers
+  union = []
   for _, _, slots, _ in needs:
-    for j, (_, bit, k, channels, grid) in enumerate(slots):
-      kinds[j] |= bit
-      kernels[j] = max(kernels[j], k)
-      widths[j] = max(widths[j], up(channels, 16))
-      grids[j] = tuple(max(a, b) for a, b in zip(grids[j], grid))
+    union = _align(union, [(bit, k, up(channels, 16), grid) for _, bit, k, channels, grid in slots])
+  layers = up(len(union), 8)
+  union += [(0, 0, 0, (0, 0, 0, 0))] * (layers - len(union))
   dh, dw, dc = (max(v) for v in zip(*(n[3] for n in needs)))
   scalars = (layers, up(width, 16), up(fan_in, 1), up(decisions, 1), kernel)
-  padding = Padding(*scalars, tuple(kinds), tuple(kernels), tuple(widths), tuple(grids), (dh, dw, up(dc, 16)))
+  padding = Padding(*scalars, *(tuple(v) for v in zip(*union)), (dh, dw, up(dc, 16)))
   return coarse(padding, image_shape) if uniform else padding
+
+
+def _merge(slot, layer):
+  """A slot (kinds, kernel, channels, grid) widened to hold a layer's (bit, kernel, channels, grid)."""
+  return (slot[0] | layer[0], max(slot[1], layer[1]), max(slot[2], layer[2]), tuple(map(max, slot[3], layer[3])))
+
+
+def _holds(slot, layer) -> bool:
+  """Whether a slot (kinds, kernel, channels, grid) computes a layer's (bit, kernel, channels, grid)."""
+  return _merge(slot, layer) == (slot[0], slot[1], slot[2], tuple(slot[3]))
+
+
+def _work(slot) -> int:
+  """What a slot costs one example: its multiply-accumulates (`macs`), one operation per input value
+  for each kind it computes (9 for a pool's window) and one for the slot itself (its parents' stack)."""
+  kinds, k, c, (gh, gw, _, _) = slot
+  values = gh * gw * c
+  pools = bool(kinds & BITS["max-pool"]) + bool(kinds & BITS["avg-pool"])
+  return _slot_macs(*slot) + values * (1 + bin(kinds).count("1") + 8 * pools)
+
+
+def _align(union: list, layers: list) -> list:
+  """The union's slots (kinds, kernel, channels, grid) widened and extended to hold `layers` (a
+  network's processing layers in order, each (bit, kernel, channels, grid)) at the least added
+  `_work`: a sequence alignment in which a layer joins a slot (in order, so that every parent sits
+  in an earlier slot), gets a new slot between them, or leaves a slot to other networks."""
+  m, n = len(union), len(layers)
+  inf = float("inf")
+  cost = [[inf] * (n + 1) for _ in range(m + 1)]
+  move = [[None] * (n + 1) for _ in range(m + 1)]
+  cost[0][0] = 0
+  for i in range(m + 1):
+    for j in range(n + 1):
+      options = []
+      if i and j:
+        u = union[i - 1]
+        options.append((cost[i - 1][j - 1] + _work(_merge(u, layers[j - 1])) - _work(u), "join"))
+      if j:
+        options.append((cost[i][j - 1] + _work(layers[j - 1]), "new"))
+      if i:
+        options.append((cost[i - 1][j], "leave"))
+      if options:
+        cost[i][j], move[i][j] = min(options, key=lambda o: o[0])  # ties: join, then new
+  merged, i, j = [], m, n
+  while i or j:
+    step = move[i][j]
+    if step == "join":
+      merged.append(_merge(union[i - 1], layers[j - 1]))
+      i, j = i - 1, j - 1
+    elif step == "new":
+      merged.append(layers[j - 1])
+      j -= 1
+    else:
+      merged.append(union[i - 1])
+      i -= 1
+  return merged[::-1]
 
 
 def coarse(padding: Padding, image_shape: Sequence[int]) -> Padding:
@@ -179,10 +233,13 @@ def coarse(padding: Padding, image_shape: Sequence[int]) -> Padding:
   return padding._replace(**every, grids=((h, w, h, w),) * lay, decision_input=(h, w, padding.width))
 
 
-def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int]) -> tuple[models.Node, ...]:
-  """The network's nodes. TypeError unless `padding` is a Padding; ValueError unless it is well
-  formed and the network fits it: each scalar field at least what the network needs, and each of its
-  layers a kind that its slot computes, at a kernel, channels and grid that the slot holds."""
+def check_fits(
+  padding: Padding, arch: Architecture, image_shape: Sequence[int]
+) -> tuple[tuple[models.Node, ...], tuple[int, ...]]:
+  """(The network's nodes, the slot of each of its processing layers in order). TypeError unless
+  `padding` is a Padding; ValueError unless it is well formed and the network fits it: each scalar
+  field at least what the network needs, and its processing layers in order in increasing slots,
+  each slot computing its layer's kind at a kernel, channels and grid that hold the layer's."""
   nodes, scalars, slots, decision_input = _needs(arch, image_shape)
   padded_mlp.check_fits(padding, Padding, scalars)
   h, w, _ = check_image(image_shape)
@@ -209,21 +266,34 @@ def check_fits(padding: Padding, arch: Architecture, image_shape: Sequence[int])
       f" to padding.kernel = {padding.kernel}, widths up to padding.width = {padding.width}, grids within the"
       f" {h} x {w} image; got {padding.kernels}, {padding.widths}, {padding.grids}, {padding.decision_input}"
     )
-  for j, (node, bit, k, channels, grid) in enumerate(slots):
-    have = (padding.kinds[j], padding.kernels[j], padding.widths[j], padding.grids[j])
-    if not have[0] & bit or k > have[1] or channels > have[2] or any(a > b for a, b in zip(grid, have[3])):
-      kinds = [name for name in KINDS if have[0] & BITS[name]]
+  slot_of, start = [], 0
+  have = list(zip(padding.kinds, padding.kernels, padding.widths, padding.grids))
+  for i, (node, *layer) in enumerate(slots):
+    # The earliest slot that holds each layer: a network fits if and only if this finds one for all.
+    j = next((j for j in range(start, padding.layers) if _holds(have[j], layer)), None)
+    if j is None:
+      kinds, k, c, g = have[start] if start < padding.layers else (0, 0, 0, "none")
       raise ValueError(
-        f"padding: slot {j} computes {kinds or 'nothing'} with kernel {have[1]}, {have[2]} channels, grid"
-        f" {have[3]}; the network's layer there is a {node.label} with kernel {k}, {channels} channels, grid"
-        f" {grid}; use padding_for"
+        f"padding: no slot from {start} on holds the network's layer {i}, a {node.label} with kernel {layer[1]},"
+        f" {layer[2]} channels, grid {layer[3]}; slot {start} computes"
+        f" {[name for name in KINDS if kinds & BITS[name]] or 'nothing'} with kernel {k}, {c} channels, grid {g};"
+        " use padding_for"
       )
+    slot_of.append(j)
+    start = j + 1
   if any(a > b for a, b in zip(decision_input, padding.decision_input)):
     raise ValueError(
       f"padding.decision_input: the network's decision layers read {decision_input} (rows, cols, channels),"
       f" the padding has {padding.decision_input}; use padding_for"
     )
-  return nodes
+  return nodes, tuple(slot_of)
+
+
+def _slot_macs(kinds: int, k: int, c: int, grid: tuple[int, int, int, int]) -> int:
+  """One example's multiply-accumulates through a slot (see `macs`)."""
+  gh, gw, oh, ow = grid
+  total = gh * gw * c * c * (k * k * bool(kinds & (BITS["conv"] | BITS["res"])) + gh * gw * bool(kinds & BITS["fc"]))
+  return total + (oh * ow * k * k + gh * gw) * c * c * bool(kinds & BITS["res"])
 
 
 def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:
@@ -231,7 +301,4 @@ def macs(padding: Padding, image_shape: Sequence[int], num_outputs: int) -> int:
   fc and decision kernels; the selections and pools are left out)."""
   h, w, _ = check_image(image_shape)
   total = padding.decisions * math.prod(padding.decision_input) * num_outputs
-  for kinds, k, c, (gh, gw, oh, ow) in zip(padding.kinds, padding.kernels, padding.widths, padding.grids):
-    total += gh * gw * c * c * (k * k * bool(kinds & (BITS["conv"] | BITS["res"])) + gh * gw * bool(kinds & BITS["fc"]))
-    total += (oh * ow * k * k + gh * gw) * c * c * bool(kinds & BITS["res"])
-  return total
+  return total + sum(map(_slot_macs, padding.kinds, padding.kernels, padding.widths, padding.grids))

@@ -130,7 +130,7 @@ def encode(
   Raises:
     ValueError: if the network is not a cnn or does not fit the padding.
   """
-  nodes = cnn_padding.check_fits(padding, arch, image_shape)
+  nodes, slot_of = cnn_padding.check_fits(padding, arch, image_shape)
   gh, gw, _ = cnn_padding.check_image(image_shape)
   lay, k_max = padding.layers, padding.kernel
   arrays = _blank(padding, image_shape)
@@ -146,7 +146,7 @@ def encode(
     if node.role == Role.OP:
       continue
     is_dec = node.role == Role.DECISION
-    row = lay + n_dec if is_dec else n_body
+    row = lay + n_dec if is_dec else slot_of[n_body]
     start = np.cumsum([0] + [out_c[q] for q in node.parents])
     for m, q in enumerate(node.parents):
       parents[row, m], offsets[row, m], parent_mask[row, m] = buffer_row[q], start[m], 1.0
@@ -156,7 +156,7 @@ def encode(
       Place(
         f"{node.slot}_{node.label}",
         node.role,
-        n_dec if is_dec else n_body,
+        n_dec if is_dec else slot_of[n_body],
         node.kernel,
         units_out,
         c_in,
@@ -169,7 +169,7 @@ def encode(
       decision_mask[n_dec] = 1.0
       n_dec += 1
       continue
-    j = n_body
+    j = slot_of[n_body]
     in_mask[j, :h, :w] = 1.0
     units[j, :c_out] = 1.0
     kind[j] = cnn_padding.kind_index(node)

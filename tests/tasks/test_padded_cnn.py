@@ -209,21 +209,21 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
   assert cnn_padding.padding_for([ALL_KINDS], IMAGE, uniform=True) == coarse
   every = dict(kinds=(cnn_padding.EVERY,) * 8, kernels=(5,) * 8, widths=(32,) * 8, grids=((7, 6, 7, 6),) * 8)
   assert coarse == tight._replace(**every, decision_input=(7, 6, 32))
-  # A population's slots compute the union of its networks' kinds, at their largest kernel.
-  assert PADDING.kinds[1] & res and PADDING.kinds[1] != res and PADDING.kernels[0] == 5
-  assert all(k & cnn_padding.BITS["fc"] for k in PADDING.kinds[6:8])
   # The widest concatenation counts: the strided conv5 takes both pools' 16 channels.
   # On a 40-channel image, RANDOM[0] concatenates the image with 8 units: 48 channels, rounded to 64.
   assert cnn_padding.padding_for([RANDOM[0]], (8, 8, 40)).width == 64
-  slot = r"slot {} computes \['conv'\] with kernel {}, {} channels, grid \({}\); the network's layer there is a {}"
+  slot = r"no slot from {0} on holds the network's layer {0}, a {1} channels, grid \({2}\); slot {0} computes \['conv'\] with {3}"
   for padding, message in [
     (tight._replace(width=16), r"padding\.width: the network needs 32, the padding has 16; use padding_for"),
-    (tight._replace(kinds=(conv,) * 8), slot.format(1, 3, 16, "7, 6, 7, 6", "res3 with kernel 3, 8 channels")),
-    (tight._replace(kernels=(3, *kernels[1:])), slot.format(0, 3, 16, "7, 6, 7, 6", "conv5 with kernel 5")),
-    (tight._replace(widths=(16,) * 8), slot.format(5, 5, 16, "2, 2, 1, 1", "conv5 with kernel 5, 32 channels")),
+    (tight._replace(kinds=(conv,) * 8), slot.format(1, "res3 with kernel 3, 8", "7, 6, 7, 6", "kernel 3, 16 channels")),
+    (tight._replace(kernels=(3, *kernels[1:])), slot.format(0, "conv5 with kernel 5, 8", "7, 6, 7, 6", "kernel 3, 16")),
+    (
+      tight._replace(widths=(16,) * 8),
+      slot.format(5, "conv5 with kernel 5, 32", "2, 2, 1, 1", "kernel 5, 16 channels"),
+    ),
     (
       tight._replace(grids=(*grids[:5], (2, 2, 1, 0), *grids[6:])),
-      slot.format(5, 5, 32, "2, 2, 1, 0", "conv5 with kernel 5, 32 channels, grid \\(2, 2, 1, 1\\)"),
+      slot.format(5, "conv5 with kernel 5, 32", "2, 2, 1, 1", r"kernel 5, 32 channels, grid \(2, 2, 1, 0\)"),
     ),
     (
       tight._replace(kinds=(conv,)),
@@ -254,6 +254,45 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
   # Arithmetic: the padded program does more than the network, and counts it; a coarse padding more.
   _, places = padded_cnn.encode(ALL_KINDS, tight, IMAGE, K)
   assert 0 < padded_cnn.layout_macs(places) < cnn_padding.macs(tight, IMAGE, K) < cnn_padding.macs(coarse, IMAGE, K)
+
+
+def _chain(*layers):
+  """A chain CNN: the image, these (label, units) layers, a softmax and the output."""
+  body = [{"label": "ip"}, *({"label": a, **({"units": u} if u else {})} for a, u in layers)]
+  body += [{"label": "softmax"}, {"label": "op"}]
+  return Architecture.from_json({"kind": "cnn", "layers": body, "edges": [[i, i + 1] for i in range(len(body) - 1)]})
+
+
+def test_padding_aligns_networks_to_slots():
+  """A network's layers take increasing slots, not slot i for layer i: a conv that another network
+  has after a pool joins that network's later conv, rather than making the pool's slot a conv too."""
+  conv, top, fc = (cnn_padding.BITS[k] for k in ("conv", "max-pool", "fc"))
+  pooled = _chain(("conv3", 8), ("max-pool", None), ("conv3", 8), ("fc", 8))
+  plain = _chain(("conv3", 8), ("conv3", 8), ("fc", 8))
+  padding = cnn_padding.padding_for([pooled, plain], IMAGE)
+  grids = ((7, 6, 7, 6), (7, 6, 4, 3), (7, 6, 7, 6), (7, 6, 1, 1)) + ((0, 0, 0, 0),) * 4
+  want = cnn_padding.Padding(8, 16, 1, 1, 3, (conv, top, conv, fc, 0, 0, 0, 0), (3, 0, 3) + (0,) * 5,
+                             (16,) * 4 + (0,) * 4, grids, (1, 1, 16))  # fmt: skip
+  assert padding == want
+  assert cnn_padding.check_fits(padding, pooled, IMAGE)[1] == (0, 1, 2, 3)
+  assert cnn_padding.check_fits(padding, plain, IMAGE)[1] == (0, 2, 3)
+  # Slot i for layer i would make slot 1 compute a pool and a conv, and slot 2 a conv and an fc.
+  by_index = want._replace(
+    kinds=(conv, top | conv, conv | fc, fc, 0, 0, 0, 0),
+    kernels=(3, 3, 3) + (0,) * 5,
+    grids=((7, 6, 7, 6), (7, 6, 7, 6), (7, 6, 4, 3), (4, 3, 1, 1)) + ((0, 0, 0, 0),) * 4,
+  )
+  assert cnn_padding.macs(padding, IMAGE, K) < cnn_padding.macs(by_index, IMAGE, K)
+  # The same function, with slot 1 left out of `plain`'s.
+  variables = _with_noise(
+    models.init_variables(models.build_model(plain, K), jax.random.key(3), jnp.zeros((1, *IMAGE))), 3
+  )
+  net, places = padded_cnn.encode(plain, padding, IMAGE, K)
+  params, stats = padded_cnn_variables.to_padded(variables, places, padding, IMAGE, K)
+  x = jax.random.normal(jax.random.key(4), (3, *IMAGE))
+  got, _ = padded_cnn.apply(params, stats, net, x, "softmax", False, padding)
+  want_out = models.build_model(plain, K).apply(variables, x, train=False)
+  np.testing.assert_allclose(got, want_out, atol=1e-5)
 
 
 def test_a_coarse_padding_computes_the_same_function():
