@@ -4,18 +4,21 @@ shared padded one ("padded", `padded_training`), or the cheaper of the two by an
 The padded program is compiled once per padding in a process but does the arithmetic of the whole
 padding; the specialised one does only the network's arithmetic but compiles for every network.
 Compiling the padded program costs at least what compiling one specialised network does, so it pays
-only when later networks reuse it. `auto` therefore trains the first network of each padding in a
-process specialised, and a later one padded when the padded program's extra arithmetic, in seconds
-at a multiply-accumulate rate measured once per process on the default device (times the kind's
-`TRAINING_EFFICIENCY`), costs less than a specialised compile (`SPECIALISED_COMPILE_SECONDS`). The
-constants were measured by benchmarks/bench_padded.py.
+only when later networks reuse it: a network reuses the padding of an earlier one in the process
+when it fits it (a smaller network fits a bigger padding). `auto` therefore trains a network
+specialised unless it fits a padding that the process has trained in, and then padded in the
+cheapest such padding when that program's extra arithmetic, in seconds at a multiply-accumulate
+rate measured once per process on the default device (times the kind's `TRAINING_EFFICIENCY`),
+costs less than a specialised compile (`SPECIALISED_COMPILE_SECONDS`). "padded" takes that padding
+too when its extra arithmetic over the network's own padding costs less than a compile, and its own
+padding otherwise. The constants were measured by benchmarks/bench_padded.py.
 """
 
 from __future__ import annotations
 
-import collections
 import functools
 import time
+from typing import Any, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -48,8 +51,8 @@ SPECIALISED_COMPILE_SECONDS = {"mlp": 1.2, "cnn": 3.0}
 # when every slot ran at the padding's width on the whole image: bigger products run nearer the
 # peak); 0.07 errs towards the specialised program.
 TRAINING_EFFICIENCY = {"mlp": 0.15, "cnn": 0.07}
-# How many networks of each padding `evaluate` has trained in this process (a worker's history).
-_SEEN: collections.Counter = collections.Counter()
+# The paddings of the networks `evaluate` has trained in this process (a worker's history), in order.
+_SEEN: list = []
 
 
 def allowed(kind: str) -> tuple[str, ...]:
@@ -74,14 +77,17 @@ def macs_per_second() -> float:
 
 
 def choose(
-  trainer: str, arch: Architecture, dataset: Dataset, train_config: training.TrainConfig, *, seen: int = 1
-) -> str:
-  """The trainer that trains `arch`: "specialised" or "padded".
+  trainer: str, arch: Architecture, dataset: Dataset, train_config: training.TrainConfig, *, seen: Sequence[Any] = ()
+) -> tuple[str, Any]:
+  """The trainer that trains `arch`, "specialised" or "padded", and the padding it trains in (None
+  for "specialised").
 
-  "padded" needs a kind with a padded model (mlp or cnn layer graphs); "auto" picks "padded" for
-  one when `seen` (networks of its padding trained before in this process) is at least 1 and the
-  padded program's extra multiply-accumulates over all epochs (forward and backward, 3x the
-  forward) take less time than the kind's `SPECIALISED_COMPILE_SECONDS`.
+  "padded" needs a kind with a padded model (mlp or cnn layer graphs). `seen` holds the paddings of
+  networks trained before in this process; of those the network fits, the one with the fewest
+  multiply-accumulates is the candidate. "padded" trains in it when its extra arithmetic over the
+  network's own padding, over all epochs (forward and backward, 3x the forward), takes less time
+  than the kind's `SPECIALISED_COMPILE_SECONDS`, and in its own padding otherwise; "auto" trains in
+  it when its extra arithmetic over the network itself does, and specialised otherwise.
 
   Raises:
     ValueError: an unknown trainer, or "padded" for a network of another kind.
@@ -94,30 +100,43 @@ def choose(
         f"trainer: 'padded' trains {' and '.join(padded_models.KINDS)} networks, not {arch.kind} ones"
         " (use specialised or auto)"
       )
-    return "specialised"
-  if trainer != "auto":
-    return trainer
-  if seen < 1:
-    return "specialised"
+    return "specialised", None
+  if trainer == "specialised":
+    return "specialised", None
   model = padded_models.model_for(arch.kind)
   input_shape, num_outputs = padded_models.data_shapes(dataset)
-  padding = model.padding_for([arch], input_shape)
-  _, layout = model.encode(arch, padding, input_shape, num_outputs)
-  extra = model.macs(padding, input_shape, num_outputs) - model.layout_macs(layout)
+  own = model.padding_for([arch], input_shape)
+  fitting = []
+  for padding in dict.fromkeys(p for p in seen if type(p) is type(own)):
+    try:
+      _, layout = model.encode(arch, padding, input_shape, num_outputs)
+    except ValueError:
+      continue
+    fitting.append((model.macs(padding, input_shape, num_outputs), padding, model.layout_macs(layout)))
+  if not fitting:
+    return ("padded", own) if trainer == "padded" else ("specialised", None)
+  best_macs, best, network_macs = min(fitting, key=lambda f: f[0])
+  if trainer == "padded" and best == own:
+    return "padded", own
+  baseline = model.macs(own, input_shape, num_outputs) if trainer == "padded" else network_macs
   examples = (dataset.x_train.shape[0] // train_config.batch_size) * train_config.batch_size
   rate = macs_per_second() * TRAINING_EFFICIENCY[arch.kind]
-  seconds = 3 * extra * examples * train_config.epochs / rate
-  return "padded" if seconds < SPECIALISED_COMPILE_SECONDS[arch.kind] else "specialised"
+  seconds = 3 * (best_macs - baseline) * examples * train_config.epochs / rate
+  if seconds < SPECIALISED_COMPILE_SECONDS[arch.kind]:
+    return "padded", best
+  return ("padded", own) if trainer == "padded" else ("specialised", None)
 
 
 def evaluate(
   trainer: str, arch: Architecture, dataset: Dataset, train_config: training.TrainConfig, key: jax.Array
 ) -> tuple[training.EvalResult, str]:
-  """Trains `arch` with the trainer `choose` picks, given the networks of its padding this process
-  trained before; returns the result and that trainer's name."""
-  padding = padded_models.padding_of(arch, dataset) if arch.kind in padded_models.KINDS else None
-  chosen = choose(trainer, arch, dataset, train_config, seen=_SEEN[padding])
-  _SEEN[padding] += 1
+  """Trains `arch` with the trainer and padding `choose` picks, given the paddings of the networks
+  this process trained before; returns the result and that trainer's name."""
+  chosen, padding = choose(trainer, arch, dataset, train_config, seen=_SEEN)
+  if arch.kind in padded_models.KINDS:
+    used = padding if chosen == "padded" else padded_models.padding_of(arch, dataset)
+    if used not in _SEEN:
+      _SEEN.append(used)
   if chosen == "padded":
-    return padded_training.evaluate(arch, dataset, train_config, key), chosen
+    return padded_training.evaluate(arch, dataset, train_config, key, padding=padding), chosen
   return training.evaluate(arch, dataset, train_config, key), chosen

@@ -358,8 +358,25 @@ def test_a_padding_beyond_the_devices_memory_fails_in_one_line(monkeypatch):
 
 def test_trainer_choice_for_cnns():
   arch = TINY[0]
+  own = padded_models.padding_of(arch, DIGITS)
   assert trainers.allowed("cnn") == trainers.TRAINERS
-  assert trainers.choose("padded", arch, DIGITS, SHORT) == "padded"
-  assert trainers.choose("auto", arch, DIGITS, SHORT, seen=0) == "specialised"
+  assert trainers.choose("padded", arch, DIGITS, SHORT) == ("padded", own)
+  assert trainers.choose("auto", arch, DIGITS, SHORT) == ("specialised", None)
   # In its own padding a pool CNN does 1.3-5x its arithmetic: over 8 epochs more than a compile.
-  assert trainers.choose("auto", pools.initial_pool("cnn")[0], DIGITS, SHORT, seen=5) == "specialised"
+  pool_cnn = pools.initial_pool("cnn")[0]
+  seen = [padded_models.padding_of(pool_cnn, DIGITS)]
+  assert trainers.choose("auto", pool_cnn, DIGITS, SHORT._replace(epochs=8), seen=seen) == ("specialised", None)
+  # A network reuses the padding of one it is aligned into; not one it does not fit.
+  image = DIGITS.x_train.shape[1:]
+  pooled = _chain(("conv3", 8), ("max-pool", None), ("conv3", 8), ("fc", 8))
+  plain = _chain(("conv3", 8), ("conv3", 8), ("fc", 8))
+  both = cnn_padding.padding_for([pooled, plain], image)
+  one = SHORT._replace(epochs=1)
+  assert trainers.choose("auto", plain, DIGITS, one, seen=[both]) == ("padded", both)
+  assert trainers.choose("padded", plain, DIGITS, one, seen=[both]) == ("padded", both)
+  alone = cnn_padding.padding_for([pooled], image)
+  assert trainers.choose("auto", plain, DIGITS, one, seen=[alone]) == ("specialised", None)
+  assert trainers.choose("padded", plain, DIGITS, one, seen=[alone]) == (
+    "padded",
+    cnn_padding.padding_for([plain], image),
+  )

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from nas_jax.arch import morphism
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools, random_arch
-from nas_jax.tasks import datasets, models, padded_mlp, padded_training, train_steps, trainers, training
+from nas_jax.tasks import datasets, models, padded_mlp, padded_models, padded_training, train_steps, trainers, training
 
 D = 12
 RANDOM = [
@@ -174,9 +174,10 @@ def test_a_population_trains_each_network_as_alone_with_its_own_stopping():
 
 def test_trainer_choice():
   arch = pools.initial_pool("mlp")[0]
-  assert trainers.choose("padded", arch, DIABETES, SHORT) == "padded"
+  own = padded_models.padding_of(arch, DIABETES)
+  assert trainers.choose("padded", arch, DIABETES, SHORT) == ("padded", own)
   autokeras = morphism.initial_architectures()[0]
-  assert trainers.choose("auto", autokeras, DIABETES, SHORT) == "specialised"
+  assert trainers.choose("auto", autokeras, DIABETES, SHORT) == ("specialised", None)
   with pytest.raises(ValueError, match=r"trainer: 'padded' trains mlp and cnn networks, not autokeras ones"):
     trainers.choose("padded", autokeras, DIABETES, SHORT)
   with pytest.raises(ValueError, match=r"trainer: 'fast' is unknown; choose one of: specialised, padded, auto"):
@@ -184,8 +185,18 @@ def test_trainer_choice():
   # auto takes the padded program for a network whose padding an earlier network used, while its
   # extra arithmetic costs less than a compile.
   one = SHORT._replace(epochs=1)
-  assert trainers.choose("auto", arch, DIABETES, one, seen=1) == "padded"
-  assert trainers.choose("auto", arch, DIABETES, one, seen=0) == "specialised"
-  assert trainers.choose("auto", POOL[9], DIABETES, SHORT._replace(epochs=500), seen=5) == "specialised"
+  assert trainers.choose("auto", arch, DIABETES, one, seen=[own]) == ("padded", own)
+  assert trainers.choose("auto", arch, DIABETES, one) == ("specialised", None)
+  big = padded_models.padding_of(POOL[9], DIABETES)
+  assert trainers.choose("auto", POOL[9], DIABETES, SHORT._replace(epochs=500), seen=[big]) == ("specialised", None)
+  # A network also reuses a bigger padding it fits, the cheapest of those seen, while the extra
+  # arithmetic costs less than a compile; paddings it does not fit are passed over.
+  pair = padded_mlp.padding_for([arch, POOL[1]])
+  assert pair != own
+  assert trainers.choose("auto", arch, DIABETES, one, seen=[own, pair]) == ("padded", own)
+  assert trainers.choose("auto", arch, DIABETES, one, seen=[pair]) == ("padded", pair)
+  assert trainers.choose("padded", arch, DIABETES, one, seen=[pair]) == ("padded", pair)
+  assert trainers.choose("padded", arch, DIABETES, SHORT._replace(epochs=5000), seen=[pair]) == ("padded", own)
+  assert trainers.choose("auto", POOL[9], DIABETES, one, seen=[own]) == ("specialised", None)
   picks = [trainers.evaluate("auto", arch, DIABETES, one, jax.random.key(0))[1] for _ in range(2)]
   assert picks == ["specialised", "padded"] or picks == ["padded", "padded"]  # padded once seen
