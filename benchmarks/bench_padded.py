@@ -13,8 +13,8 @@ cache off), over the same networks and keys, as a worker of a search would:
   padded       `padded_training.evaluate` per network, each in its power-of-two padding: programs
                compiled once per padding and reused by later networks of that padding.
   population   `padded_training.train_population` per group of networks as a search groups them
-               (`padded_models.group_of`; each group one program in the padding of them all,
-               vmapped over its networks).
+               (`trainers.groups`; each group one program in the padding of them all, vmapped
+               over its networks).
   auto         `trainers.evaluate("auto", ...)`: per network, the cheaper by `trainers.choose`.
 Prints the wall time of each (ratio = specialised / trainer; above 1 the trainer is faster), its
 compile share, and the largest difference of a network's best validation error (MSE, or 1 -
@@ -72,7 +72,7 @@ def child(mode: str, epochs: int, kind: str, n_random: int, max_layers: int, max
   """Trains every network with `mode` and prints one JSON line."""
   import jax
 
-  from nas_jax.tasks import padded_models, padded_training, trainers, training
+  from nas_jax.tasks import padded_training, trainers, training
 
   data = _dataset(kind)
   config = training.TrainConfig(epochs=epochs)
@@ -81,11 +81,8 @@ def child(mode: str, epochs: int, kind: str, n_random: int, max_layers: int, max
   t0 = time.perf_counter()
   chosen = []
   if mode == "population":
-    groups = {}
-    for i, a in enumerate(archs):
-      groups.setdefault(padded_models.group_of(a, data), []).append(i)
     results = [None] * len(archs)
-    for members in groups.values():
+    for members in trainers.groups(archs, data, config):
       trained = padded_training.train_population([archs[i] for i in members], data, config, [keys[i] for i in members])
       for i, r in zip(members, trained):
         results[i] = r

@@ -13,7 +13,7 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.tasks import cnn_padding, padded_cnn, padded_cnn_variables, padded_mlp
 from nas_jax.tasks.datasets import Dataset
 
-__all__ = ["PaddedModel", "KINDS", "model_for", "data_shapes", "padding_of", "group_of"]
+__all__ = ["PaddedModel", "KINDS", "model_for", "data_shapes", "padding_of"]
 
 
 class PaddedModel(NamedTuple):
@@ -21,8 +21,6 @@ class PaddedModel(NamedTuple):
 
   Attributes:
     padding_for: (archs, input_shape) -> the padding that fits them.
-    coarse: (padding, input_shape) -> what networks of that padding share with others to train in
-      one population (the padding itself for MLPs; every kind in every slot for CNNs).
     encode: (arch, padding, input_shape, num_outputs) -> (net, layout).
     apply: (params, batch_stats, net, x, decision, train, padding) -> (outputs, batch_stats).
     variable_shapes: (padding, input_shape, num_outputs) -> (params, batch_stats) ShapeDtypeStructs.
@@ -35,7 +33,6 @@ class PaddedModel(NamedTuple):
   """
 
   padding_for: Callable[[Sequence[Architecture], tuple[int, ...]], Any]
-  coarse: Callable[[Any, tuple[int, ...]], Any]
   encode: Callable[..., tuple[Any, Any]]
   apply: Callable[..., tuple[Any, Any]]
   variable_shapes: Callable[..., tuple[Any, Any]]
@@ -48,7 +45,6 @@ class PaddedModel(NamedTuple):
 
 _MLP = PaddedModel(
   padding_for=lambda archs, shape: padded_mlp.padding_for(archs),
-  coarse=lambda padding, shape: padding,
   encode=lambda arch, padding, shape, k: padded_mlp.encode(arch, padding, shape[0], k),
   apply=lambda params, stats, net, x, decision, train, padding: (padded_mlp.apply(params, net, x, decision), stats),
   variable_shapes=lambda padding, shape, k: (padded_mlp.param_shapes(padding, shape[0], k), {}),
@@ -60,7 +56,6 @@ _MLP = PaddedModel(
 )
 _CNN = PaddedModel(
   padding_for=cnn_padding.padding_for,
-  coarse=cnn_padding.coarse,
   encode=padded_cnn.encode,
   apply=padded_cnn.apply,
   variable_shapes=padded_cnn_variables.param_shapes,
@@ -95,9 +90,3 @@ def data_shapes(dataset: Dataset) -> tuple[tuple[int, ...], int]:
 def padding_of(arch: Architecture, dataset: Dataset) -> Any:
   """The padding a network trains in by default on `dataset` (its own needs, rounded up)."""
   return model_for(arch.kind).padding_for([arch], data_shapes(dataset)[0])
-
-
-def group_of(arch: Architecture, dataset: Dataset) -> Any:
-  """What networks share to train together on `dataset` (`PaddedModel.coarse` of their own
-  paddings); a group trains in the padding of all its members (`padding_for`)."""
-  return model_for(arch.kind).coarse(padding_of(arch, dataset), data_shapes(dataset)[0])

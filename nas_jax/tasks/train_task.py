@@ -13,7 +13,7 @@ import functools
 import json
 import math
 import os
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import checkpoints, datasets, padded_models, padded_training, trainers, training, weights
+from nas_jax.tasks import checkpoints, datasets, padded_training, trainers, training, weights
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
 __all__ = ["train_task", "TrainEvaluate", "task_result", "load_dataset"]
@@ -96,18 +96,15 @@ class TrainEvaluate(NamedTuple):
 
   def many(self, calls: list[tuple]) -> list[TaskResult]:
     """The results of [(arch_json, seed) or (arch_json, seed, fidelity), ...], in order: with
-    trainer "padded", the networks of each group (`padded_models.group_of`) train as one
+    trainer "padded", the networks of each group (`trainers.groups`) train as one
     population in the padding of them all, each as if alone (`padded_training.train_population`);
     with another trainer, or fidelities, each trains as `__call__` trains it."""
     if self.trainer != "padded" or self.fidelities or any(len(c) > 2 and c[2] is not None for c in calls):
       return [self(*c) for c in calls]
     read = [self._read(c[0]) for c in calls]
-    groups: dict[Any, list[int]] = {}
-    for i, (arch, data) in enumerate(read):
-      groups.setdefault(padded_models.group_of(arch, data), []).append(i)
     results: list[TaskResult | None] = [None] * len(calls)
     data = read[0][1]
-    for members in groups.values():
+    for members in trainers.groups([arch for arch, _ in read], data, self.train_config):
       archs, keys = [read[i][0] for i in members], [jax.random.key(calls[i][1]) for i in members]
       trained = padded_training.train_population(archs, data, self.train_config, keys)
       for i, r in zip(members, trained):

@@ -34,6 +34,7 @@ __all__ = [
   "allowed",
   "choose",
   "evaluate",
+  "groups",
   "macs_per_second",
 ]
 
@@ -74,6 +75,14 @@ def macs_per_second() -> float:
     product(a, b).block_until_ready()
     best = min(best, time.perf_counter() - t0)
   return 256 * 512 * 512 / best
+
+
+def _seconds(macs: float, kind: str, dataset: Dataset, train_config: training.TrainConfig) -> float:
+  """Seconds that `macs` more multiply-accumulates per example take over a training (forward and
+  backward, 3x the forward, on every epoch's examples) at the measured rate."""
+  examples = (dataset.x_train.shape[0] // train_config.batch_size) * train_config.batch_size
+  rate = macs_per_second() * TRAINING_EFFICIENCY[kind]
+  return 3 * macs * examples * train_config.epochs / rate
 
 
 def choose(
@@ -119,12 +128,44 @@ def choose(
   if trainer == "padded" and best == own:
     return "padded", own
   baseline = model.macs(own, input_shape, num_outputs) if trainer == "padded" else network_macs
-  examples = (dataset.x_train.shape[0] // train_config.batch_size) * train_config.batch_size
-  rate = macs_per_second() * TRAINING_EFFICIENCY[arch.kind]
-  seconds = 3 * (best_macs - baseline) * examples * train_config.epochs / rate
-  if seconds < SPECIALISED_COMPILE_SECONDS[arch.kind]:
+  if _seconds(best_macs - baseline, arch.kind, dataset, train_config) < SPECIALISED_COMPILE_SECONDS[arch.kind]:
     return "padded", best
   return ("padded", own) if trainer == "padded" else ("specialised", None)
+
+
+def groups(archs: Sequence[Architecture], dataset: Dataset, train_config: training.TrainConfig) -> list[list[int]]:
+  """Which networks of one kind train together as populations (each group one program, in the
+  padding of its members): indices into `archs`, in order.
+
+  A network joins the group whose padding grows least for it when the arithmetic that adds (every
+  member in the joint padding, against the group and the network each in its own) takes less time
+  than a compile (`SPECIALISED_COMPILE_SECONDS`, a padded program compiling at least as long), and
+  starts a group otherwise: on a device whose arithmetic is cheap beside a compile, one program
+  trains them all.
+
+  Raises:
+    ValueError: for networks of several kinds, or of a kind without a padded model.
+  """
+  kinds = sorted({a.kind for a in archs})
+  if len(kinds) != 1:
+    raise ValueError(f"groups: networks of kinds {kinds}; a population is of one kind")
+  model = padded_models.model_for(kinds[0])
+  input_shape, num_outputs = padded_models.data_shapes(dataset)
+
+  def cost(members):  # (the members' padding, the population's multiply-accumulates per example)
+    padding = model.padding_for([archs[i] for i in members], input_shape)
+    return padding, len(members) * model.macs(padding, input_shape, num_outputs)
+
+  found: list[tuple[list[int], float]] = []  # (members, their population's macs)
+  for i in range(len(archs)):
+    alone = cost([i])[1]
+    added = [cost(members + [i])[1] - macs - alone for members, macs in found]
+    g = min(range(len(found)), key=added.__getitem__, default=None)
+    if g is not None and _seconds(added[g], kinds[0], dataset, train_config) < SPECIALISED_COMPILE_SECONDS[kinds[0]]:
+      found[g] = (found[g][0] + [i], found[g][1] + added[g] + alone)
+    else:
+      found.append(([i], alone))
+  return [members for members, _ in found]
 
 
 def evaluate(

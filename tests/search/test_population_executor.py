@@ -76,5 +76,6 @@ def test_a_population_search_journals_what_one_at_a_time_evaluation_gives(tmp_pa
   assert [o.arch_json for o in together] == [o.arch_json for o in alone]  # the same proposals
   np.testing.assert_allclose([o.value for o in together], [o.value for o in alone], rtol=1e-5)
   assert {o.info["task"]["trainer"] for o in together} == {"padded"}
-  # Trials 0 and 1 share a padding and trained as one population of 2 (the seed fixes the points).
-  assert [o.info["task"]["population"] for o in together] == [2, 2, 1, 1, 1, 1]
+  # The smoke config's MLPs are small: the arithmetic that one joint padding adds costs less than a
+  # compile (`trainers.groups`), so each round of 3 proposals trained as one population.
+  assert [o.info["task"]["population"] for o in together] == [3, 3, 3, 3, 3, 3]

@@ -245,12 +245,6 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
     cnn_padding.padding_for([ALL_KINDS], (8, 8))
   with pytest.raises(ValueError, match=r"padded_cnn: a 'mlp' network; it runs cnn networks"):
     cnn_padding.padding_for([pools.initial_pool("mlp")[0]], IMAGE)
-  # A search trains together the networks of one coarse padding, in the padding of them all.
-  layers = [dict(layer) for layer in ALL_KINDS.to_json()["layers"]]
-  layers[1]["label"] = "res5"
-  res_first = Architecture.from_json({**ALL_KINDS.to_json(), "layers": layers})
-  assert padded_models.padding_of(res_first, DIGITS) != padded_models.padding_of(ALL_KINDS, DIGITS)
-  assert padded_models.group_of(res_first, DIGITS) == padded_models.group_of(ALL_KINDS, DIGITS)
   # Arithmetic: the padded program does more than the network, and counts it; a coarse padding more.
   _, places = padded_cnn.encode(ALL_KINDS, tight, IMAGE, K)
   assert 0 < padded_cnn.layout_macs(places) < cnn_padding.macs(tight, IMAGE, K) < cnn_padding.macs(coarse, IMAGE, K)
@@ -380,3 +374,9 @@ def test_trainer_choice_for_cnns():
     "padded",
     cnn_padding.padding_for([plain], image),
   )
+  # A search trains networks together while the arithmetic their joint padding adds costs less than
+  # a compile: the two small chains for one epoch, not C1 with them, nor the chains over 10^5 epochs.
+  assert trainers.groups([pooled, plain, pool_cnn], DIGITS, one) == [[0, 1], [2]]
+  assert trainers.groups([pooled, plain], DIGITS, one._replace(epochs=10**5)) == [[0], [1]]
+  with pytest.raises(ValueError, match=r"groups: networks of kinds \['cnn', 'mlp'\]; a population is of one kind"):
+    trainers.groups([plain, pools.initial_pool("mlp")[0]], DIGITS, one)
