@@ -190,11 +190,16 @@ def encode(
 
 
 def _concat(buffer: jax.Array, parents: jax.Array, mask: jax.Array, offsets: jax.Array) -> jax.Array:
-  """[P] buffer rows [R, B, h, w, c] -> [B, h, w, c], each parent's channels rolled to its offset
-  (absent parents zeroed): the concatenation, as a parent's channels past its own are zero (and
-  its offset plus its channels are at most c, so nothing real wraps around)."""
-  shifted = jax.vmap(lambda a, o: jnp.roll(a, o, axis=-1))(buffer[parents], offsets)
-  return jnp.einsum("p,pbhwf->bhwf", mask, shifted)
+  """[P] buffer rows [R, B, h, w, c] -> [B, h, w, c]: the concatenation. Each real parent is written
+  whole at its offset, in order, so the next one overwrites its zero channels past its own (absent
+  parents are written past c and cut off). A slice update at a traced offset compiles to one
+  instruction; rolling each parent to its offset (vmapped) took 4 of C1's 15 compile seconds."""
+  c = buffer.shape[-1]
+  out = jnp.zeros((*buffer.shape[1:-1], 2 * c), buffer.dtype)
+  for m in range(parents.shape[0]):
+    start = jnp.where(mask[m] > 0, offsets[m], c)
+    out = jax.lax.dynamic_update_slice_in_dim(out, buffer[parents[m]], start, axis=-1)
+  return out[..., :c]
 
 
 def _fitted(outs: list, h: int, w: int, c: int) -> jax.Array:
