@@ -55,6 +55,9 @@ class Padding(NamedTuple):
     grids: per slot, (rows, cols) of the pixels it reads and of those it writes, from the top-left
       corner of the image (0s when empty).
     decision_input: (rows, cols, channels) that the decision layers read.
+    sources: per slot, the outputs its networks' layers there read (row 0 the image, row 1 + j slot
+      j's output), sorted: a slot stacks only these, not every earlier output.
+    decision_sources: the outputs the decision layers read, likewise.
   """
 
   layers: int
@@ -67,6 +70,8 @@ class Padding(NamedTuple):
   widths: tuple[int, ...]
   grids: tuple[tuple[int, int, int, int], ...]
   decision_input: tuple[int, int, int]
+  sources: tuple[tuple[int, ...], ...]
+  decision_sources: tuple[int, ...]
 
 
 def cnn_nodes(arch: Architecture) -> tuple[models.Node, ...]:
@@ -163,7 +168,13 @@ def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, un
   union += [(0, 0, 0, (0, 0, 0, 0))] * (layers - len(union))
   dh, dw, dc = (max(v) for v in zip(*(n[3] for n in needs)))
   scalars = (layers, up(width, 16), up(fan_in, 1), up(decisions, 1), kernel)
-  padding = Padding(*scalars, *(tuple(v) for v in zip(*union)), (dh, dw, up(dc, 16)))
+  padding = Padding(*scalars, *(tuple(v) for v in zip(*union)), (dh, dw, up(dc, 16)), ((),) * layers, ())
+  reads: list[set] = [set() for _ in range(layers + 1)]  # per slot, then the decisions
+  for nodes, _, slots, _ in needs:
+    for j, rows in _placed_reads(padding, nodes, slots):
+      reads[j].update(rows)
+  sources = tuple(tuple(sorted(r)) for r in reads)
+  padding = padding._replace(sources=sources[:layers], decision_sources=sources[layers])
   return coarse(padding, image_shape) if uniform else padding
 
 
@@ -230,7 +241,14 @@ def coarse(padding: Padding, image_shape: Sequence[int]) -> Padding:
   h, w, _ = check_image(image_shape)
   lay = padding.layers
   every = dict(kinds=(EVERY,) * lay, kernels=(padding.kernel,) * lay, widths=(padding.width,) * lay)
-  return padding._replace(**every, grids=((h, w, h, w),) * lay, decision_input=(h, w, padding.width))
+  sources = tuple(tuple(range(j + 1)) for j in range(lay))
+  return padding._replace(
+    **every,
+    grids=((h, w, h, w),) * lay,
+    decision_input=(h, w, padding.width),
+    sources=sources,
+    decision_sources=tuple(range(lay + 1)),
+  )
 
 
 def check_fits(
@@ -243,11 +261,17 @@ def check_fits(
   nodes, scalars, slots, decision_input = _needs(arch, image_shape)
   padded_mlp.check_fits(padding, Padding, scalars)
   h, w, _ = check_image(image_shape)
-  per_slot = ("kinds", "kernels", "widths", "grids")
+  per_slot = ("kinds", "kernels", "widths", "grids", "sources")
   if any(len(getattr(padding, f)) != padding.layers for f in per_slot):
     raise ValueError(
       f"padding.{', padding.'.join(per_slot)}: {', '.join(str(len(getattr(padding, f))) for f in per_slot)}"
       f" slots; expected padding.layers = {padding.layers} each"
+    )
+  reads = [*padding.sources, padding.decision_sources]
+  if any(r < 0 or r > j for j, rows in enumerate(reads) for r in rows):
+    raise ValueError(
+      f"padding.sources, .decision_sources: slot j reads outputs 0 (the image) to j (slot j - 1's), the"
+      f" decisions 0 to padding.layers = {padding.layers}; got {padding.sources}, {padding.decision_sources}"
     )
   bad_kernel = (
     any(k < 0 or k > padding.kernel or (k and k % 2 == 0) for k in padding.kernels) or padding.kernel % 2 == 0
@@ -266,10 +290,35 @@ def check_fits(
       f" to padding.kernel = {padding.kernel}, widths up to padding.width = {padding.width}, grids within the"
       f" {h} x {w} image; got {padding.kernels}, {padding.widths}, {padding.grids}, {padding.decision_input}"
     )
-  slot_of, start = [], 0
+  placed = _placed_reads(padding, nodes, slots)
+  for (j, rows), node in zip(placed, [n for n, *_ in slots] + [None] * len(placed)):
+    allowed = padding.sources[j] if j < padding.layers else padding.decision_sources
+    if not set(rows) <= set(allowed):
+      where = f"slot {j}'s layer, a {node.label}," if node else "the decision layers"
+      field = f"sources[{j}]" if node else "decision_sources"
+      raise ValueError(
+        f"padding.{field}: {where} read outputs {sorted(rows)} (0 the image, 1 + j slot j), the padding"
+        f" has {list(allowed)}; use padding_for"
+      )
+  if any(a > b for a, b in zip(decision_input, padding.decision_input)):
+    raise ValueError(
+      f"padding.decision_input: the network's decision layers read {decision_input} (rows, cols, channels),"
+      f" the padding has {padding.decision_input}; use padding_for"
+    )
+  return nodes, tuple(j for j, _ in placed[: len(slots)])
+
+
+def _placed_reads(padding: Padding, nodes, slots) -> list[tuple[int, tuple[int, ...]]]:
+  """Where a network sits in `padding`'s slots: (slot, the outputs it reads) for each processing
+  layer in order (its `_needs` slots: node, bit, kernel, channels, grid), then (padding.layers, the
+  outputs the decision layers read). Each layer takes the earliest slot after its predecessor's
+  that holds it, which finds a place for every layer whenever one exists. ValueError naming the
+  first layer without one."""
+  row = {p: 0 for p, n in enumerate(nodes) if n.role == Role.IP}  # node position -> its output's row
   have = list(zip(padding.kinds, padding.kernels, padding.widths, padding.grids))
-  for i, (node, *layer) in enumerate(slots):
-    # The earliest slot that holds each layer: a network fits if and only if this finds one for all.
+  placed, start = [], 0
+  processing = [p for p, n in enumerate(nodes) if n.role in (Role.CONV, Role.RES, Role.POOL, Role.FC)]
+  for i, (pos, (node, *layer)) in enumerate(zip(processing, slots)):
     j = next((j for j in range(start, padding.layers) if _holds(have[j], layer)), None)
     if j is None:
       kinds, k, c, g = have[start] if start < padding.layers else (0, 0, 0, "none")
@@ -279,14 +328,10 @@ def check_fits(
         f" {[name for name in KINDS if kinds & BITS[name]] or 'nothing'} with kernel {k}, {c} channels, grid {g};"
         " use padding_for"
       )
-    slot_of.append(j)
-    start = j + 1
-  if any(a > b for a, b in zip(decision_input, padding.decision_input)):
-    raise ValueError(
-      f"padding.decision_input: the network's decision layers read {decision_input} (rows, cols, channels),"
-      f" the padding has {padding.decision_input}; use padding_for"
-    )
-  return nodes, tuple(slot_of)
+    placed.append((j, tuple(sorted({row[p] for p in node.parents}))))
+    row[pos], start = 1 + j, j + 1
+  decisions = {row[p] for n in nodes if n.role == Role.DECISION for p in n.parents}
+  return placed + [(padding.layers, tuple(sorted(decisions)))]
 
 
 def _slot_macs(kinds: int, k: int, c: int, grid: tuple[int, int, int, int]) -> int:

@@ -50,8 +50,8 @@ class PaddedNet(NamedTuple):
   the part of its rows that its grid and channels cover.
 
   Attributes:
-    parents: [L + Dm, P] int32 rows of each layer's parents among the outputs (row 0 the image, row
-      1 + j slot j), in concatenation order; processing slots first.
+    parents: [L + Dm, P] int32 each layer's parents, in concatenation order, as positions in its
+      slot's `Padding.sources` (the decision layers': `decision_sources`); processing slots first.
     parent_mask: [L + Dm, P] float32, 1 for a real parent.
     offsets: [L + Dm, P] int32, each parent's first channel in the concatenation.
     kind: [L] int32 index into `KINDS`.
@@ -147,9 +147,10 @@ def encode(
       continue
     is_dec = node.role == Role.DECISION
     row = lay + n_dec if is_dec else slot_of[n_body]
+    sources = padding.decision_sources if is_dec else padding.sources[row]
     start = np.cumsum([0] + [out_c[q] for q in node.parents])
     for m, q in enumerate(node.parents):
-      parents[row, m], offsets[row, m], parent_mask[row, m] = buffer_row[q], start[m], 1.0
+      parents[row, m], offsets[row, m], parent_mask[row, m] = sources.index(buffer_row[q]), start[m], 1.0
     proj = node.role == Role.RES and (c_in != node.units or node.stride != 1)
     units_out = num_outputs if is_dec else (0 if node.role == Role.POOL else node.units)
     places.append(
@@ -205,7 +206,7 @@ def _concat(buffer: jax.Array, parents: jax.Array, mask: jax.Array, offsets: jax
 def _fitted(outs: list, h: int, w: int, c: int) -> jax.Array:
   """[R, B, h, w, c]: each output ([B, h', w', c'], or None for an unused slot: zeros) cut or
   zero-padded to the top-left h x w pixels and first c channels."""
-  batch = outs[0].shape[0]
+  batch = next(a for a in outs if a is not None).shape[0]
 
   def fit(a):
     if a is None:
@@ -312,19 +313,20 @@ def apply(
   lay = padding.layers
   outs, new_stats = [x.astype(jnp.float32)], []  # row 0 the image, row 1 + j slot j's output
   for j in range(lay):
-    if not padding.kinds[j]:  # a slot no network of the padding uses
+    if not padding.kinds[j] or not padding.sources[j]:  # a slot no network of the padding uses
       outs.append(None)
       new_stats.append({})
       continue
     gh, gw, _, _ = padding.grids[j]
-    # The rows it can read, each cut or zero-padded to its grid and channels: gathering from a
-    # buffer of every output at the whole image and width made C1's training 7x slower (86.8 s, not 12.5).
-    rows = _fitted(outs, gh, gw, padding.widths[j])
+    # The outputs it can read (`Padding.sources`), each cut or zero-padded to its grid and channels:
+    # gathering from a buffer of every output at the whole image and width made C1's training 7x
+    # slower (86.8 s, not 12.5).
+    rows = _fitted([outs[r] for r in padding.sources[j]], gh, gw, padding.widths[j])
     h = _concat(rows, net.parents[j], net.parent_mask[j], net.offsets[j])
     out, stats = _slot(params["slots"][j], batch_stats["slots"][j], net, j, h, train, padding)
     outs.append(out)
     new_stats.append(stats)
-  rows = _fitted(outs, *padding.decision_input)
+  rows = _fitted([outs[r] for r in padding.decision_sources], *padding.decision_input)
   dec_in = jax.vmap(_concat, (None, 0, 0, 0))(rows, net.parents[lay:], net.parent_mask[lay:], net.offsets[lay:])
   z = jnp.einsum("dbhwf,dhwfk->dbk", dec_in, params["decision_kernel"]) + params["decision_bias"][:, None]
   return padded_mlp.average_decisions(z, net.decision_mask, decision), {"slots": new_stats}

@@ -203,11 +203,14 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
   widths = (16, 16, 16, 16, 16, 32, 16, 16)  # slot 5 reads both pools' 16 channels
   grids = ((7, 6, 7, 6),) * 2 + ((7, 6, 4, 3), (4, 3, 2, 2), (4, 3, 2, 2), (2, 2, 1, 1)) + ((1, 1, 1, 1),) * 2
   # The decisions read an fc's 16 units and the avg-pool's 2 x 2 x 16.
-  tight = cnn_padding.Padding(8, 32, 2, 2, 5, kinds, kernels, widths, grids, (2, 2, 16))
+  # Each slot stacks only the outputs its layer reads (row 0 the image, row 1 + j slot j's).
+  sources = ((0,), (1,), (0, 2), (3,), (3,), (4, 5), (6,), (7,))
+  tight = cnn_padding.Padding(8, 32, 2, 2, 5, kinds, kernels, widths, grids, (2, 2, 16), sources, (5, 8))
   assert cnn_padding.padding_for([ALL_KINDS], IMAGE) == tight
   coarse = cnn_padding.coarse(tight, IMAGE)
   assert cnn_padding.padding_for([ALL_KINDS], IMAGE, uniform=True) == coarse
   every = dict(kinds=(cnn_padding.EVERY,) * 8, kernels=(5,) * 8, widths=(32,) * 8, grids=((7, 6, 7, 6),) * 8)
+  every.update(sources=tuple(tuple(range(j + 1)) for j in range(8)), decision_sources=tuple(range(9)))
   assert coarse == tight._replace(**every, decision_input=(7, 6, 32))
   # The widest concatenation counts: the strided conv5 takes both pools' 16 channels.
   # On a 40-channel image, RANDOM[0] concatenates the image with 8 units: 48 channels, rounded to 64.
@@ -227,9 +230,19 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
     ),
     (
       tight._replace(kinds=(conv,)),
-      r"padding\.kinds, padding\.kernels, padding\.widths, padding\.grids: 1, 8, 8, 8 slots; expected padding\.layers = 8",
+      r"padding\.kinds, padding\.kernels, padding\.widths, padding\.grids, padding\.sources: 1, 8, 8, 8, 8 slots;"
+      r" expected padding\.layers = 8",
     ),
     (tight._replace(kernels=(4,) * 8), r"expected odd kernels .* up to padding\.kernel = 5.*; got \(4, 4"),
+    (
+      tight._replace(sources=((0,), (1,), (0, 2), (3,), (3,), (4, 5), (6,), (8,))),
+      r"padding\.sources, \.decision_sources: slot j reads outputs 0 \(the image\) to j",
+    ),
+    (
+      tight._replace(sources=((0,), (1,), (2,), (3,), (3,), (4, 5), (6,), (7,))),
+      r"padding\.sources\[2\]: slot 2's layer, a res3, read outputs \[0, 2\] .*, the padding has \[2\]",
+    ),
+    (tight._replace(decision_sources=(8,)), r"padding\.decision_sources: the decision layers read outputs \[5, 8\]"),
     (tight._replace(decision_input=(8, 6, 16)), r"grids within the 7 x 6 image; got .*\(8, 6, 16\)"),
     (tight._replace(widths=(64,) * 8), r"widths up to padding\.width = 32, grids within the 7 x 6 image; got"),
     (tight._replace(grids=((8, 6, 7, 6),) * 8), r"grids within the 7 x 6 image; got"),
@@ -265,8 +278,9 @@ def test_padding_aligns_networks_to_slots():
   plain = _chain(("conv3", 8), ("conv3", 8), ("fc", 8))
   padding = cnn_padding.padding_for([pooled, plain], IMAGE)
   grids = ((7, 6, 7, 6), (7, 6, 4, 3), (7, 6, 7, 6), (7, 6, 1, 1)) + ((0, 0, 0, 0),) * 4
+  sources = ((0,), (1,), (1, 2), (3,)) + ((),) * 4  # plain's second conv reads its first, in slot 0
   want = cnn_padding.Padding(8, 16, 1, 1, 3, (conv, top, conv, fc, 0, 0, 0, 0), (3, 0, 3) + (0,) * 5,
-                             (16,) * 4 + (0,) * 4, grids, (1, 1, 16))  # fmt: skip
+                             (16,) * 4 + (0,) * 4, grids, (1, 1, 16), sources, (4,))  # fmt: skip
   assert padding == want
   assert cnn_padding.check_fits(padding, pooled, IMAGE)[1] == (0, 1, 2, 3)
   assert cnn_padding.check_fits(padding, plain, IMAGE)[1] == (0, 2, 3)
