@@ -2,11 +2,11 @@
 networks that fit it.
 
 A `Padding` fixes the slots, the channels of the concatenations, the parents per layer, the
-decision layers, and per slot which layer kinds it computes, at what kernel, at how many channels
-and on what grid of pixels. `padding_for` gives the smallest that fits some networks (each slot
-computing only the kinds they have there, at their size); `coarse` one whose every slot computes
-every kind at the largest kernel, the padding's width and the image's size, which any network up
-to its size fits.
+decision layers, and per slot which layer kinds it computes, at what kernel, at how many channels,
+on what grid of pixels and from which outputs. `padding_for` gives the smallest that fits some
+networks (their layers aligned to slots, each slot computing only the kinds aligned to it, at
+their size); `coarse` one whose every slot computes every kind at the largest kernel, the
+padding's width and the image's size, which any network up to its size fits.
 """
 
 from __future__ import annotations
@@ -236,8 +236,7 @@ def _align(union: list, layers: list) -> list:
 
 def coarse(padding: Padding, image_shape: Sequence[int]) -> Padding:
   """`padding` with every slot computing every kind at the largest kernel, the padding's width and
-  the image's size: what networks must share to train in one population (whose own padding is
-  then `padding_for` of them all)."""
+  the image's size, and reading every earlier output: one program for any network up to its size."""
   h, w, _ = check_image(image_shape)
   lay = padding.layers
   every = dict(kinds=(EVERY,) * lay, kernels=(padding.kernel,) * lay, widths=(padding.width,) * lay)
@@ -291,7 +290,7 @@ def check_fits(
       f" {h} x {w} image; got {padding.kernels}, {padding.widths}, {padding.grids}, {padding.decision_input}"
     )
   placed = _placed_reads(padding, nodes, slots)
-  for (j, rows), node in zip(placed, [n for n, *_ in slots] + [None] * len(placed)):
+  for (j, rows), node in zip(placed, [n for n, *_ in slots] + [None]):  # None: the decision layers
     allowed = padding.sources[j] if j < padding.layers else padding.decision_sources
     if not set(rows) <= set(allowed):
       where = f"slot {j}'s layer, a {node.label}," if node else "the decision layers"

@@ -12,8 +12,9 @@ then a selection matrix per axis picks the pixels a strided SAME conv centres on
 with -inf (max) or a count of real pixels (avg) outside the real region. Batch norm takes its
 statistics over real pixels only. An fc or decision layer flattens its grid with a kernel per
 (row, column, channel), whose real part is the specialised kernel in `ArchNet`'s flatten order, and
-writes its units to pixel (0, 0). Each slot reads its parents cut or zero-padded to its own grid
-and channels.
+writes its units to pixel (0, 0). Each slot reads its parents from the outputs the padding lists
+for it (`sources`), cut or zero-padded to its own grid and channels. A network's layers take
+increasing slots, not necessarily consecutive ones (`cnn_padding.check_fits` places them).
 
 A slot computes the layer kinds the padding lists for it (`kinds`: those some network of the
 padding has there, or all of them in a `coarse` padding) and keeps its network's. The program does
