@@ -114,7 +114,7 @@ def choose(
     return "specialised", None
   model = padded_models.model_for(arch.kind)
   input_shape, num_outputs = padded_models.data_shapes(dataset)
-  own = model.padding_for([arch], input_shape)
+  own = padded_models.padding_of(arch, dataset)
   fitting = []
   for padding in dict.fromkeys(p for p in seen if type(p) is type(own)):
     try:
@@ -152,14 +152,14 @@ def groups(archs: Sequence[Architecture], dataset: Dataset, train_config: traini
   model = padded_models.model_for(kinds[0])
   input_shape, num_outputs = padded_models.data_shapes(dataset)
 
-  def cost(members):  # (the members' padding, the population's multiply-accumulates per example)
+  def cost(members):  # the population's multiply-accumulates per example, in its members' padding
     padding = model.padding_for([archs[i] for i in members], input_shape)
-    return padding, len(members) * model.macs(padding, input_shape, num_outputs)
+    return len(members) * model.macs(padding, input_shape, num_outputs)
 
   found: list[tuple[list[int], float]] = []  # (members, their population's macs)
   for i in range(len(archs)):
-    alone = cost([i])[1]
-    added = [cost(members + [i])[1] - macs - alone for members, macs in found]
+    alone = cost([i])
+    added = [cost(members + [i]) - macs - alone for members, macs in found]
     g = min(range(len(found)), key=added.__getitem__, default=None)
     if g is not None and _seconds(added[g], kinds[0], dataset, train_config) < SPECIALISED_COMPILE_SECONDS[kinds[0]]:
       found[g] = (found[g][0] + [i], found[g][1] + added[g] + alone)
