@@ -3,10 +3,10 @@
 Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_padded.py [--epochs=50] [--random=10] [--cnn_count]
                  taskset -c 0,1 python benchmarks/bench_padded.py --kind=cnn --epochs=8 --random=6
 
-The networks are the paper's 10 pool MLPs and `--random` random MLPs (`random_arch`, seeds 0..).
-With `--kind=cnn` they are `--random` random CNNs of at most `--max_layers` layers on digits, each
-layer's units capped at `--max_units` (the pool CNNs' padding, 512-1024 channels at 8x8 in 32
-slots, would need tens of GiB for its parameters and Adam's moments, which `--cnn_count` prints).
+The networks are the first `--pool` of the paper's 10 pool networks (all 10 MLPs by default, no
+CNNs), then `--random` random ones (`random_arch`, seeds 0..): MLPs on diabetes, or with
+`--kind=cnn` CNNs on digits of at most `--max_layers` layers, each layer's units capped at
+`--max_units`.
 Each trainer runs in its own fresh process (no compiled program carried over; jax's persistent
 cache off), over the same networks and keys, as a worker of a search would:
   specialised  `training.evaluate` per network: a program compiled per network (the baseline).
@@ -27,9 +27,9 @@ padding's width, on the whole image), against the network's own (`costs.network_
 bytes of each padding's parameters; the same for the 10 in the padding of them all; and how many
 distinct own paddings (compiled programs) the pool and --random random CNNs need.
 
-`--sizes=1,8,32` then trains populations of P copies of the first pool MLP (with `--kind=cnn`, of
-the first random CNN; P keys, one program per P; the second of two runs is timed) and prints
-networks trained per second for each P: what vmap buys on this device (on an accelerator the goal
+`--sizes=1,8,32` then trains populations of P copies of the first network (the first pool MLP; with
+`--kind=cnn` the first random CNN, or pool CNN C1 with `--pool=1`; P keys, one program per P; the
+second of two runs is timed) and prints networks trained per second for each P: what vmap buys on this device (on an accelerator the goal
 of issue 19; on a CPU, nothing to expect).
 """
 
@@ -44,18 +44,18 @@ import time
 MODES = ("specialised", "padded", "population", "auto")
 
 
-def _networks(kind: str, n_random: int, max_layers: int, max_units: int):
+def _networks(kind: str, n_pool: int, n_random: int, max_layers: int, max_units: int):
+  """The first `n_pool` pool networks of `kind`, then `n_random` random ones (seeds 0..)."""
   import numpy as np
 
   from nas_jax.arch.architecture import Architecture
   from nas_jax.spaces import pools, random_arch
 
-  if kind == "mlp":
-    return list(pools.initial_pool("mlp")) + [
-      random_arch.random_architecture("mlp", np.random.default_rng(s), max_layers=20) for s in range(n_random)
-    ]
-  archs = []
+  archs = list(pools.initial_pool(kind))[:n_pool]
   for s in range(n_random):
+    if kind == "mlp":
+      archs.append(random_arch.random_architecture("mlp", np.random.default_rng(s), max_layers=20))
+      continue
     obj = random_arch.random_json("cnn", np.random.default_rng(s), max_layers=max_layers)
     layers = [{**a, "units": min(a["units"], max_units)} if "units" in a else a for a in obj["layers"]]
     archs.append(Architecture.from_json({**obj, "layers": layers}))
@@ -68,7 +68,7 @@ def _dataset(kind: str):
   return datasets.get_dataset("diabetes" if kind == "mlp" else "digits", kind=kind, seed=0)
 
 
-def child(mode: str, epochs: int, kind: str, n_random: int, max_layers: int, max_units: int) -> None:
+def child(mode: str, epochs: int, kind: str, n_pool: int, n_random: int, max_layers: int, max_units: int) -> None:
   """Trains every network with `mode` and prints one JSON line."""
   import jax
 
@@ -76,7 +76,7 @@ def child(mode: str, epochs: int, kind: str, n_random: int, max_layers: int, max
 
   data = _dataset(kind)
   config = training.TrainConfig(epochs=epochs)
-  archs = _networks(kind, n_random, max_layers, max_units)
+  archs = _networks(kind, n_pool, n_random, max_layers, max_units)
   keys = [jax.random.key(i) for i in range(len(archs))]
   t0 = time.perf_counter()
   chosen = []
@@ -106,16 +106,15 @@ def child(mode: str, epochs: int, kind: str, n_random: int, max_layers: int, max
   print(json.dumps(out))
 
 
-def scaling(sizes: list[int], epochs: int, kind: str, max_layers: int, max_units: int) -> None:
-  """Networks per second of populations of P copies of one network (the first pool MLP, or the
-  first random CNN), one JSON line."""
+def scaling(sizes: list[int], epochs: int, kind: str, n_pool: int, max_layers: int, max_units: int) -> None:
+  """Networks per second of populations of P copies of one network (the first pool network with
+  `n_pool` > 0, else the first random one), one JSON line."""
   import jax
 
-  from nas_jax.spaces import pools
   from nas_jax.tasks import padded_training, training
 
   data = _dataset(kind)
-  arch = pools.initial_pool("mlp")[0] if kind == "mlp" else _networks(kind, 1, max_layers, max_units)[0]
+  arch = _networks(kind, min(n_pool, 1), 1, max_layers, max_units)[0]
   config = training.TrainConfig(epochs=epochs)
   rates = {}
   for p in sizes:
@@ -180,8 +179,9 @@ def main():
   parser.add_argument("--epochs", type=int, default=50, help="the MLP configs' epochs")
   parser.add_argument("--kind", default="mlp", choices=("mlp", "cnn"), help="MLPs on diabetes or CNNs on digits")
   parser.add_argument(
-    "--random", type=int, default=10, help="random networks (besides the 10 pool ones for MLPs; CNNs with --cnn_count)"
+    "--random", type=int, default=10, help="random networks after the pool ones (the CNNs counted with --cnn_count)"
   )
+  parser.add_argument("--pool", type=int, default=None, help="the first N pool networks (default: 10 MLPs, 0 CNNs)")
   parser.add_argument("--max_layers", type=int, default=8, help="--kind=cnn: the random CNNs' most layers")
   parser.add_argument("--max_units", type=int, default=32, help="--kind=cnn: each layer's units capped at this")
   parser.add_argument("--modes", default=",".join(MODES), help="'' for none")
@@ -189,20 +189,33 @@ def main():
   parser.add_argument("--cnn_count", action="store_true", help="count the CNN paddings' arithmetic and sharing")
   parser.add_argument("--child", default="", help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if args.pool is None:
+    args.pool = 10 if args.kind == "mlp" else 0
+  if not 0 <= args.pool <= 10:
+    sys.exit(f"--pool: {args.pool} pool networks asked for; the pool has 10 (0 to 10)")
   if args.cnn_count:
     return cnn_count(args.random)
   if args.child == "scaling":
-    return scaling([int(p) for p in args.sizes.split(",")], args.epochs, args.kind, args.max_layers, args.max_units)
+    return scaling(
+      [int(p) for p in args.sizes.split(",")], args.epochs, args.kind, args.pool, args.max_layers, args.max_units
+    )
   if args.child:
-    return child(args.child, args.epochs, args.kind, args.random, args.max_layers, args.max_units)
+    return child(args.child, args.epochs, args.kind, args.pool, args.random, args.max_layers, args.max_units)
   if args.sizes:
     cmd = [sys.executable, __file__, "--child=scaling", f"--sizes={args.sizes}", f"--epochs={args.epochs}"]
-    cmd += [f"--kind={args.kind}", f"--max_layers={args.max_layers}", f"--max_units={args.max_units}"]
+    cmd += [
+      f"--kind={args.kind}",
+      f"--pool={args.pool}",
+      f"--max_layers={args.max_layers}",
+      f"--max_units={args.max_units}",
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if p.returncode != 0:
       sys.exit(f"scaling failed:\n{p.stderr[-3000:]}")
     rates = json.loads(p.stdout.strip().splitlines()[-1])["rates"]
-    network = "the first pool MLP" if args.kind == "mlp" else f"the first random CNN (units <= {args.max_units})"
+    network = (
+      f"the first pool {args.kind.upper()}" if args.pool else f"the first random CNN (units <= {args.max_units})"
+    )
     print(f"populations of {network}, {args.epochs} epochs, load average {os.getloadavg()[0]:.1f}:")
     print("  " + ", ".join(f"P = {k}: {v:.2f} networks/s" for k, v in rates.items()))
   modes = [m for m in args.modes.split(",") if m]
@@ -215,18 +228,24 @@ def main():
   env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}
   for mode in modes:
     cmd = [sys.executable, __file__, f"--child={mode}", f"--epochs={args.epochs}", f"--random={args.random}"]
-    cmd += [f"--kind={args.kind}", f"--max_layers={args.max_layers}", f"--max_units={args.max_units}"]
+    cmd += [
+      f"--kind={args.kind}",
+      f"--pool={args.pool}",
+      f"--max_layers={args.max_layers}",
+      f"--max_units={args.max_units}",
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if p.returncode != 0:
       sys.exit(f"{mode} failed:\n{p.stderr[-3000:]}")
     rows[mode] = json.loads(p.stdout.strip().splitlines()[-1])
     loads.append(os.getloadavg()[0])
-  n = 10 * (args.kind == "mlp") + args.random
+  n = args.pool + args.random
   first = rows[modes[0]]
   what = (
-    f"{n} MLPs (10 pool + {args.random} random) on diabetes"
+    f"{n} MLPs ({args.pool} pool + {args.random} random) on diabetes"
     if args.kind == "mlp"
-    else f"{n} random CNNs (at most {args.max_layers} layers, units capped at {args.max_units}) on digits"
+    else f"{n} CNNs on digits ({args.pool} pool + {args.random} random of at most {args.max_layers} layers, units"
+    f" capped at {args.max_units})"
   )
   print(
     f"{what}, {args.epochs} epochs, batch 32; {first['device']},"
