@@ -12,9 +12,9 @@ cache off), over the same networks and keys, as a worker of a search would:
   specialised  `training.evaluate` per network: a program compiled per network (the baseline).
   padded       `padded_training.evaluate` per network, each in its power-of-two padding: programs
                compiled once per padding and reused by later networks of that padding.
-  population   `padded_training.train_population` per group of networks as a search groups them
-               (`trainers.groups`; each group one program in the padding of them all, vmapped
-               over its networks).
+  population   `trainers.train_group` per group of networks as a search's first round groups
+               them (`trainers.groups` by `default_costs`; each group one program in the padding
+               of them all, vmapped over its networks).
   auto         `trainers.evaluate("auto", ...)`: per network, the cheaper by `trainers.choose`.
 Prints the wall time of each (ratio = specialised / trainer; above 1 the trainer is faster), its
 compile share, and the largest difference of a network's best validation error (MSE, or 1 -
@@ -83,7 +83,7 @@ def child(mode: str, epochs: int, kind: str, n_pool: int, n_random: int, max_lay
   if mode == "population":
     results = [None] * len(archs)
     for members in trainers.groups(archs, data, config):
-      trained = padded_training.train_population([archs[i] for i in members], data, config, [keys[i] for i in members])
+      trained = trainers.train_group([archs[i] for i in members], data, config, [keys[i] for i in members])
       for i, r in zip(members, trained):
         results[i] = r
   elif mode == "padded":

@@ -21,7 +21,7 @@ import numpy as np
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import checkpoints, datasets, padded_training, trainers, training, weights
+from nas_jax.tasks import checkpoints, datasets, trainers, training, weights
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
 __all__ = ["train_task", "TrainEvaluate", "task_result", "load_dataset"]
@@ -96,17 +96,19 @@ class TrainEvaluate(NamedTuple):
 
   def many(self, calls: list[tuple]) -> list[TaskResult]:
     """The results of [(arch_json, seed) or (arch_json, seed, fidelity), ...], in order: with
-    trainer "padded", the networks of each group (`trainers.groups`) train as one
-    population in the padding of them all, each as if alone (`padded_training.train_population`);
+    trainer "padded", the networks of each group (`trainers.groups`, by this process's
+    `trainers.measured_costs`) train as one population in the padding of them all, each as if
+    alone (`trainers.train_group`);
     with another trainer, or fidelities, each trains as `__call__` trains it."""
     if self.trainer != "padded" or self.fidelities or any(len(c) > 2 and c[2] is not None for c in calls):
       return [self(*c) for c in calls]
     read = [self._read(c[0]) for c in calls]
     results: list[TaskResult | None] = [None] * len(calls)
     data = read[0][1]
-    for members in trainers.groups([arch for arch, _ in read], data, self.train_config):
+    costs = trainers.measured_costs(self.kind)
+    for members in trainers.groups([arch for arch, _ in read], data, self.train_config, costs):
       archs, keys = [read[i][0] for i in members], [jax.random.key(calls[i][1]) for i in members]
-      trained = padded_training.train_population(archs, data, self.train_config, keys)
+      trained = trainers.train_group(archs, data, self.train_config, keys)
       for i, r in zip(members, trained):
         results[i] = task_result(r, data, trainer="padded", population=len(members))
     return results

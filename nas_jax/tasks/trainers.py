@@ -7,18 +7,25 @@ Compiling the padded program costs at least what compiling one specialised netwo
 only when later networks reuse it: a network reuses the padding of an earlier one in the process
 when it fits it (a smaller network fits a bigger padding). `auto` therefore trains a network
 specialised unless it fits a padding that the process has trained in, and then padded in the
-cheapest such padding when that program's extra arithmetic, in seconds at a multiply-accumulate
-rate measured once per process on the default device (times the kind's `TRAINING_EFFICIENCY`),
-costs less than a specialised compile (`SPECIALISED_COMPILE_SECONDS`). "padded" takes that padding
-too when its extra arithmetic over the network's own padding costs less than a compile, and its own
-padding otherwise. The constants were measured by benchmarks/bench_padded.py.
+cheapest such padding when that program's extra arithmetic, in seconds at the padded program's
+training rate, costs less than a compile. "padded" takes that padding too when its extra arithmetic
+over the network's own padding costs less than a compile, and its own padding otherwise.
+
+Both sides of that rule are `Costs`. `default_costs` are constants measured by
+benchmarks/bench_padded.py on a 2-core CPU (a compile, `SPECIALISED_COMPILE_SECONDS`, and the padded
+program's share of a matrix product's rate timed on the device, `TRAINING_EFFICIENCY`). They do not
+carry over to other devices: on an H200, pool CNNs C1-C3 compiled in 5.5-11.7 s each and small
+random CNNs in 4.4 s, and a padded CNN trained at 0.2-2 TMAC/s. So `evaluate` and `train_group`
+`record` what each training measured, and `measured_costs` (what a search's workers choose with)
+takes the medians of those once there are any.
 """
 
 from __future__ import annotations
 
 import functools
+import statistics
 import time
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -31,11 +38,16 @@ __all__ = [
   "TRAINERS",
   "SPECIALISED_COMPILE_SECONDS",
   "TRAINING_EFFICIENCY",
+  "Costs",
   "allowed",
   "choose",
+  "default_costs",
   "evaluate",
   "groups",
   "macs_per_second",
+  "measured_costs",
+  "record",
+  "train_group",
 ]
 
 TRAINERS = ("specialised", "padded", "auto")
@@ -54,6 +66,22 @@ SPECIALISED_COMPILE_SECONDS = {"mlp": 1.2, "cnn": 3.0}
 TRAINING_EFFICIENCY = {"mlp": 0.15, "cnn": 0.07}
 # The paddings of the networks `evaluate` has trained in this process (a worker's history), in order.
 _SEEN: list = []
+# Per kind, the compile seconds and padded training rates this process measured (`record`).
+_MEASURED: dict[str, tuple[list[float], list[float]]] = {}
+
+
+class Costs(NamedTuple):
+  """The two sides of a choice between programs, for one network kind on one device.
+
+  Attributes:
+    compile_seconds: compiling one program (a padded one compiles at least as long as the
+      specialised one of a network in it).
+    macs_per_second: the padded program's training rate: 3 (forward and backward) times its
+      forward multiply-accumulates per example, times the examples it trained on, per second.
+  """
+
+  compile_seconds: float
+  macs_per_second: float
 
 
 def allowed(kind: str) -> tuple[str, ...]:
@@ -77,16 +105,62 @@ def macs_per_second() -> float:
   return 256 * 512 * 512 / best
 
 
-def _seconds(macs: float, kind: str, dataset: Dataset, train_config: training.TrainConfig) -> float:
+def default_costs(kind: str) -> Costs:
+  """The kind's `SPECIALISED_COMPILE_SECONDS`, and `TRAINING_EFFICIENCY` times `macs_per_second()`."""
+  return Costs(SPECIALISED_COMPILE_SECONDS[kind], macs_per_second() * TRAINING_EFFICIENCY[kind])
+
+
+def measured_costs(kind: str) -> Costs:
+  """The median compile seconds and padded training rate of the kind's trainings that this process
+  `record`ed, each the `default_costs` one until there is one."""
+  compiles, rates = _MEASURED.get(kind, ((), ()))
+  default = default_costs(kind)
+  return Costs(
+    statistics.median(compiles) if compiles else default.compile_seconds,
+    statistics.median(rates) if rates else default.macs_per_second,
+  )
+
+
+def record(
+  kind: str,
+  results: Sequence[training.EvalResult],
+  dataset: Dataset,
+  train_config: training.TrainConfig,
+  padding_macs: float | None = None,
+) -> None:
+  """Adds what one program's training measured to `measured_costs`: `results` are its networks'
+  (one, or a population's), `padding_macs` one example's forward multiply-accumulates in its
+  padding (None for a specialised program, which gives a compile only). A program this process had
+  compiled before (0 compile seconds) gives no compile."""
+  compiles, rates = _MEASURED.setdefault(kind, ([], []))
+  compiled = sum(r.compile_seconds for r in results)
+  if compiled > 0:
+    compiles.append(compiled)
+  trained = sum(r.train_seconds for r in results)
+  if padding_macs is not None and trained > 0:
+    epochs = max(r.epochs for r in results)  # the population runs until its last network stops
+    rates.append(3 * len(results) * padding_macs * _examples(dataset, train_config) * epochs / trained)
+
+
+def _examples(dataset: Dataset, train_config: training.TrainConfig) -> int:
+  """The training examples of one epoch (whole batches)."""
+  return (dataset.x_train.shape[0] // train_config.batch_size) * train_config.batch_size
+
+
+def _seconds(macs: float, costs: Costs, dataset: Dataset, train_config: training.TrainConfig) -> float:
   """Seconds that `macs` more multiply-accumulates per example take over a training (forward and
-  backward, 3x the forward, on every epoch's examples) at the measured rate."""
-  examples = (dataset.x_train.shape[0] // train_config.batch_size) * train_config.batch_size
-  rate = macs_per_second() * TRAINING_EFFICIENCY[kind]
-  return 3 * macs * examples * train_config.epochs / rate
+  backward, 3x the forward, on every epoch's examples) at the padded program's rate."""
+  return 3 * macs * _examples(dataset, train_config) * train_config.epochs / costs.macs_per_second
 
 
 def choose(
-  trainer: str, arch: Architecture, dataset: Dataset, train_config: training.TrainConfig, *, seen: Sequence[Any] = ()
+  trainer: str,
+  arch: Architecture,
+  dataset: Dataset,
+  train_config: training.TrainConfig,
+  *,
+  seen: Sequence[Any] = (),
+  costs: Costs | None = None,
 ) -> tuple[str, Any]:
   """The trainer that trains `arch`, "specialised" or "padded", and the padding it trains in (None
   for "specialised").
@@ -95,8 +169,9 @@ def choose(
   networks trained before in this process; of those the network fits, the one with the fewest
   multiply-accumulates is the candidate. "padded" trains in it when its extra arithmetic over the
   network's own padding, over all epochs (forward and backward, 3x the forward), takes less time
-  than the kind's `SPECIALISED_COMPILE_SECONDS`, and in its own padding otherwise; "auto" trains in
-  it when its extra arithmetic over the network itself does, and specialised otherwise.
+  than a compile, and in its own padding otherwise; "auto" trains in it when its extra arithmetic
+  over the network itself does, and specialised otherwise. Times are by `costs` (the kind's
+  `default_costs` when None).
 
   Raises:
     ValueError: an unknown trainer, or "padded" for a network of another kind.
@@ -128,20 +203,22 @@ def choose(
   if trainer == "padded" and best == own:
     return "padded", own
   baseline = model.macs(own, input_shape, num_outputs) if trainer == "padded" else network_macs
-  if _seconds(best_macs - baseline, arch.kind, dataset, train_config) < SPECIALISED_COMPILE_SECONDS[arch.kind]:
+  costs = default_costs(arch.kind) if costs is None else costs
+  if _seconds(best_macs - baseline, costs, dataset, train_config) < costs.compile_seconds:
     return "padded", best
   return ("padded", own) if trainer == "padded" else ("specialised", None)
 
 
-def groups(archs: Sequence[Architecture], dataset: Dataset, train_config: training.TrainConfig) -> list[list[int]]:
+def groups(
+  archs: Sequence[Architecture], dataset: Dataset, train_config: training.TrainConfig, costs: Costs | None = None
+) -> list[list[int]]:
   """Which networks of one kind train together as populations (each group one program, in the
   padding of its members): indices into `archs`, in order.
 
   A network joins the group whose padding grows least for it when the arithmetic that adds (every
   member in the joint padding, against the group and the network each in its own) takes less time
-  than a compile (`SPECIALISED_COMPILE_SECONDS`, a padded program compiling at least as long), and
-  starts a group otherwise: on a device whose arithmetic is cheap beside a compile, one program
-  trains them all.
+  than a compile, and starts a group otherwise: on a device whose arithmetic is cheap beside a
+  compile, one program trains them all. Times are by `costs` (the kind's `default_costs` when None).
 
   Raises:
     ValueError: for networks of several kinds, or of a kind without a padded model.
@@ -151,6 +228,7 @@ def groups(archs: Sequence[Architecture], dataset: Dataset, train_config: traini
     raise ValueError(f"groups: networks of kinds {kinds}; a population is of one kind")
   model = padded_models.model_for(kinds[0])
   input_shape, num_outputs = padded_models.data_shapes(dataset)
+  costs = default_costs(kinds[0]) if costs is None else costs
 
   def cost(members):  # the population's multiply-accumulates per example, in its members' padding
     padding = model.padding_for([archs[i] for i in members], input_shape)
@@ -161,7 +239,7 @@ def groups(archs: Sequence[Architecture], dataset: Dataset, train_config: traini
     alone = cost([i])
     added = [cost(members + [i]) - macs - alone for members, macs in found]
     g = min(range(len(found)), key=added.__getitem__, default=None)
-    if g is not None and _seconds(added[g], kinds[0], dataset, train_config) < SPECIALISED_COMPILE_SECONDS[kinds[0]]:
+    if g is not None and _seconds(added[g], costs, dataset, train_config) < costs.compile_seconds:
       found[g] = (found[g][0] + [i], found[g][1] + added[g] + alone)
     else:
       found.append(([i], alone))
@@ -172,12 +250,38 @@ def evaluate(
   trainer: str, arch: Architecture, dataset: Dataset, train_config: training.TrainConfig, key: jax.Array
 ) -> tuple[training.EvalResult, str]:
   """Trains `arch` with the trainer and padding `choose` picks, given the paddings of the networks
-  this process trained before; returns the result and that trainer's name."""
-  chosen, padding = choose(trainer, arch, dataset, train_config, seen=_SEEN)
-  if arch.kind in padded_models.KINDS:
+  this process trained before and its `measured_costs`; returns the result and that trainer's name,
+  and `record`s what the training measured."""
+  padded_kind = arch.kind in padded_models.KINDS
+  costs = measured_costs(arch.kind) if padded_kind and trainer != "specialised" else None
+  chosen, padding = choose(trainer, arch, dataset, train_config, seen=_SEEN, costs=costs)
+  if padded_kind:
     used = padding if chosen == "padded" else padded_models.padding_of(arch, dataset)
     if used not in _SEEN:
       _SEEN.append(used)
   if chosen == "padded":
-    return padded_training.evaluate(arch, dataset, train_config, key, padding=padding), chosen
-  return training.evaluate(arch, dataset, train_config, key), chosen
+    result = padded_training.evaluate(arch, dataset, train_config, key, padding=padding)
+    record(arch.kind, [result], dataset, train_config, _padding_macs(arch.kind, padding, dataset))
+  else:
+    result = training.evaluate(arch, dataset, train_config, key)
+    if padded_kind:
+      record(arch.kind, [result], dataset, train_config)
+  return result, chosen
+
+
+def train_group(
+  archs: Sequence[Architecture], dataset: Dataset, train_config: training.TrainConfig, keys: Sequence[jax.Array]
+) -> list[training.EvalResult]:
+  """`padded_training.train_population` of networks of one kind in the padding of them all (a
+  group of `groups`), `record`ing what it measured. (The padding refuses networks of another
+  kind than the first's, with one line.)"""
+  kind = archs[0].kind
+  padding = padded_models.model_for(kind).padding_for(archs, padded_models.data_shapes(dataset)[0])
+  results = padded_training.train_population(archs, dataset, train_config, keys, padding=padding)
+  record(kind, results, dataset, train_config, _padding_macs(kind, padding, dataset))
+  return results
+
+
+def _padding_macs(kind: str, padding: Any, dataset: Dataset) -> int:
+  """One example's forward multiply-accumulates in `padding`."""
+  return padded_models.model_for(kind).macs(padding, *padded_models.data_shapes(dataset))

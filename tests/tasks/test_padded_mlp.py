@@ -200,3 +200,46 @@ def test_trainer_choice():
   assert trainers.choose("auto", POOL[9], DIABETES, one, seen=[own]) == ("specialised", None)
   picks = [trainers.evaluate("auto", arch, DIABETES, one, jax.random.key(0))[1] for _ in range(2)]
   assert picks == ["specialised", "padded"] or picks == ["padded", "padded"]  # padded once seen
+
+
+def _result(epochs, train_seconds, compile_seconds):
+  return training.EvalResult(
+    "regression", 1.0, 1.0, 1.0, 1, epochs, train_seconds, 0.0, compile_seconds, (1.0,) * epochs
+  )
+
+
+def test_measured_costs_replace_the_defaults(monkeypatch):
+  monkeypatch.setattr(trainers, "macs_per_second", lambda: 1e9)
+  default = trainers.Costs(trainers.SPECIALISED_COMPILE_SECONDS["mlp"], 1e9 * trainers.TRAINING_EFFICIENCY["mlp"])
+  assert trainers.default_costs("mlp") == trainers.measured_costs("mlp") == default
+  examples = (DIABETES.x_train.shape[0] // SHORT.batch_size) * SHORT.batch_size
+  # A specialised program gives a compile only; a population of two in a padding of 1000 MACs an
+  # example gives its compile (the members' shares) and its rate over the epochs it ran (its last
+  # network's); a program compiled before (0 s) gives no compile.
+  trainers.record("mlp", [_result(3, 9.0, 5.0)], DIABETES, SHORT)
+  assert trainers.measured_costs("mlp") == trainers.Costs(5.0, default.macs_per_second)
+  trainers.record("mlp", [_result(3, 1.0, 2.0), _result(2, 1.0, 2.0)], DIABETES, SHORT, padding_macs=1000)
+  trainers.record("mlp", [_result(4, 2.0, 0.0)], DIABETES, SHORT, padding_macs=1000)
+  rates = [3 * 2 * 1000 * examples * 3 / 2.0, 3 * 1000 * examples * 4 / 2.0]
+  assert trainers.measured_costs("mlp") == pytest.approx(trainers.Costs(4.5, sum(rates) / 2))
+  assert trainers.measured_costs("cnn").compile_seconds == trainers.SPECIALISED_COMPILE_SECONDS["cnn"]
+  # The choice follows the costs: a padding that adds a long training's arithmetic is taken where a
+  # compile costs more, and networks that the defaults keep apart train together.
+  big, long = padded_models.padding_of(POOL[9], DIABETES), SHORT._replace(epochs=500)
+  slow_compile = default._replace(compile_seconds=1e6)
+  assert trainers.choose("auto", POOL[9], DIABETES, long, seen=[big]) == ("specialised", None)
+  assert trainers.choose("auto", POOL[9], DIABETES, long, seen=[big], costs=slow_compile) == ("padded", big)
+  assert trainers.groups(POOL[8:], DIABETES, long) == [[0], [1]]
+  assert trainers.groups(POOL[8:], DIABETES, long, slow_compile) == [[0, 1]]
+
+
+def test_trainings_record_what_they_measured():
+  one = SHORT._replace(epochs=1)
+  result, chosen = trainers.evaluate("specialised", POOL[0], DIABETES, one, jax.random.key(0))
+  assert chosen == "specialised" and trainers.measured_costs("mlp").compile_seconds == result.compile_seconds
+  together = trainers.train_group(POOL[:2], DIABETES, one, [jax.random.key(1), jax.random.key(2)])
+  padding = padded_mlp.padding_for(POOL[:2])
+  examples = (DIABETES.x_train.shape[0] // one.batch_size) * one.batch_size
+  macs = padded_models.model_for("mlp").macs(padding, *padded_models.data_shapes(DIABETES))
+  rate = 3 * 2 * macs * examples / sum(r.train_seconds for r in together)
+  assert trainers.measured_costs("mlp").macs_per_second == pytest.approx(rate)
