@@ -29,8 +29,8 @@ distinct own paddings (compiled programs) the pool and --random random CNNs need
 
 `--sizes=1,8,32` then trains populations of P copies of the first network (the first pool MLP; with
 `--kind=cnn` the first random CNN, or pool CNN C1 with `--pool=1`; P keys, one program per P; the
-second of two runs is timed) and prints networks trained per second for each P: what vmap buys on this device (on an accelerator the goal
-of issue 19; on a CPU, nothing to expect).
+second of two runs is timed) and prints networks trained per second for each P: what vmap buys on
+this device (on an accelerator the goal of issue 19; on a CPU, nothing to expect).
 """
 
 import argparse
