@@ -12,12 +12,13 @@ training rate, costs less than a compile. "padded" takes that padding too when i
 over the network's own padding costs less than a compile, and its own padding otherwise.
 
 Both sides of that rule are `Costs`. `default_costs` are constants measured by
-benchmarks/bench_padded.py on a 2-core CPU (a compile, `SPECIALISED_COMPILE_SECONDS`, and the padded
-program's share of a matrix product's rate timed on the device, `TRAINING_EFFICIENCY`). They do not
-carry over to other devices: on an H200, pool CNNs C1-C3 compiled in 5.5-11.7 s each and small
-random CNNs in 4.4 s, and a padded CNN trained at 0.2-2 TMAC/s. So `evaluate` and `train_group`
-`record` what each training measured, and `measured_costs` (what a search's workers choose with)
-takes the medians of those once there are any.
+benchmarks/bench_padded.py: on a GPU those of an H200 (`GPU_COSTS`), elsewhere those of a 2-core
+CPU (a compile, `SPECIALISED_COMPILE_SECONDS`, and the padded program's share of a matrix product's
+rate timed on the device, `TRAINING_EFFICIENCY`). Neither carries over exactly to another machine
+(on the H200, pool CNNs C1-C3 compiled in 5.5-11.7 s each and small random CNNs in 4.4 s, and a
+padded CNN trained at 0.2-2 TMAC/s), so `evaluate` and `train_group` `record` what each training
+measured, and `measured_costs` (what a search's workers choose with) takes the medians of those
+once there are any.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from nas_jax.tasks.datasets import Dataset
 
 __all__ = [
   "TRAINERS",
+  "GPU_COSTS",
   "SPECIALISED_COMPILE_SECONDS",
   "TRAINING_EFFICIENCY",
   "Costs",
@@ -84,6 +86,17 @@ class Costs(NamedTuple):
   macs_per_second: float
 
 
+# Per kind, on a GPU (`jax.default_backend() == "gpu"`), where a timed matrix product says little
+# of a small network's rate (on an H200 the [256, 512] x [512, 512] product takes a few
+# microseconds, mostly the kernel launch). Measured on one NVIDIA H200 (jax 0.11.2; README, "Padded
+# training"), the lowest of each: a compile of 4.2 s per pool MLP (41.9 s for the 10) and 4.4 s per
+# small random CNN (26.3 s for six; pool CNNs 5.5-11.7 s); a padded program's rate, one network at a
+# time, of 77 GMAC/s for the first pool MLP (3.80 networks/s over 50 epochs of diabetes) and 0.22
+# TMAC/s for the first random CNN of `bench_padded.py --kind=cnn --max_units=512` (0.98 for C1).
+# Low compiles and low rates err towards the specialised program, as on the CPU.
+GPU_COSTS = {"mlp": Costs(4.2, 7.7e10), "cnn": Costs(4.4, 2.2e11)}
+
+
 def allowed(kind: str) -> tuple[str, ...]:
   """The trainers a network kind can use: all for the kinds with a padded model (mlp and cnn), not
   "padded" for the others."""
@@ -105,8 +118,12 @@ def macs_per_second() -> float:
   return 256 * 512 * 512 / best
 
 
-def default_costs(kind: str) -> Costs:
-  """The kind's `SPECIALISED_COMPILE_SECONDS`, and `TRAINING_EFFICIENCY` times `macs_per_second()`."""
+def default_costs(kind: str, platform: str | None = None) -> Costs:
+  """The kind's `GPU_COSTS` on a GPU; on another platform its `SPECIALISED_COMPILE_SECONDS`, and
+  `TRAINING_EFFICIENCY` times `macs_per_second()`. `platform` is `jax.default_backend()`'s name
+  ("cpu", "gpu", "tpu"); None for the default device's."""
+  if (jax.default_backend() if platform is None else platform) == "gpu":
+    return GPU_COSTS[kind]
   return Costs(SPECIALISED_COMPILE_SECONDS[kind], macs_per_second() * TRAINING_EFFICIENCY[kind])
 
 

@@ -394,3 +394,19 @@ def test_trainer_choice_for_cnns():
   assert trainers.groups([pooled, plain], DIGITS, one._replace(epochs=10**5)) == [[0], [1]]
   with pytest.raises(ValueError, match=r"groups: networks of kinds \['cnn', 'mlp'\]; a population is of one kind"):
     trainers.groups([plain, pools.initial_pool("mlp")[0]], DIGITS, one)
+
+
+def test_default_costs_follow_the_platform(monkeypatch):
+  monkeypatch.setattr(trainers, "macs_per_second", lambda: 1e11)  # the CPU rule's product, not timed
+  cpu = trainers.Costs(trainers.SPECIALISED_COMPILE_SECONDS["cnn"], 1e11 * trainers.TRAINING_EFFICIENCY["cnn"])
+  assert trainers.default_costs("cnn", "cpu") == cpu
+  assert trainers.default_costs("cnn", "tpu") == cpu  # nothing measured on a TPU: the CPU rule
+  assert trainers.default_costs("cnn", "gpu") == trainers.GPU_COSTS["cnn"] == trainers.Costs(4.4, 2.2e11)
+  assert trainers.default_costs("mlp", "gpu") == trainers.GPU_COSTS["mlp"] == trainers.Costs(4.2, 7.7e10)
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  assert trainers.default_costs("cnn") == trainers.measured_costs("cnn") == trainers.GPU_COSTS["cnn"]
+  # On the H200, pool CNNs C1-C3 compiled in 18.1 s as one population against 24.1 s as three
+  # specialised programs: over 8 epochs a GPU's first round groups them, a CPU's keeps them apart.
+  c1_c3, eight = pools.initial_pool("cnn")[:3], SHORT._replace(epochs=8)
+  assert trainers.groups(c1_c3, DIGITS, eight) == [[0, 1, 2]]
+  assert trainers.groups(c1_c3, DIGITS, eight, cpu) == [[0], [1], [2]]
