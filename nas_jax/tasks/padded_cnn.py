@@ -224,13 +224,13 @@ def _select(z: jax.Array, rows: jax.Array, cols: jax.Array) -> jax.Array:
 
 
 def _batch_norm(z, bn, stats, mask, train):
-  """flax BatchNorm over the real pixels (`mask` [H, W]) of z [B, H, W, F]: statistics and their
-  running averages in training, the running averages otherwise."""
+  """flax BatchNorm over the real pixels (`mask` [H, W]) of z [B, H, W, F], which is 0 on the others
+  (a selection or `keep` wrote it): statistics and their running averages in training, the running
+  averages otherwise."""
   if train:
-    m = mask[None, :, :, None]
     count = jnp.maximum(z.shape[0] * mask.sum(), 1.0)  # an empty slot's statistics stay finite
-    mean = (z * m).sum((0, 1, 2)) / count
-    var = jnp.maximum((jnp.square(z) * m).sum((0, 1, 2)) / count - jnp.square(mean), 0.0)
+    mean = z.sum((0, 1, 2)) / count
+    var = jnp.maximum(jnp.square(z).sum((0, 1, 2)) / count - jnp.square(mean), 0.0)
     mom = models.BN_MOMENTUM
     stats = {"mean": mom * stats["mean"] + (1 - mom) * mean, "var": mom * stats["var"] + (1 - mom) * var}
   else:
