@@ -28,7 +28,6 @@ _TRAINERS = ("specialised", "padded", "auto")
 def _journal_totals(workdir: str) -> dict:
   """Sums of the journal's per-evaluation seconds, the padded count, and the best value and its
   trial from the search's summary."""
-  sys.path.insert(0, _ROOT)
   from nas_jax.search import journal
 
   obs = journal.replay(os.path.join(workdir, "journal.jsonl"))
