@@ -28,11 +28,11 @@ _TRAINERS = ("specialised", "padded", "auto")
 def _journal_totals(workdir: str) -> dict:
   """Sums of the journal's per-evaluation seconds, the padded count, and the best value and its
   trial from the search's summary."""
-  from nas_jax.search import journal
+  from nas_jax.search import journal, loop
 
-  obs = journal.replay(os.path.join(workdir, "journal.jsonl"))
+  obs = journal.replay(os.path.join(workdir, loop.JOURNAL))
   tasks = [o.info.get("task", {}) for o in obs]
-  with open(os.path.join(workdir, "summary.json")) as f:
+  with open(os.path.join(workdir, loop.SUMMARY)) as f:
     summary = json.load(f)
   return {
     "evaluations": len(obs),
