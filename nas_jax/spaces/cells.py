@@ -5,6 +5,7 @@ sampling, mutation and neighbours on the host in numpy, seeded from a JAX key. T
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import jax
@@ -24,6 +25,7 @@ from nas_jax.arch.cell import (
   nb201_cell,
   nb201_iso_key,
 )
+from nas_jax.arch.cell_graphs import cell_layer_graph
 from nas_jax.spaces.space import Space
 
 __all__ = ["sample_distinct", "nb201_space", "nb101_space"]
@@ -162,6 +164,11 @@ def _check_kind(name: str, kind: str, want: str) -> None:
     raise ValueError(f"{name}: kind={kind!r}; allowed: {want!r}")
 
 
+def _nb201_all() -> list[Cell]:
+  """Every NB201 cell, in the order of its six op codes."""
+  return [nb201_cell(ops) for ops in itertools.product(range(5), repeat=6)]
+
+
 def nb201_space(dedup_key: str = "string", kind: str = "nb201") -> Space:
   """The 15,625-cell NB201 space (spec 3). dedup_key: "string" (Code) or "iso" (spec 3.3)."""
   _check_dedup("nb201_space", dedup_key, ("string", "iso"))
@@ -182,6 +189,8 @@ def nb201_space(dedup_key: str = "string", kind: str = "nb201") -> Space:
     to_json=cell_to_json,
     from_json=lambda obj: cell_from_json(obj, "nb201"),
     initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
+    layer_graph=cell_layer_graph,
+    enumerate=_nb201_all,
   )
 
 
@@ -205,4 +214,5 @@ def nb101_space(dedup_key: str = "path", kind: str = "nb101") -> Space:
     to_json=cell_to_json,
     from_json=lambda obj: cell_from_json(obj, "nb101"),
     initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
+    layer_graph=cell_layer_graph,
   )

@@ -22,6 +22,7 @@ from nas_jax.arch.conditional_point import (
   point_from_json,
   point_to_json,
   point_values,
+  to_architecture,
 )
 from nas_jax.spaces import graph_edit
 from nas_jax.spaces.space import Space
@@ -155,4 +156,6 @@ def conditional_space(*, max_depth: int = 3, task: str = "classification", kind:
     to_json=functools.partial(point_to_json, spec=spec),
     from_json=functools.partial(point_from_json, spec=spec),
     initial=initial,
+    layer_graph=functools.partial(to_architecture, spec=spec),
+    conditional_spec=spec,
   )

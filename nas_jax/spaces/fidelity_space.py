@@ -95,4 +95,6 @@ def fidelity_space(space: Space, fidelities: Sequence[float]) -> Space:
     feasible=None if space.feasible is None else (lambda fp: space.feasible(fp.point)),
     fidelities=fidelities,
     base=space,
+    enumerate=None,  # they would give base points; optimisers start from FidelityPoints
+    tree=None,
   )

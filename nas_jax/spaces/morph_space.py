@@ -12,9 +12,15 @@ import numpy as np
 from nas_jax.arch import main_chain, morphism
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.json_io import Limits
-from nas_jax.arch.morph_point import MorphPoint, descriptor_key, morph_point_from_json, morph_point_to_json
+from nas_jax.arch.morph_point import (
+  MorphPoint,
+  descriptor_key,
+  morph_point_from_json,
+  morph_point_to_json,
+  weights_id,
+)
 from nas_jax.spaces import graph_edit
-from nas_jax.spaces.space import Space
+from nas_jax.spaces.space import Space, TreeMoves
 
 __all__ = ["morph_space"]
 
@@ -103,6 +109,19 @@ def morph_space(
     points = [MorphPoint(a) for a in initial_archs]
     return points if n is None else points[:n]
 
+  def expand(node: MorphPoint, rng: np.random.Generator, n: int, max_ops: int) -> list:
+    """Up to n sampled morphs of a tree node, each child holding its ops from the root."""
+    if max_ops and len(node.ops) >= max_ops:
+      return []
+    return [(o, MorphPoint(morphism.apply_op(node.arch, o), ops=node.ops + (o,))) for o in ops_of(node.arch, rng, n)]
+
+  def descend(node: MorphPoint, ancestor: MorphPoint, info: dict, trial: int) -> MorphPoint:
+    """The chosen node, warm-started from its evaluated ancestor: the weights its evaluation
+    stored ("weights" in its task info), else those named by its architecture."""
+    stored = info.get("weights")
+    parent = stored if isinstance(stored, str) and stored else weights_id(ancestor.arch.to_json())
+    return MorphPoint(node.arch, parent, int(trial), tuple(node.ops))
+
   return Space(
     name="autokeras",
     kind=main_chain.KIND,
@@ -113,4 +132,6 @@ def morph_space(
     to_json=to_json,
     from_json=lambda obj: morph_point_from_json(obj, json_limits),
     initial=initial,
+    layer_graph=lambda point: point.arch,
+    tree=TreeMoves(root=lambda point: MorphPoint(point.arch), expand=expand, descend=descend),
   )

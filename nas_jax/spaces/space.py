@@ -20,9 +20,26 @@ from nas_jax.spaces import modifiers as modifiers_lib
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_json
 
-__all__ = ["Space", "layer_graph_space", "MODIFIER_SETS"]
+__all__ = ["Space", "TreeMoves", "layer_graph_space", "MODIFIER_SETS"]
 
 _MUTATE_TRIES = 64  # compound mutations tried before `mutate` gives up on changing a point
+
+
+class TreeMoves(NamedTuple):
+  """How a tree search grows a space's points, where they grow by other moves than `mutate`
+  (the Auto-Keras family: function-preserving morphs that keep their ancestor's weights).
+
+  Attributes:
+    root: `(point) -> node`, an observed point as the root of a tree.
+    expand: `(node, rng, n, max_ops) -> [(op, node)]`: up to n children of a node, none when
+      the node already holds max_ops ops from its root (0: no limit).
+    descend: `(node, ancestor_info, ancestor_trial) -> point`: the chosen node as a point that
+      records its evaluated ancestor (the ancestor's journalled task info and trial id).
+  """
+
+  root: Callable[[Any], Any]
+  expand: Callable[[Any, Any, int, int], list]
+  descend: Callable[[Any, Mapping, int], Any]
 
 
 class Space(NamedTuple):
@@ -51,6 +68,14 @@ class Space(NamedTuple):
       of its points (`FidelityPoint`s: a base point at a fidelity); () for any other space.
     base: set only by `fidelity_space.fidelity_space`: the Space of the points it wraps, on which
       featurizers are built (`features.fidelity.with_fidelity`); None for any other space.
+
+  What parts may need of a space, each None where the space does not offer it:
+    layer_graph: `(point) -> Architecture`, the point's network as a layer graph (what OTMANN
+      and the edit distance read).
+    conditional_spec: the `ConditionalSpec` of a conditional space's points (the arc kernel, the
+      poor man's embedding and the per-depth optimiser read it).
+    enumerate: `() -> list[point]`, every point of a finite space, in a fixed order.
+    tree: `TreeMoves`, where a tree search grows points by moves of their own.
   """
 
   name: str
@@ -66,6 +91,10 @@ class Space(NamedTuple):
   feasible: Callable[[Any], bool] | None = None
   fidelities: tuple = ()
   base: Any = None
+  layer_graph: Callable[[Any], Architecture] | None = None
+  conditional_spec: Any = None
+  enumerate: Callable[[], list] | None = None
+  tree: TreeMoves | None = None
 
 
 def _within(arch: Architecture, limits: Limits) -> bool:
@@ -227,4 +256,5 @@ def layer_graph_space(
     to_json=to_json,
     from_json=from_json_,
     initial=initial,
+    layer_graph=lambda arch: arch,
   )

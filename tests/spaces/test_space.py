@@ -14,7 +14,7 @@ from nas_jax.arch.host_graph import canonical_key
 from nas_jax.arch.json_io import Limits, from_json, to_json
 from nas_jax.spaces import modifiers as M
 from nas_jax.spaces.pools import chain, initial_pool
-from nas_jax.spaces.registry import SPACES
+from nas_jax.wiring.parts import SPACES
 from nas_jax.spaces.space import Space, layer_graph_space
 
 _SPACES = {k: layer_graph_space(k) for k in ("cnn", "mlp")}
@@ -137,6 +137,10 @@ def test_space_has_the_interface_and_registry_entry():
     "feasible",
     "fidelities",
     "base",
+    "layer_graph",
+    "conditional_spec",
+    "enumerate",
+    "tree",
   )
   assert (space.fidelities, space.base) == ((), None)  # set by spaces.fidelity_space only
   assert SPACES["layer_graph"] is layer_graph_space
