@@ -6,6 +6,7 @@ plots it: `nas_jax.viz.plots.plot_progress`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import logging
@@ -184,57 +185,106 @@ def run(
         budget,
         len(done) + budget,
       )
-      _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
-      return done
+    else:
+      _search(
+        _Flight.resume(strategy, key, task, done),
+        strategy,
+        task,
+        executor,
+        path,
+        space,
+        budget,
+        seed,
+        prefetch,
+        progress,
+      )
+    _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
+  return done
+
+
+@dataclasses.dataclass
+class _Flight:
+  """One run's bookkeeping: the strategy's state, the observations recorded (`done`, which the
+  run appends to), what is in flight and what a continuation reuses.
+
+  Attributes:
+    pending: ticket -> (trial_id, proposal, arch_json, info, fidelity) of each evaluation in flight.
+    submitted: trial_id -> monotonic time of its submission.
+    seeds: trial_id -> evaluation seed, of every trial run or running.
+    best: the best full-fidelity score so far (-inf before one).
+  """
+
+  state: Any
+  done: list
+  next_id: int
+  best: float
+  seeds: dict
+  pending: dict = dataclasses.field(default_factory=dict)
+  submitted: dict = dataclasses.field(default_factory=dict)
+
+  @classmethod
+  def resume(cls, strategy: Strategy, key: Any, task: Task, done: list) -> "_Flight":
+    """The bookkeeping after replaying `done` (the journal) into a fresh strategy state."""
     state = strategy.init(key)
     if done:
       state = strategy.update(state, done)
-    next_id = 1 + max((o.trial_id for o in done), default=-1)
-    # ticket -> (trial_id, proposal, arch_json, info, fidelity)
-    pending: dict[int, tuple[int, Any, dict, dict, float | None]] = {}
-    submitted: dict[int, float] = {}  # trial_id -> monotonic time of its submission
-    seeds = {o.trial_id: o.info.get("seed") for o in done}  # what a continuation reuses
     scores = to_score([o.value for o in results.full_fidelity_ok(done, task)], task.goal)
     best = np.nanmax(scores) if np.any(~np.isnan(scores)) else -np.inf
-    bar = tqdm.tqdm(total=budget, initial=min(len(done), budget), desc=task.name, disable=not progress)
-    try:
-      while len(done) + len(pending) < budget or pending:
-        while len(pending) < executor.num_workers + prefetch and len(done) + len(pending) < budget:
-          state, points = strategy.propose(state, 1, [p[1] for p in pending.values()])
-          if not points:
-            break
-          point, fidelity, continues = _check_proposal(points[0], task, seeds)
-          arch_json = space.to_json(point)
-          info = {"seed": trial_seed(seed, next_id), "strategy": strategy.notes(state, points[0])}
-          if continues is not None:  # the same network trained further: its first trial's seed
-            info.update(seed=seeds[continues], continues=continues)
-          args = (arch_json, info["seed"]) if fidelity is None else (arch_json, info["seed"], fidelity)
-          pending[executor.submit(task.evaluate, *args)] = (next_id, points[0], arch_json, info, fidelity)
-          seeds[next_id] = info["seed"]
-          submitted[next_id] = time.monotonic()
-          next_id += 1
-        if not pending:
-          log.warning("search stopped after %d evaluations: the strategy has no unseen point left", len(done))
+    seeds = {o.trial_id: o.info.get("seed") for o in done}  # what a continuation reuses
+    return cls(state, done, 1 + max((o.trial_id for o in done), default=-1), best, seeds)
+
+
+def _search(fl: _Flight, strategy, task, executor, path, space, budget, seed, prefetch, progress) -> None:
+  """Keeps the workers busy until `budget` evaluations are recorded (or the strategy runs dry)."""
+  bar = tqdm.tqdm(total=budget, initial=min(len(fl.done), budget), desc=task.name, disable=not progress)
+  try:
+    while len(fl.done) + len(fl.pending) < budget or fl.pending:
+      while len(fl.pending) < executor.num_workers + prefetch and len(fl.done) + len(fl.pending) < budget:
+        if not _submit(fl, strategy, task, executor, space, seed):
           break
-        # Redrawn every poll, so the clock and the evaluations in flight show from the first second.
-        flying = [(t, _origin(i["strategy"]), submitted[t]) for t, _, _, i, _ in pending.values()]
-        bar.set_postfix(
-          running=len(pending),
-          oldest=in_flight(flying, time.monotonic()),
-          failed=sum(not o.ok for o in done),
-          best=_best(best, task.goal),
-        )
-        for ticket, outcome in executor.wait(timeout=_POLL_S):
-          trial_id, _, arch_json, info, fidelity = pending.pop(ticket)
-          submitted.pop(trial_id)
-          obs = results.observe(trial_id, arch_json, outcome, info, [name for name, _ in task.objectives], fidelity)
-          journal.append(path, obs)  # durable before the strategy (and the next proposal) sees it
-          done.append(obs)
-          state = strategy.update(state, [obs])
-          if results.full_fidelity_ok([obs], task):
-            best = max(best, float(to_score(obs.value, task.goal)))
-          bar.update(1)
-    finally:
-      bar.close()
-    _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
-  return done
+      if not fl.pending:
+        log.warning("search stopped after %d evaluations: the strategy has no unseen point left", len(fl.done))
+        break
+      # Redrawn every poll, so the clock and the evaluations in flight show from the first second.
+      flying = [(t, _origin(i["strategy"]), fl.submitted[t]) for t, _, _, i, _ in fl.pending.values()]
+      bar.set_postfix(
+        running=len(fl.pending),
+        oldest=in_flight(flying, time.monotonic()),
+        failed=sum(not o.ok for o in fl.done),
+        best=_best(fl.best, task.goal),
+      )
+      for ticket, outcome in executor.wait(timeout=_POLL_S):
+        _record(fl, strategy, task, path, ticket, outcome)
+        bar.update(1)
+  finally:
+    bar.close()
+
+
+def _submit(fl: _Flight, strategy, task, executor, space, seed) -> bool:
+  """Proposes one point and submits its evaluation; False when the strategy has none left."""
+  fl.state, points = strategy.propose(fl.state, 1, [p[1] for p in fl.pending.values()])
+  if not points:
+    return False
+  point, fidelity, continues = _check_proposal(points[0], task, fl.seeds)
+  arch_json = space.to_json(point)
+  info = {"seed": trial_seed(seed, fl.next_id), "strategy": strategy.notes(fl.state, points[0])}
+  if continues is not None:  # the same network trained further: its first trial's seed
+    info.update(seed=fl.seeds[continues], continues=continues)
+  args = (arch_json, info["seed"]) if fidelity is None else (arch_json, info["seed"], fidelity)
+  fl.pending[executor.submit(task.evaluate, *args)] = (fl.next_id, points[0], arch_json, info, fidelity)
+  fl.seeds[fl.next_id] = info["seed"]
+  fl.submitted[fl.next_id] = time.monotonic()
+  fl.next_id += 1
+  return True
+
+
+def _record(fl: _Flight, strategy, task, path, ticket, outcome) -> None:
+  """Journals a finished evaluation (durably, before the strategy and the next proposal see it)."""
+  trial_id, _, arch_json, info, fidelity = fl.pending.pop(ticket)
+  fl.submitted.pop(trial_id)
+  obs = results.observe(trial_id, arch_json, outcome, info, [name for name, _ in task.objectives], fidelity)
+  journal.append(path, obs)
+  fl.done.append(obs)
+  fl.state = strategy.update(fl.state, [obs])
+  if results.full_fidelity_ok([obs], task):
+    fl.best = max(fl.best, float(to_score(obs.value, task.goal)))
