@@ -6,7 +6,7 @@
 Objectives: nb201 the NAS-Bench-201 table (CIFAR-10 validation accuracy, %); cnn and autokeras
 NASBOT's synthetic f1 of the network's layer graph; mlp f2, and conditional f2 of the point's
 chain MLP (`conditional.to_architecture`). nb101 has no table here, so its rows say so.
-Each combination runs with small options (`bo_kwargs(fast=True)`) in OUT/runs/<combination>;
+Each combination runs with small options (`bo_config(fast=True)`) in OUT/runs/<combination>;
 OUT/results.json and OUT/table.md are rewritten after each one. A rerun skips combinations
 already in results.json, ok or failed; bad flags print one line on stderr and exit with 2.
 """
@@ -22,12 +22,9 @@ from absl import flags
 import jax
 
 from nas_jax.arch import conditional_point as cond_point
-from nas_jax.acquisition.optimizers import optimisers_for
-from nas_jax.features.featurizers import conditional_spec_of, featurizers_for
 from nas_jax.experiments import combinations as combos
 from nas_jax.search import loop
 from nas_jax.search.executors import InlineExecutor
-from nas_jax.search.strategies.bo import bo
 from nas_jax.search.task import Task, TaskResult
 from nas_jax.tasks import synthetic, tabular
 
@@ -69,7 +66,7 @@ def _objective(kind: str, space) -> tuple[Task | None, str]:
   if kind == "autokeras":
     return Task("autokeras-f1", "max", _autokeras_f1), ""
   if kind == "conditional":
-    return Task("conditional-f2", "max", functools.partial(_conditional_f2, conditional_spec_of(space).max_depth)), ""
+    return Task("conditional-f2", "max", functools.partial(_conditional_f2, space.conditional_spec.max_depth)), ""
   return None, (
     f"no {kind} table here, and the synthetic functions read cnn/mlp layer graphs; a cell's layer graph"
     f" (kind {kind}_layers) is not one"
@@ -81,7 +78,7 @@ def _run(c: combos.Combination, space, task: Task) -> dict:
   start = time.time()
   try:
     obs = loop.run(
-      bo(space, task.goal, **combos.bo_kwargs(c, fast=True)),
+      combos.strategy_of(c, space, task),
       task,
       InlineExecutor(),
       os.path.join(FLAGS.out, "runs", "-".join(c)),
@@ -126,8 +123,9 @@ def _check_flags() -> dict:
   unknown = sorted(set(FLAGS.spaces) - set(combos.SPACE_KINDS))
   if unknown or not FLAGS.spaces:
     raise ValueError(f"--spaces={','.join(FLAGS.spaces)}: choose among {', '.join(combos.SPACE_KINDS)}")
-  for flag, names_for in (("featurizers", featurizers_for), ("optimizers", optimisers_for)):
-    known = list(dict.fromkeys(n for kind in FLAGS.spaces for n in names_for(kind)))
+  spaces = [combos.space_of(kind) for kind in FLAGS.spaces]
+  for flag, names_for in (("featurizers", combos.featurizers_for), ("optimizers", combos.optimisers_for)):
+    known = list(dict.fromkeys(n for space in spaces for n in names_for(space)))
     chosen = FLAGS[flag].value
     if chosen is None:
       continue

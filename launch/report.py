@@ -13,7 +13,7 @@ import _cli
 from absl import app, flags
 import jax
 
-from nas_jax.viz import report
+from nas_jax.experiments import report
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("workdir", None, "The --config.workdir of a search (holds journal.jsonl).")

@@ -28,7 +28,6 @@ from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_architecture, random_json
 from nas_jax.spaces.space import Space, layer_graph_space
 from nas_jax.spaces.constrained import constrained
-from nas_jax.spaces.registry import SPACES
 from nas_jax.features.bourgain import (
   BourgainAnchors,
   anchors_from_sets,
@@ -45,6 +44,7 @@ from nas_jax.features.edit_distance import (
   stack_descriptors,
 )
 from nas_jax.features.encodings import ENCODINGS, encode
+from nas_jax.features.featurizers import arc, edit, encoding, otmann, poor_man
 from nas_jax.features.otmann import KERNEL_NU_STR, OtmannDistances, otmann_distances
 from nas_jax.features.pairwise import arc_pair, hamming, otmann_pair, sq_euclidean, vector_pair
 from nas_jax.surrogates.ensemble import ensemble_surrogate
@@ -59,11 +59,14 @@ from nas_jax.surrogates.kernels import (
   Product,
   Sum,
 )
+from nas_jax.surrogates.point_model import ensemble, gp, gp_fixed
 from nas_jax.surrogates.surrogate import Predictive, Surrogate, gp_surrogate, hallucinate
 from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule
 from nas_jax.acquisition.tree_search import TreeResult, tree_maximize
-from nas_jax.acquisition.functions import ei, hei, independent_thompson, lcb, pi, thompson, ucb
-from nas_jax.acquisition.ehvi import ehvi
+from nas_jax.acquisition.functions import ei, gp_ucb_beta, independent_thompson, lcb, pi, thompson, ucb, uniform
+from nas_jax.acquisition.acq_optimiser import feasible_first
+from nas_jax.acquisition.conditional_search import per_depth
+from nas_jax.acquisition.optimizers import ea, enumeration, mutation_search, random_search, tree
 from nas_jax.acquisition.pareto import crowding_distance, hypervolume, non_dominated, pareto_ranks
 from nas_jax.search.executors import InlineExecutor, ProcessExecutor
 from nas_jax.search.journal import replay as replay_journal
@@ -72,10 +75,14 @@ from nas_jax.search.results import pareto_front
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.state import Observation, Status, to_score
 from nas_jax.search.strategy import AtFidelity, Strategy
-from nas_jax.search.strategies.schedulers import SCHEDULERS, scheduler
-from nas_jax.search.strategies.registry import STRATEGIES, make_strategy
+from nas_jax.search.strategies.schedulers import asha, hyperband, successive_halving
+from nas_jax.search.strategies.bo import bo
+from nas_jax.search.strategies.initial import pool, random_design
+from nas_jax.search.strategies.objectives import ehvi, parego, single
+from nas_jax.search.strategies.presets import autokeras, bananas, conditional_bo, gp_bo, nasbot, rand
 from nas_jax.search.task import Task, TaskResult
 from nas_jax.wiring.config import check_search_config, search_from_config
+from nas_jax.wiring.parts import SCHEDULERS, SPACES, STRATEGIES, make_strategy
 
 __all__ = [
   "Architecture",
@@ -120,6 +127,11 @@ __all__ = [
   "stack_descriptors",
   "ENCODINGS",
   "encode",
+  "otmann",
+  "edit",
+  "encoding",
+  "arc",
+  "poor_man",
   "KERNEL_NU_STR",
   "OtmannDistances",
   "otmann_distances",
@@ -129,6 +141,9 @@ __all__ = [
   "sq_euclidean",
   "vector_pair",
   "ensemble_surrogate",
+  "gp",
+  "gp_fixed",
+  "ensemble",
   "Box",
   "fit_map",
   "sample_hypers",
@@ -150,13 +165,32 @@ __all__ = [
   "TreeResult",
   "tree_maximize",
   "ei",
-  "hei",
-  "independent_thompson",
-  "lcb",
   "pi",
-  "thompson",
   "ucb",
+  "lcb",
+  "thompson",
+  "independent_thompson",
+  "uniform",
+  "gp_ucb_beta",
+  "ea",
+  "mutation_search",
+  "random_search",
+  "tree",
+  "enumeration",
+  "per_depth",
+  "feasible_first",
+  "bo",
+  "pool",
+  "random_design",
+  "single",
+  "parego",
   "ehvi",
+  "nasbot",
+  "rand",
+  "bananas",
+  "gp_bo",
+  "autokeras",
+  "conditional_bo",
   "crowding_distance",
   "hypervolume",
   "non_dominated",
@@ -171,7 +205,9 @@ __all__ = [
   "pareto_front",
   "AtFidelity",
   "SCHEDULERS",
-  "scheduler",
+  "successive_halving",
+  "hyperband",
+  "asha",
   "Observation",
   "Status",
   "to_score",

@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from nas_jax.search.strategies.registry import STRATEGIES
-from nas_jax.spaces.registry import SPACES
 from nas_jax.wiring import config as config_lib
+from nas_jax.wiring.parts import SPACES, STRATEGIES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))

@@ -16,7 +16,7 @@ import pytest
 import nas_jax
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.search import journal, loop
-from nas_jax.viz import report
+from nas_jax.experiments import report
 from nas_jax.wiring import config as config_lib
 from nas_jax.wiring import config_files
 

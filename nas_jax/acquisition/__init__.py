@@ -1,25 +1,25 @@
-"""Acquisition functions over a Predictive, and (later) optimisers of them."""
+"""Acquisition functions over a Predictive, and the optimisers that maximise them over a space."""
 
 from nas_jax.acquisition.functions import (
   ei,
   gp_ucb_beta,
-  hei,
   independent_thompson,
   lcb,
   pi,
   thompson,
   ucb,
+  uniform,
   with_pending,
 )
 
 __all__ = [
   "ei",
   "gp_ucb_beta",
-  "hei",
   "independent_thompson",
   "lcb",
   "pi",
   "thompson",
   "ucb",
+  "uniform",
   "with_pending",
 ]

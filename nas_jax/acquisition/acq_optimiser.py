@@ -6,7 +6,8 @@ An `AcqOptimiser` is a NamedTuple of a name and a pure-by-keys function
 
 where `keys = (key, aux_key)`, `score_fn(list[point]) -> [k]` float scores (higher is better;
 NaN or -inf rules a point out) and `context` (`Context`) holds the space, the observations and the
-canonical keys never to return. The optimisers are registered in `optimizers.OPTIMISERS`.
+canonical keys never to return. The optimisers are built by the constructors of `optimizers`
+(and `conditional_search.per_depth`); `feasible_first` wraps one to keep to a constrained space.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import numpy as np
 
 from nas_jax.acquisition import mutation
 
-__all__ = ["Context", "AcqOptimiser", "check_counts", "scored", "best_of", "observed"]
+__all__ = ["Context", "AcqOptimiser", "feasible_first", "check_counts", "scored", "best_of", "observed"]
+
+# An infeasible candidate's value under `feasible_first`: finite, so annealing and softmax stay defined.
+_INFEASIBLE = -1e30
 
 
 class Context(NamedTuple):
@@ -48,12 +52,35 @@ class Context(NamedTuple):
 
 
 class AcqOptimiser(NamedTuple):
-  """name: its OPTIMISERS entry; maximize: see the module docstring; needs_values: it reads
-  `context.value_fn`, so the surrogate must be a GP on a featurizer that encodes raw values."""
+  """An acquisition optimiser as a value.
+
+  Attributes:
+    name: what it is (recorded in the journal's notes); maximize: see the module docstring.
+    needs_values: it reads `context.value_fn`, so the surrogate must be a GP on a featurizer that
+      encodes raw values.
+    from_space: its candidates all come from the Space API (sample, mutate, initial), so on a
+      fidelity space they are points at the full fidelity; False when it builds points itself.
+    check: `(space) -> None`, a ValueError when the space lacks what it needs; None: nothing.
+  """
 
   name: str
   maximize: Callable[[tuple, Callable, Context, int], list]
   needs_values: bool = False
+  from_space: bool = True
+  check: Callable[[Any], None] | None = None
+
+
+def feasible_first(optimiser: AcqOptimiser, feasible: Callable[[Any], bool]) -> AcqOptimiser:
+  """`optimiser` on a constrained space: every infeasible candidate scores below any feasible
+  one, and none is returned (optimisers that build points themselves may meet them)."""
+
+  def maximize(keys, score_fn, ctx, n):
+    def score(cands: list) -> np.ndarray:
+      return np.where([feasible(c) for c in cands], score_fn(cands), _INFEASIBLE)
+
+    return [c for c in optimiser.maximize(keys, score, ctx, n) if feasible(c[0])]
+
+  return optimiser._replace(maximize=maximize)
 
 
 def scored(score_fn: Callable, points: list) -> np.ndarray:

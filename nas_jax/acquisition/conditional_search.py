@@ -12,10 +12,9 @@ import jax
 import numpy as np
 
 from nas_jax.acquisition import continuous, evolution
-from nas_jax.acquisition import functions as acq
 from nas_jax.acquisition.acq_optimiser import AcqOptimiser, check_counts, scored
+from nas_jax.acquisition.functions import with_pending
 from nas_jax.arch import conditional_point as cond_point
-from nas_jax.features.featurizers import conditional_spec_of
 from nas_jax.spaces import graph_edit
 from nas_jax.surrogates import point_model
 
@@ -53,7 +52,7 @@ def per_depth(
   on their active continuous parameters. n_mutations None gives 100, plus without gradient the
   evaluations the gradient stage would spend, so both variants spend equal acquisition evaluations."""
   check_counts(
-    "optimizer_config.",
+    "per_depth: ",
     {
       "n_random": (n_random, 1),
       "n_grad_starts": (n_grad_starts, 1),
@@ -64,8 +63,12 @@ def per_depth(
   if n_mutations is None:
     n_mutations = _CHILDREN + (0 if gradient else continuous.n_evaluations(n_grad_starts, grad_steps))
 
+  def check(space: Any) -> None:
+    if space.conditional_spec is None:
+      raise ValueError(f"per_depth: it searches conditional parameters; the {space.name!r} space has none")
+
   def maximize(keys, score_fn, ctx, n):
-    spec = conditional_spec_of(ctx.space)
+    spec = ctx.space.conditional_spec
     spent = [0]
 
     def counted(cands):
@@ -114,26 +117,24 @@ def per_depth(
         ]
     return []
 
-  return AcqOptimiser("per_depth", maximize, needs_values=gradient)
+  return AcqOptimiser("per_depth", maximize, needs_values=gradient, from_space=False, check=check)
 
 
 @flax.struct.dataclass
 class ValueAcquisition:
-  """An acquisition of raw values for `per_depth`'s gradient stage: one compile per capacity.
+  """An acquisition of raw values for `per_depth`'s gradient stage: one compile per capacity and
+  kind of acquisition.
 
-  model: point_model.ValueModel; best: [] the best score; kappa, xi, sigma_scale: [] options of
-  `functions.acquire`; name: static, "ei", "pi" or "ucb".
+  model: point_model.ValueModel; best: [] the best score; acquisition: a closed-form acquisition
+  (`functions.ei`, `pi`, `ucb`), its options leaves.
   """
 
   model: point_model.ValueModel
   best: Any
-  kappa: Any
-  xi: Any
-  sigma_scale: Any
-  name: str = flax.struct.field(pytree_node=False)
+  acquisition: Any
 
 
 def value_acquisition(va: ValueAcquisition, values: jax.Array) -> jax.Array:
   """The acquisition of one point, values [P] -> [], differentiable in its active values."""
   pred, pred_p = point_model.value_predictive(va.model, values[None])
-  return acq.acquire(va.name, pred, pred_p, va.best, kappa=va.kappa, xi=va.xi, sigma_scale=va.sigma_scale)[0]
+  return va.acquisition(with_pending(pred, pred_p), va.best)[0]

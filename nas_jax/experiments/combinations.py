@@ -1,28 +1,38 @@
-"""Every combination of the `bo` strategy's parts that the registries allow, per space kind.
+"""Every combination of the `bo` strategy's parts that builds, per space kind.
 
-A combination is valid when `strategies.bo.bo` builds it on a space of the kind: bo asks the
-registries (`make_featurizer`, `point_model`, `make_optimiser`), which hold the rules, so a new
-featurizer or optimiser enters the matrix unchanged (a new surrogate names its acquisition here).
+A combination is valid when `bo` builds it on a space of the kind: each part says what it needs of
+the space and of the others (a featurizer of the space's points, a surrogate of the featurizer's
+pairs, an optimiser's `check`), so a new part in the tables of `wiring.parts` enters the matrix
+unchanged (a new surrogate names its acquisition here).
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from nas_jax.acquisition.functions import ACQUISITIONS
-from nas_jax.acquisition.optimizers import optimisers_for
-from nas_jax.features.featurizers import featurizers_for
-from nas_jax.search.strategies.bo import bo
-from nas_jax.spaces.registry import SPACES
-from nas_jax.surrogates.point_model import SURROGATES
+from nas_jax.search.strategy import Strategy
+from nas_jax.search.task import Task
+from nas_jax.wiring import parts
 
-__all__ = ["SPACE_KINDS", "NATURAL_ACQUISITION", "Combination", "space_of", "valid_combinations", "bo_kwargs"]
+__all__ = [
+  "SPACE_KINDS",
+  "NATURAL_ACQUISITION",
+  "ACQUISITIONS",
+  "Combination",
+  "space_of",
+  "featurizers_for",
+  "optimisers_for",
+  "valid_combinations",
+  "bo_config",
+  "strategy_of",
+]
 
 SPACE_KINDS = ("nb201", "nb101", "cnn", "mlp", "autokeras", "conditional")
 # The acquisition each surrogate's method uses: NASBOT's EI for GPs, BANANAS' ITS for the ensemble.
 NATURAL_ACQUISITION = {"gp": "ei", "gp_fixed": "ei", "ensemble": "its"}
+ACQUISITIONS = tuple(a for a in parts.ACQUISITIONS if parts.ACQUISITIONS[a]().needs_model)
 
-# Small options for a quick run of every combination (fast=True in `bo_kwargs`).
+# Small options for a quick run of every combination (fast=True in `bo_config`).
 _FAST_SURROGATE = {
   "gp": dict(n_starts=2, fit_steps=20),
   "gp_fixed": {},
@@ -36,10 +46,11 @@ _FAST_OPTIMIZER = {
   "enumerate": {},
   "per_depth": dict(n_random=20, n_grad_starts=2, grad_steps=10, n_mutations=20),
 }
+_CHECK = Task("combination", "max", None)  # what building a strategy reads of a task: its goal
 
 
 class Combination(NamedTuple):
-  """One configuration of `bo`: a space kind and a registered name for each part."""
+  """One configuration of `bo`: a space kind and a name of `wiring.parts` for each part."""
 
   space: str
   featurizer: str
@@ -53,24 +64,60 @@ def space_of(kind: str) -> Any:
   if kind not in SPACE_KINDS:
     raise ValueError(f"space kind: {kind!r} is unknown; allowed: {', '.join(SPACE_KINDS)}")
   if kind in ("cnn", "mlp"):
-    return SPACES["layer_graph"](kind=kind)
-  return SPACES[kind]()
+    return parts.SPACES["layer_graph"](kind=kind)
+  return parts.SPACES[kind]()
 
 
-def _accepted(space: Any, c: Combination) -> bool:
-  """Whether `bo` builds `c`: it asks the registries (`make_featurizer`, `point_model`,
-  `make_optimiser`) and checks what a part needs of the others, all before any evaluation."""
+def _builds(make) -> bool:
   try:
-    bo(space, **bo_kwargs(c, fast=False))
+    make()
   except ValueError:
     return False
   return True
 
 
-def valid_combinations(kind: str, space: Any = None) -> list[Combination]:
-  """The combination matrix of one space kind, in registry order.
+def featurizers_for(space: Any) -> list[str]:
+  """The featurizer names whose featurizer builds on `space`."""
+  return [name for name, ctor in parts.FEATURIZERS.items() if _builds(lambda: ctor()(space))]
 
-  First every (featurizer, surrogate, optimizer) that `bo` accepts with the surrogate's natural
+
+def optimisers_for(space: Any) -> list[str]:
+  """The optimiser names whose optimiser finds what it needs in `space`."""
+  checks = {name: ctor().check for name, ctor in parts.OPTIMISERS.items()}
+  return [name for name, check in checks.items() if check is None or _builds(lambda: check(space))]
+
+
+def bo_config(combination: Combination, fast: bool) -> dict:
+  """The `strategy_config` of strategy "bo" for `combination`.
+
+  The initial design is the space's pool, and the model is fitted from the first success on.
+  fast=True shrinks every part for a smoke run (a GP of 2 starts x 20 steps, an ensemble of 3
+  nets of (8, 8) units trained 20 epochs, 20-50 candidates per optimisation, 2 gradient starts x 10
+  steps per depth); fast=False keeps the parts' defaults.
+  """
+  c = Combination(*combination)
+  return dict(
+    featurizer=c.featurizer,
+    surrogate=c.surrogate,
+    surrogate_config=dict(_FAST_SURROGATE.get(c.surrogate, {})) if fast else {},
+    acquisition=c.acquisition,
+    optimizer=c.optimizer,
+    optimizer_config=dict(_FAST_OPTIMIZER.get(c.optimizer, {})) if fast else {},
+    initial="pool",
+    min_ok=1,
+  )
+
+
+def strategy_of(combination: Combination, space: Any, task: Task = _CHECK, fast: bool = True) -> Strategy:
+  """The bo strategy of `combination` on `space` for `task`, built as a config builds it."""
+  config = {"strategy": "bo", "strategy_config": bo_config(combination, fast)}
+  return parts.make_strategy("bo", config, space, task)
+
+
+def valid_combinations(kind: str, space: Any = None) -> list[Combination]:
+  """The combination matrix of one space kind, in table order.
+
+  First every (featurizer, surrogate, optimizer) that `bo` builds with the surrogate's natural
   acquisition (`NATURAL_ACQUISITION`), then each other acquisition with each surrogate on one
   representative: the surrogate's first featurizer there and the first optimiser other than
   "enumerate" (scoring a whole space per proposal is slow).
@@ -83,16 +130,17 @@ def valid_combinations(kind: str, space: Any = None) -> list[Combination]:
     space = space_of(kind)
   elif space.kind != kind:
     raise ValueError(f"space: a {space.kind!r} space given for kind {kind!r}")
-  optimizers = optimisers_for(kind)
+  optimizers = optimisers_for(space)
+  accepted = lambda c: _builds(lambda: strategy_of(c, space, fast=False))
   out = [
     c
-    for f in featurizers_for(kind)
-    for s in SURROGATES
+    for f in featurizers_for(space)
+    for s in parts.SURROGATES
     for o in optimizers
-    if _accepted(space, c := Combination(kind, f, s, NATURAL_ACQUISITION[s], o))
+    if accepted(c := Combination(kind, f, s, NATURAL_ACQUISITION[s], o))
   ]
   representative = next(o for o in optimizers if o != "enumerate")
-  for surrogate in SURROGATES:
+  for surrogate in parts.SURROGATES:
     featurizer = next((c.featurizer for c in out if c.surrogate == surrogate), None)
     if featurizer is None:
       continue
@@ -101,28 +149,5 @@ def valid_combinations(kind: str, space: Any = None) -> list[Combination]:
       for a in ACQUISITIONS
       if a != NATURAL_ACQUISITION[surrogate]
     ]
-    out += [c for c in others if _accepted(space, c)]
+    out += [c for c in others if accepted(c)]
   return out
-
-
-def bo_kwargs(combination: Combination, fast: bool) -> dict:
-  """Keyword arguments of `strategies.bo.bo` for `combination` (all but space and goal).
-
-  The initial design is the space's pool, and the model is fitted from the first success on.
-  fast=True shrinks every part for a smoke run (a GP of 2 starts x 20 steps, an ensemble of 3
-  nets of (8, 8) units trained 20 epochs, 20-50 candidates per optimisation, 2 gradient starts x 10
-  steps per depth); fast=False keeps the registries' defaults.
-  """
-  c = Combination(*combination)
-  return dict(
-    featurizer=c.featurizer,
-    featurizer_config={},
-    surrogate=c.surrogate,
-    surrogate_config=dict(_FAST_SURROGATE.get(c.surrogate, {})) if fast else {},
-    acquisition=c.acquisition,
-    acquisition_config={},
-    optimizer=c.optimizer,
-    optimizer_config=dict(_FAST_OPTIMIZER.get(c.optimizer, {})) if fast else {},
-    initial="pool",
-    min_ok=1,
-  )

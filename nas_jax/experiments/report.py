@@ -18,14 +18,13 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.cell import Cell, cell_to_architecture
 from nas_jax.arch.labels import LAYER_GRAPH_KINDS
 from nas_jax.features import encodings
-from nas_jax.features.featurizers import make_featurizer
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.features.pairwise import VectorPair, hamming, sq_euclidean
 from nas_jax.search import curves, journal, loop
 from nas_jax.search.state import GOALS, Observation, to_score
-from nas_jax.spaces.registry import SPACES
 from nas_jax.viz import drawing, plots
-from nas_jax.viz.report_sections import (
+from nas_jax.wiring.parts import FEATURIZERS, SPACES, build
+from nas_jax.experiments.report_sections import (
   at_full,
   full_fidelity,
   img,
@@ -186,10 +185,10 @@ def _featurizer_distances(space, options: dict, chosen: list) -> tuple[np.ndarra
   points = [space.from_json(o.arch_json) for o in chosen]
   if name == "otmann":
     params = (options.get("featurizer_config") or {}).get("params", "paper")
-    f = make_featurizer("otmann", space, nu_str=(0.5,), params=params)
+    f = build(FEATURIZERS, "otmann", "featurizer", dict(nu_str=(0.5,), params=params))(space)
     d = np.asarray(f.pairs(f.init(points), points, [])[0].d[0], np.float64)
     return d, [o.trial_id for o in chosen], f"OTMANN d (exact, nu_str 0.5, {params})"
-  f = make_featurizer(name, space)
+  f = build(FEATURIZERS, name, "featurizer")(space)
   pair, _ = f.pairs(f.init(points), points, [])
   if not isinstance(pair, VectorPair):
     return None

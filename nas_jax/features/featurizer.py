@@ -61,7 +61,7 @@ class Featurizer(NamedTuple):
   """A featurizer as pure functions (see the module docstring).
 
   Attributes:
-    name: its registry name; spaces: the space kinds it accepts.
+    name: what it computes (recorded in the journal's notes).
     pair_type: the Pairwise class `pairs` returns (surrogates pick a kernel by it).
     dim: the feature width D (vectors, ARD kernels), or the number of structural weights
       n_nu (OTMANN), or None.
@@ -74,10 +74,10 @@ class Featurizer(NamedTuple):
       None for distance featurizers.
     encode_values: `(values [m, P]) -> features`, a traceable encoding of raw parameter values
       for gradient ascent on them (conditional spaces), or None.
+    binary: whether its vectors are 0/1 (what a Hamming kernel counts the mismatches of).
   """
 
   name: str
-  spaces: tuple
   pair_type: type
   dim: int | None
   init: Callable[[Sequence], FeatureCache]
@@ -86,6 +86,7 @@ class Featurizer(NamedTuple):
   features: Callable[[FeatureCache, Sequence], tuple] | None = None
   to_pair: Callable[[tuple, tuple], Any] | None = None
   encode_values: Callable[[Any], tuple] | None = None
+  binary: bool = False
 
 
 def _new(key_fn: Callable, cache: FeatureCache, points: Sequence) -> tuple[list, list]:
@@ -141,20 +142,20 @@ def _rows(cache: FeatureCache, key_fn: Callable, points: Sequence) -> np.ndarray
 
 def vector_featurizer(
   name: str,
-  spaces: tuple,
   key_fn: Callable,
   encode: Callable[[Sequence], tuple],
   to_pair: Callable[[tuple, tuple], Any],
   pair_type: type,
   dim: int | None,
   encode_values: Callable[[Any], tuple] | None = None,
+  binary: bool = False,
 ) -> Featurizer:
   """A featurizer of per-point features.
 
   Args:
     encode: `(points) -> tuple of [n, ...] arrays` (e.g. (x,) or (u, active)).
     to_pair: `(features_a, features_b) -> Pairwise [n_a, n_b]`, traceable.
-    encode_values: see `Featurizer`.
+    encode_values, binary: see `Featurizer`.
   """
 
   def extend(cache: FeatureCache, points: Sequence) -> FeatureCache:
@@ -187,7 +188,6 @@ def vector_featurizer(
 
   return Featurizer(
     name,
-    tuple(spaces),
     pair_type,
     dim,
     lambda points: extend(FeatureCache(), points),
@@ -196,12 +196,12 @@ def vector_featurizer(
     features,
     to_pair,
     encode_values,
+    binary,
   )
 
 
 def distance_featurizer(
   name: str,
-  spaces: tuple,
   key_fn: Callable,
   prepare: Callable[[Sequence], list],
   dist: Callable[[list, list], tuple],
@@ -266,7 +266,7 @@ def distance_featurizer(
       out[..., missing, :] = x
     return to_pair(d_train, tuple(d_cross))
 
-  return Featurizer(name, tuple(spaces), pair_type, dim, lambda points: extend(FeatureCache(), points), extend, pairs)
+  return Featurizer(name, pair_type, dim, lambda points: extend(FeatureCache(), points), extend, pairs)
 
 
 def _candidate_memo(prepare: Callable, dist_pairs: Callable, size: int) -> Callable:

@@ -1,12 +1,15 @@
-"""The featurizers of nas_jax by name, and the spaces each accepts (`FEATURIZERS`).
+"""The featurizers of nas_jax, each built by its own constructor with its own options.
 
-otmann        OTMANN distances d, d_bar at several nu_str (NASBOT) of the point's layer graph:
-              cnn/mlp graphs as they are, the Auto-Keras family's networks, the conditional
-              space's chain MLPs (`conditional.to_architecture`) and NB201/NB101 cells
-              (`cell_graphs.cell_layer_graph`). Networks met twice are solved once.
+A constructor returns a featurizer part: a function `space -> Featurizer` that reads what it needs
+of the space (`Space.layer_graph`, `Space.conditional_spec`, the points themselves) and says in one
+line when the space does not offer it.
+
+otmann        OTMANN distances d, d_bar at several nu_str (NASBOT) of the points' layer graphs
+              (any space with `layer_graph`: layer graphs, the Auto-Keras family's networks, the
+              conditional space's chain MLPs, NB201/NB101 cells). Networks met twice are solved once.
 edit          Auto-Keras' edit distance, Bourgain-embedded (anchors fixed by the train size).
-path, trunc_path, path_iso, adj_onehot, adj_code, adj_cont
-              BANANAS' cell encodings (0/1 vectors; also the ensemble's inputs).
+encoding      one of BANANAS' cell encodings (0/1 vectors for path, trunc_path, path_iso,
+              adj_onehot; also the ensemble's inputs).
 arc           the arc kernel's (unit values, activity) of conditional points.
 poor_man      the poor man's embedding: unit values, inactive ones at -1 (also vectors).
 """
@@ -19,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.arch import cell_graphs
 from nas_jax.arch import conditional_point as cond_point
+from nas_jax.arch.cell import Cell
 from nas_jax.arch.host_graph import canonical_key as arch_key
 from nas_jax.features import bourgain, encodings
 from nas_jax.features import edit_distance as ed
@@ -44,37 +47,27 @@ from nas_jax.features.otmann import (
 from nas_jax.features.otmann_costs import OtmannFeatures
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
 
-__all__ = [
-  "BINARY_FEATURIZERS",
-  "FEATURIZERS",
-  "POOR_MAN_FILL",
-  "OTMANN_SPACES",
-  "make_featurizer",
-  "conditional_spec_of",
-  "featurizers_for",
-]
+__all__ = ["BINARY_ENCODINGS", "POOR_MAN_FILL", "FeaturizerPart", "otmann", "edit", "encoding", "arc", "poor_man"]
 
-OTMANN_SPACES = ("cnn", "mlp", "autokeras", cond_point.KIND, "nb201", "nb101")
-_CELL_KINDS = ("nb201", "nb101")
+# A featurizer part: the featurizer of a space's points, built on that space.
+FeaturizerPart = Callable[[Any], Featurizer]
 _ANCHOR_SEED = 123  # Auto-Keras' code reseeds with 123 on every embedding: anchors depend on n only
+POOR_MAN_FILL = -1.0  # arc_kernel.md 9: the paper's value for inactive parameters
+# Encodings whose vectors are 0/1 (a Hamming kernel counts their mismatches); adj_code, adj_cont are not.
+BINARY_ENCODINGS = ("path", "trunc_path", "path_iso", "adj_onehot")
 
 
-def conditional_spec_of(space: Any) -> cond_point.ConditionalSpec:
-  """The spec of a conditional space, from its points' size P = len(SHARED) + 4 max_depth."""
-  n_params = len(space.initial(1)[0].values)
-  return cond_point.conditional_spec((n_params - len(cond_point.SHARED)) // len(cond_point.LAYER_FIELDS))
+def _needs(space: Any, field: str, name: str, what: str) -> Any:
+  """The space's `field`, or a ValueError saying that featurizer `name` needs it."""
+  value = getattr(space, field)
+  if value is None:
+    raise ValueError(f"featurizer {name!r} reads {what} (Space.{field}); the {space.name!r} space has none")
+  return value
 
 
-def _to_architecture(space: Any) -> Callable:
-  """point -> the layer graph OTMANN reads, by space kind."""
-  if space.kind in ("cnn", "mlp"):
-    return lambda p: p
-  if space.kind == "autokeras":
-    return lambda p: p.arch
-  if space.kind == cond_point.KIND:
-    spec = conditional_spec_of(space)
-    return lambda p: cond_point.to_architecture(p, spec)
-  return cell_graphs.cell_layer_graph
+def _probe(space: Any) -> Any:
+  """One point of the space, to learn what its points are."""
+  return (space.initial(1) or space.sample(jax.random.key(0), 1))[0]
 
 
 class OtmannItem(NamedTuple):
@@ -86,13 +79,17 @@ class OtmannItem(NamedTuple):
   features: OtmannFeatures
 
 
-def otmann_featurizer(
-  space: Any, *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper", chunk_size: int = 256
-) -> Featurizer:
+def otmann(
+  *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper", chunk_size: int = 256
+) -> FeaturizerPart:
   """OTMANN distances (d, d_bar) [n_nu, n, n] -> OtmannPair; options of `otmann_distances`."""
   check_options(solver=solver, nu_str=nu_str, params=params, chunk_size=chunk_size)
   nus = tuple(float(v) for v in np.atleast_1d(nu_str))
-  to_arch = _to_architecture(space)
+  return lambda space: _otmann(space, nus, solver, params, chunk_size)
+
+
+def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -> Featurizer:
+  to_arch = _needs(space, "layer_graph", "otmann", "a layer-graph view of the points")
 
   def prepare(points: list) -> list:
     archs = [to_arch(p) for p in points]
@@ -136,7 +133,6 @@ def otmann_featurizer(
 
   return distance_featurizer(
     "otmann",
-    OTMANN_SPACES,
     space.canonical_key,
     prepare,
     dist,
@@ -159,16 +155,16 @@ def _unique(items: list) -> tuple[list, np.ndarray]:
   return unique, inverse
 
 
-def edit_featurizer(
-  space: Any,
+def edit(
   *,
   num_classes: int = 10,
   lam: float = 1.0,
   layer_match: str = "separate",
   bourgain_repeat: str = "intended",
-) -> Featurizer:
+) -> FeaturizerPart:
   """Auto-Keras' edit distances, embedded by Bourgain anchors drawn for the train size n (spec
-  4.3-4.4): DistancePairs of squared distances between the coordinates (exp(-rho) reads them)."""
+  4.3-4.4): DistancePairs of squared distances between the coordinates (exp(-rho) reads them).
+  It reads the networks of the Auto-Keras family (`Space.layer_graph` of a morph space)."""
   if layer_match not in ed.LAYER_MATCHES:
     raise ValueError(f"edit featurizer: layer_match={layer_match!r}; allowed: {', '.join(ed.LAYER_MATCHES)}")
   if bourgain_repeat not in bourgain.BOURGAIN_REPEATS:
@@ -196,20 +192,31 @@ def edit_featurizer(
     (dc,) = d_cross
     return train, sq_euclidean(embed(dc) if len(dc) else phi[:0], phi)
 
-  prepare = lambda pts: [ed.arch_descriptor(p.arch, num_classes) for p in pts]
-  return distance_featurizer("edit", ("autokeras",), space.canonical_key, prepare, dist, to_pair, DistancePair, None)
+  def build(space: Any) -> Featurizer:
+    to_arch = _needs(space, "layer_graph", "edit", "the points' networks")
+    prepare = lambda pts: [ed.arch_descriptor(to_arch(p), num_classes) for p in pts]
+    prepare([_probe(space)])  # a ValueError now when the networks are not of the Auto-Keras family
+    return distance_featurizer("edit", space.canonical_key, prepare, dist, to_pair, DistancePair, None)
+
+  return build
 
 
-def encoding_featurizer(name: str) -> Callable[..., Featurizer]:
-  """A factory of the cell encoding `name` as a vector featurizer."""
+def encoding(name: str) -> FeaturizerPart:
+  """BANANAS' cell encoding `name` (`encodings.ENCODINGS`) as a vector featurizer of cells."""
+  if name not in encodings.ENCODINGS:
+    raise ValueError(f"encoding: {name!r} is unknown; allowed: {', '.join(encodings.ENCODINGS)}")
 
-  def make(space: Any) -> Featurizer:
-    dim = encodings.encoding_size(name, space.kind)
+  def build(space: Any) -> Featurizer:
+    probe = _probe(space)
+    if not isinstance(probe, Cell):
+      raise ValueError(f"featurizer {name!r} encodes cells; the {space.name!r} space holds {type(probe).__name__}s")
+    dim = encodings.encoding_size(name, probe.kind)
     encode = lambda pts: (np.asarray(encodings.encode(name, list(pts)), np.float64),)
-    return vector_featurizer(name, _CELL_KINDS, space.canonical_key, encode, vector_to_pair, VectorPair, dim)
+    return vector_featurizer(
+      name, space.canonical_key, encode, vector_to_pair, VectorPair, dim, binary=name in BINARY_ENCODINGS
+    )
 
-  make.__name__ = f"{name}_featurizer"
-  return make
+  return build
 
 
 def _unit_values(spec: cond_point.ConditionalSpec) -> Callable:
@@ -223,13 +230,16 @@ def _unit_values(spec: cond_point.ConditionalSpec) -> Callable:
   return unit
 
 
-def arc_featurizer(space: Any) -> Featurizer:
+def arc() -> FeaturizerPart:
   """(u, active) [n, P] of conditional points -> ArcPair (arc_kernel.md 2)."""
-  spec = conditional_spec_of(space)
+  return _arc
+
+
+def _arc(space: Any) -> Featurizer:
+  spec = _needs(space, "conditional_spec", "arc", "conditional parameters")
   encode = lambda pts: cond_point.to_unit(cond_point.stack_points(list(pts)), spec)
   return vector_featurizer(
     "arc",
-    (cond_point.KIND,),
     space.canonical_key,
     encode,
     arc_to_pair,
@@ -239,9 +249,13 @@ def arc_featurizer(space: Any) -> Featurizer:
   )
 
 
-def poor_man_featurizer(space: Any) -> Featurizer:
+def poor_man() -> FeaturizerPart:
   """Unit values with inactive ones at POOR_MAN_FILL = -1 (arc_kernel.md 9) -> VectorPair."""
-  spec = conditional_spec_of(space)
+  return _poor_man
+
+
+def _poor_man(space: Any) -> Featurizer:
+  spec = _needs(space, "conditional_spec", "poor_man", "conditional parameters")
   unit = _unit_values(spec)
 
   def encode(pts) -> tuple:
@@ -254,7 +268,6 @@ def poor_man_featurizer(space: Any) -> Featurizer:
 
   return vector_featurizer(
     "poor_man",
-    (cond_point.KIND,),
     space.canonical_key,
     encode,
     vector_to_pair,
@@ -262,47 +275,3 @@ def poor_man_featurizer(space: Any) -> Featurizer:
     len(spec.names),
     encode_values=encode_values,
   )
-
-
-POOR_MAN_FILL = -1.0  # arc_kernel.md 9: the paper's value for inactive parameters
-# Featurizers of 0/1 vectors (a Hamming kernel counts their mismatches); adj_code, adj_cont are not.
-BINARY_FEATURIZERS = ("path", "trunc_path", "path_iso", "adj_onehot")
-
-FEATURIZERS: dict[str, tuple[tuple, Callable[..., Featurizer]]] = {
-  "otmann": (OTMANN_SPACES, otmann_featurizer),
-  "edit": (("autokeras",), edit_featurizer),
-  **{name: (_CELL_KINDS, encoding_featurizer(name)) for name in encodings.ENCODINGS},
-  "arc": ((cond_point.KIND,), arc_featurizer),
-  "poor_man": ((cond_point.KIND,), poor_man_featurizer),
-}
-
-
-def featurizers_for(kind: str) -> list[str]:
-  """The featurizer names that accept spaces of `kind`."""
-  return [n for n, (kinds, _) in FEATURIZERS.items() if kind in kinds and _defined(n, kind)]
-
-
-def _defined(name: str, kind: str) -> bool:
-  if name not in encodings.ENCODINGS:
-    return True
-  try:
-    encodings.encoding_size(name, kind)
-  except ValueError:  # e.g. adj_code is an nb101 encoding only
-    return False
-  return True
-
-
-def make_featurizer(name: str, space: Any, **options) -> Featurizer:
-  """The featurizer `name` over `space`; ValueError naming what is unknown or not allowed."""
-  if name not in FEATURIZERS:
-    raise ValueError(f"featurizer: {name!r} is unknown; allowed: {', '.join(FEATURIZERS)}")
-  if name not in featurizers_for(space.kind):
-    raise ValueError(
-      f"featurizer: {name!r} does not accept {space.kind!r} spaces; for {space.kind!r} choose one"
-      f" of: {', '.join(featurizers_for(space.kind)) or '(none)'}"
-    )
-  factory = FEATURIZERS[name][1]
-  try:
-    return factory(space, **options)
-  except TypeError as e:  # an option the featurizer does not take
-    raise ValueError(f"featurizer_config for {name!r}: {e}") from None

@@ -128,15 +128,14 @@ def with_fidelity(featurizer: Featurizer, fidelities: Sequence[float]) -> Featur
 
     to_pair = featurizer.to_pair
 
-  return Featurizer(
-    featurizer.name,
-    featurizer.spaces,
-    featurizer.pair_type,
-    featurizer.dim + n_rungs if featurizer.pair_type is VectorPair and featurizer.dim is not None else featurizer.dim,
-    init,
-    extend,
-    pairs,
-    features,
-    to_pair,
-    None,
+  return featurizer._replace(
+    dim=featurizer.dim + n_rungs
+    if featurizer.pair_type is VectorPair and featurizer.dim is not None
+    else featurizer.dim,
+    init=init,
+    extend=extend,
+    pairs=pairs,
+    features=features,
+    to_pair=to_pair,
+    encode_values=None,
   )

@@ -1,5 +1,5 @@
 """The Strategy interface (init, propose, update): pure functions of a state. Config names map to
-factories `factory(config, space, task) -> Strategy` in `strategies.registry.STRATEGIES`.
+factories `factory(config, space, task) -> Strategy` in `wiring.parts.STRATEGIES`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """A surrogate over points: any featurizer's output fed to a GP (fitted or fixed) or the ensemble.
 
-    model = point_model("gp", featurizer, n_starts=16)
+Each surrogate is built by its own constructor with its own options (`gp`, `gp_fixed`,
+`ensemble`); what it returns is a surrogate part, a function `featurizer -> PointModel` that
+picks the kernel its featurizer's pairs need:
+
+    model = gp(n_starts=16)(featurizer)
     fitted = fit(model, key, cache, train_points, scores, n_ok)   # pending: train_points[n_ok:]
     pred, pred_p = predict(fitted, candidates)                     # on the score scale
 
@@ -21,12 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.features.featurizer import FeatureCache, Featurizer
-from nas_jax.features.featurizers import BINARY_FEATURIZERS
 from nas_jax.features.pairwise import DistancePair, OtmannPair, VectorPair
 from nas_jax.spaces.graph_edit import next_power_of_two
-from nas_jax.surrogates import gp, kernels
+from nas_jax.surrogates import gp as gp_lib
+from nas_jax.surrogates import kernels
 from nas_jax.surrogates.ensemble import ensemble_surrogate
-from nas_jax.surrogates.priors import default_box
+from nas_jax.surrogates import priors
 from nas_jax.surrogates.surrogate import (
   GPState,
   JointInputs,
@@ -38,11 +42,13 @@ from nas_jax.surrogates.surrogate import (
 )
 
 __all__ = [
-  "SURROGATES",
+  "SurrogatePart",
   "PointModel",
   "Fitted",
   "ValueModel",
-  "point_model",
+  "gp",
+  "gp_fixed",
+  "ensemble",
   "fit",
   "predict",
   "mean_at",
@@ -51,14 +57,12 @@ __all__ = [
   "value_predictive",
 ]
 
-SURROGATES = ("gp", "gp_fixed", "ensemble")
-
 
 class PointModel(NamedTuple):
   """A surrogate and how it reads a featurizer.
 
   Attributes:
-    name: a SURROGATES entry; featurizer: what it reads.
+    name: "gp", "gp_fixed" or "ensemble" (recorded in the journal's notes); featurizer: what it reads.
     surrogate: fit/predict/condition over Pairwise (GPs) or [C, D] vectors (the ensemble).
     vectors: True if the surrogate reads the pairs' x1 vectors instead of the pairs.
     min_train, min_candidates: the smallest padded sizes of the train and candidate sets.
@@ -93,11 +97,11 @@ def capacity(n: int, minimum: int) -> int:
 
 
 def _fixed_gp(kernel: Any) -> Surrogate:
-  """A GP whose kernel is fixed: zero prior mean, raw targets, no fit (gp.condition_fixed). Its
+  """A GP whose kernel is fixed: zero prior mean, raw targets, no fit (gp_lib.condition_fixed). Its
   state is a GPState of one hyper-parameter sample, so joint draws (Thompson sampling) work too."""
 
   def fit(key, pair, y, mask):
-    post = gp.condition_fixed(kernel, pair, y, mask)
+    post = gp_lib.condition_fixed(kernel, pair, y, mask)
     return GPState(jax.tree.map(lambda x: x[None], post), jnp.zeros(1), key, post.ok)
 
   def predict(state, inputs):
@@ -109,79 +113,109 @@ def _fixed_gp(kernel: Any) -> Surrogate:
   return Surrogate(fit, predict, condition)
 
 
+# A surrogate part: the model of a featurizer's points, built on that featurizer.
+SurrogatePart = Callable[[Featurizer], PointModel]
+
+
 def _check_hamming(featurizer: Featurizer, kernel: str | None) -> None:
-  if kernel == "hamming" and featurizer.name not in BINARY_FEATURIZERS:
+  if kernel == "hamming" and not featurizer.binary:
     raise ValueError(
-      f"surrogate_config.kernel='hamming' counts mismatches of 0/1 features; {featurizer.name!r}"
-      f" is not binary (binary featurizers: {', '.join(BINARY_FEATURIZERS)})"
+      f"surrogate kernel='hamming' counts mismatches of 0/1 features; {featurizer.name!r} is not binary"
+      " (the path, trunc_path, path_iso and adj_onehot encodings are)"
     )
 
 
 def _fixed_kernel(featurizer: Featurizer, kernel: str | None, variance: float, length_scale: float):
   _check_hamming(featurizer, kernel)
-  binary = featurizer.name in BINARY_FEATURIZERS
-  if featurizer.pair_type is VectorPair and (kernel == "hamming" or (kernel is None and binary)):
+  if featurizer.pair_type is VectorPair and (kernel == "hamming" or (kernel is None and featurizer.binary)):
     return kernels.Hamming.create(variance, length_scale)
   if kernel in (None, "matern12") and featurizer.pair_type in (VectorPair, DistancePair):
     return kernels.Matern12.create(variance, length_scale)
   raise ValueError(
-    f"surrogate_config.kernel={kernel!r}: a fixed GP on {featurizer.name!r} features"
+    f"surrogate kernel={kernel!r}: a fixed GP on {featurizer.name!r} features"
     f" ({featurizer.pair_type.__name__}) takes 'hamming' (binary vectors) or 'matern12' (vectors"
     " and distances); use the fitted 'gp' for OTMANN and arc features"
   )
 
 
-def point_model(name: str, featurizer: Featurizer, *, target_offset: float | None = None, **options) -> PointModel:
-  """The surrogate `name` over `featurizer`; options go to it (ValueError naming a bad one).
+def gp(
+  *,
+  kernel: str | None = None,
+  p: float | None = None,
+  p_bar: float | None = None,
+  ard: bool | None = None,
+  box: Any = None,
+  n_starts: int = 16,
+  fit_steps: int = 200,
+  n_hyper_samples: int = 0,
+  n_chains: int | None = None,
+  warm_steps: int = 20,
+  target_offset: float | None = None,
+) -> SurrogatePart:
+  """A GP with fitted hyper-parameters (maximum likelihood, or posterior samples).
 
-  gp: kernel (OTMANN: "combined", "d", "d_bar"; vectors: "exp_squared", "matern52", "matern12",
-    "hamming"), p, p_bar (OTMANN), ard (vectors), or box: a `gp_fit.Box` of any kernel that reads
-    the featurizer's pairs (a new kernel); n_starts, fit_steps, n_hyper_samples, n_chains,
-    warm_steps (of a warm-started refit, `fit(..., warm=...)`).
-  gp_fixed: kernel ("hamming" or "matern12"), variance, length_scale (BANANAS' GP-BO: the
-    Hamming kernel alpha^2 exp(-d / l^2) is variance alpha^2, length_scale l^2).
-  ensemble (vector featurizers only): n_members, hidden, epochs, batch_size, lr, ddof, loss.
+  Args:
+    kernel: on OTMANN pairs "combined", "d" or "d_bar" (the App. C.4 ablation); on vectors
+      "exp_squared", "matern52", "matern12" or "hamming"; None for the featurizer's default
+      (`priors.default_box`). p, p_bar: OTMANN's powers; ard: one length-scale per feature.
+    box: a `gp_fit.Box` of any kernel that reads the featurizer's pairs (a new kernel), instead
+      of kernel, p, p_bar and ard.
+    n_starts, fit_steps: the multi-start Adam fit; n_hyper_samples, n_chains: posterior samples
+      instead (n_chains defaults to 4 when sampling); warm_steps: steps of a warm refit.
+    target_offset: None to model scores; c to model c - score (BANANAS' val error, c = 100).
   """
-  if name not in SURROGATES:
-    raise ValueError(f"surrogate: {name!r} is unknown; allowed: {', '.join(SURROGATES)}")
-  try:
-    if name == "gp":
-      fit_keys = ("n_starts", "fit_steps", "n_hyper_samples", "n_chains", "warm_steps")
-      fit_opts = {k: options.pop(k) for k in fit_keys if k in options}
-      _check_hamming(featurizer, options.get("kernel"))
-      box = options.pop("box", None)
-      if box is None:
-        box = default_box(featurizer.pair_type, featurizer.dim, **options)
-      elif options:
-        raise TypeError(f"a box excludes the options {sorted(options)}")
-      samples = fit_opts.get("n_hyper_samples", 0)
-      surrogate = gp_surrogate(
-        box,
-        n_starts=fit_opts.get("n_starts", 16),
-        steps=fit_opts.get("fit_steps", 200),
-        n_hyper_samples=samples,
-        n_chains=fit_opts.get("n_chains", 4 if samples else 1),
-        project=featurizer.pair_type is OtmannPair,
-        warm_steps=fit_opts.get("warm_steps", 20),
-      )
-      return PointModel(name, featurizer, surrogate, False, 16, 8, target_offset)
-    if name == "gp_fixed":
-      kernel = _fixed_kernel(
-        featurizer, options.pop("kernel", None), options.pop("variance", 1.0), options.pop("length_scale", 1.0)
-      )
-      if options:
-        raise TypeError(f"unexpected options {sorted(options)}")
-      return PointModel(name, featurizer, _fixed_gp(kernel), False, 16, 8, target_offset)
+  shape = {k: v for k, v in (("kernel", kernel), ("p", p), ("p_bar", p_bar), ("ard", ard)) if v is not None}
+  if box is not None and shape:
+    raise ValueError(f"gp: box excludes the options {sorted(shape)}; the box fixes the kernel")
+  samples = n_hyper_samples
+  options = dict(
+    n_starts=n_starts, steps=fit_steps, n_hyper_samples=samples, n_chains=n_chains or (4 if samples else 1)
+  )
+  surrogate_of = lambda b, project: gp_surrogate(b, project=project, warm_steps=warm_steps, **options)
+  surrogate_of(priors.vector_box(1), False)  # checks the fit's options now, before any space is known
+
+  def build(featurizer: Featurizer) -> PointModel:
+    _check_hamming(featurizer, kernel)
+    try:
+      b = box if box is not None else priors.default_box(featurizer.pair_type, featurizer.dim, **shape)
+    except TypeError as e:  # an option this featurizer's kernel does not take
+      raise ValueError(f"gp on {featurizer.name!r} features: {e}") from None
+    surrogate = surrogate_of(b, featurizer.pair_type is OtmannPair)
+    return PointModel("gp", featurizer, surrogate, False, 16, 8, target_offset)
+
+  return build
+
+
+def gp_fixed(
+  *, kernel: str | None = None, variance: float = 1.0, length_scale: float = 1.0, target_offset: float | None = None
+) -> SurrogatePart:
+  """A GP whose kernel is fixed: "hamming" (binary vectors; BANANAS' GP-BO kernel alpha^2
+  exp(-d / l^2) is variance alpha^2, length_scale l^2) or "matern12" (vectors and distances);
+  None for hamming on binary features, else matern12. target_offset as for `gp`."""
+
+  def build(featurizer: Featurizer) -> PointModel:
+    surrogate = _fixed_gp(_fixed_kernel(featurizer, kernel, variance, length_scale))
+    return PointModel("gp_fixed", featurizer, surrogate, False, 16, 8, target_offset)
+
+  return build
+
+
+def ensemble(*, target_offset: float | None = None, **options) -> SurrogatePart:
+  """BANANAS' deep ensemble on a vector featurizer; options of `ensemble.ensemble_surrogate`
+  (n_members, hidden, epochs, batch_size, lr, ddof, loss). target_offset as for `gp`."""
+  if "hidden" in options:
+    options["hidden"] = tuple(options["hidden"])
+  surrogate = ensemble_surrogate(**options)
+
+  def build(featurizer: Featurizer) -> PointModel:
     if featurizer.pair_type is not VectorPair:
       raise ValueError(
-        f"surrogate: 'ensemble' reads vectors; featurizer {featurizer.name!r} gives"
+        f"surrogate 'ensemble' reads vectors; featurizer {featurizer.name!r} gives"
         f" {featurizer.pair_type.__name__} (use an encoding or poor_man)"
       )
-    if "hidden" in options:
-      options["hidden"] = tuple(options["hidden"])
-    return PointModel(name, featurizer, ensemble_surrogate(**options), True, 32, 128, target_offset)
-  except TypeError as e:
-    raise ValueError(f"surrogate_config for {name!r}: {e}") from None
+    return PointModel("ensemble", featurizer, surrogate, True, 32, 128, target_offset)
+
+  return build
 
 
 def _inputs(model: PointModel, pair: Any, rows: int, cols: int):
@@ -283,14 +317,14 @@ _VAR_FLOOR = 1e-12  # relative to Var(Y): keeps the gradient of the std finite a
 class ValueModel:
   """A fitted GP as a traceable function of raw parameter values (gradient ascent on them).
 
-  posterior, posterior_p: gp.GPPosterior [S, ...] of the observations, and with the pending points;
+  posterior, posterior_p: gp_lib.GPPosterior [S, ...] of the observations, and with the pending points;
   train: the featurizer's features of the C train slots (zero at padding); offset: the target
   offset (0 when the GP models scores); sign: -1 when it models offset - score, else 1;
   encode, to_pair: the featurizer's `encode_values` and `to_pair` (static).
   """
 
-  posterior: gp.GPPosterior
-  posterior_p: gp.GPPosterior
+  posterior: gp_lib.GPPosterior
+  posterior_p: gp_lib.GPPosterior
   train: tuple
   offset: jax.Array
   sign: jax.Array
@@ -326,7 +360,7 @@ def value_predictive(vm: ValueModel, values: jax.Array) -> tuple[Predictive, Pre
   pair = vm.to_pair(vm.encode(values), vm.train)
 
   def one(post):
-    mean, var = jax.vmap(gp.predict, (0, None))(post, pair)
+    mean, var = jax.vmap(gp_lib.predict, (0, None))(post, pair)
     std = jnp.sqrt(jnp.maximum(var, _VAR_FLOOR * post.y_scale[:, None] ** 2))
     return Predictive(vm.offset + vm.sign * mean, std)
 

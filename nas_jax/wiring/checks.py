@@ -9,11 +9,10 @@ from typing import Any
 
 import ml_collections
 
-from nas_jax.search.strategies.registry import STRATEGIES
-from nas_jax.search.strategies.schedulers import MODELS, PROMOTE, SCHEDULERS
+from nas_jax.search.strategies.schedulers import MODELS, PROMOTE
 from nas_jax.spaces.constrained import METRICS
-from nas_jax.spaces.registry import SPACES
 from nas_jax.tasks import synthetic, tabular, trainers, training
+from nas_jax.wiring.parts import SCHEDULERS, SPACES, STRATEGIES
 from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS, fidelities_of
 
 __all__ = ["check_search_config", "objectives_of", "limits_of"]

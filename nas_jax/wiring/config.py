@@ -1,6 +1,6 @@
 """Search configs: `search_from_config` checks a config (`checks.check_search_config`), resolves
-its strings once, through the registries (`SPACES`, `STRATEGIES`, `registries.TASKS`,
-`registries.EXECUTORS`), into a space, task, strategy and executor, then runs the search in
+its strings once, through the tables of `parts` (`SPACES`, `STRATEGIES`) and `registries` (`TASKS`,
+`EXECUTORS`), into a space, task, strategy and executor, then runs the search in
 `config.workdir`. The checks and registries are re-exported here, the config API in one place.
 """
 
@@ -17,16 +17,14 @@ import ml_collections
 from nas_jax.search import loop
 from nas_jax.search.executors import Executor
 from nas_jax.search.state import Observation
-from nas_jax.search.strategies import schedulers
-from nas_jax.search.strategies.registry import make_strategy
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
 from nas_jax.spaces.fidelity_space import fidelity_space
-from nas_jax.spaces.registry import SPACES
 from nas_jax.viz import plots
 from nas_jax.spaces.constrained import METRICS, check_limits, constrained, violation
 from nas_jax.tasks.cost_task import with_costs
 from nas_jax.wiring.checks import check_search_config, limits_of, objectives_of
+from nas_jax.wiring.parts import SCHEDULERS, SPACES, make_strategy
 from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS, train_config_of
 
 __all__ = [
@@ -81,7 +79,7 @@ def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy
   joint = options.get("model", "fidelity") == "joint"
   sampler_space = fidelity_space(space, task.fidelities) if joint else space
   sampler = make_strategy(config.strategy, config, sampler_space, task)
-  return space, task, schedulers.make_scheduler(config.scheduler, sampler, space, task, options)
+  return space, task, SCHEDULERS[config.scheduler](sampler, space, task.goal, task.fidelities, **options)
 
 
 def make_executor(config: ml_collections.ConfigDict) -> Executor:

@@ -1,5 +1,5 @@
 """Featurizers: the cache gives what a direct computation gives, whatever the order of extends;
-cached rows are reused; train points must be cached; every featurizer declares its spaces."""
+cached rows are reused; train points must be cached; a featurizer says what it needs of a space."""
 
 import jax
 import numpy as np
@@ -11,7 +11,7 @@ from nas_jax.features import featurizer
 from nas_jax.features import featurizers as F
 from nas_jax.features import otmann
 from nas_jax.features.otmann import otmann_distances
-from nas_jax.spaces.cells import nb201_space
+from nas_jax.spaces.cells import nb101_space, nb201_space
 from nas_jax.spaces import morph_space
 from nas_jax.spaces.conditional import conditional_space
 from nas_jax.spaces.space import layer_graph_space
@@ -23,7 +23,7 @@ NB201 = nb201_space()
 def test_otmann_pairs_equal_direct_distances_in_any_extend_order():
   pts = MLP.initial() + MLP.sample(jax.random.key(0), 4)
   cands = pts[3:5] + MLP.sample(jax.random.key(1), 2)  # two cached, two new
-  f = F.make_featurizer("otmann", MLP, nu_str=(0.1, 0.8))
+  f = F.otmann(nu_str=(0.1, 0.8))(MLP)
   at_once = f.init(pts)
   one_by_one = f.init([])
   for p in pts[::-1]:
@@ -52,7 +52,7 @@ def test_candidates_met_again_are_solved_only_against_new_train_points(monkeypat
   )
   pts = MLP.initial() + MLP.sample(jax.random.key(0), 6)
   cands = MLP.sample(jax.random.key(1), 4)
-  f = F.make_featurizer("otmann", MLP, nu_str=(0.1, 0.8))
+  f = F.otmann(nu_str=(0.1, 0.8))(MLP)
   cache = f.init(pts[:4])
   calls = [(pts[:4], cands[:3]), (pts[:4], cands[:3]), (pts[:6], cands), (pts[5::-1], cands[::-1]), (pts[2:7], cands)]
   for i, (train, cand) in enumerate(calls):
@@ -73,7 +73,7 @@ def test_otmann_features_kept_per_network_give_the_direct_distances_across_slot_
   pool = cnn.initial()
   sizes = [int(np.asarray(a.mask).sum()) for a in pool]
   assert len({-(-n // 8) for n in sizes}) >= 2  # networks of different slot multiples
-  f = F.make_featurizer("otmann", cnn, nu_str=(0.1, 0.4))
+  f = F.otmann(nu_str=(0.1, 0.4))(cnn)
   cache = f.init(pool[:6])
   t, x = f.pairs(cache, pool[:6], pool[6:])
   ref_train = otmann_distances(pool[:6], pool[:6], nu_str=(0.1, 0.4))
@@ -89,7 +89,7 @@ def test_otmann_features_kept_per_network_give_the_direct_distances_across_slot_
 
 
 def test_extend_computes_only_new_keys_and_repeats_are_one_row():
-  f = F.make_featurizer("path", NB201)
+  f = F.encoding("path")(NB201)
   cells = NB201.sample(jax.random.key(2), 5)
   cache = f.init(cells[:3] + cells[:1])  # a repeated point is one row
   assert len(cache) == 3
@@ -116,7 +116,7 @@ def test_by_identity_remembers_frozen_arguments_only_and_its_last_calls():
 def test_repeated_pairs_of_one_train_tuple_equal_fresh_ones():
   """The train side is remembered per (cache, train) object: a later cache, or an edited list,
   must give its own train features."""
-  f = F.make_featurizer("edit", morph_space.morph_space())
+  f = F.edit()(morph_space.morph_space())
   points = morph_space.morph_space().sample(jax.random.key(4), 6)
   cache = f.init(points)
   train = tuple(points[:4])
@@ -132,7 +132,7 @@ def test_repeated_pairs_of_one_train_tuple_equal_fresh_ones():
 
 
 def test_train_points_must_be_cached():
-  f = F.make_featurizer("trunc_path", NB201)
+  f = F.encoding("trunc_path")(NB201)
   cells = NB201.sample(jax.random.key(3), 3)
   with pytest.raises(ValueError, match="train point 1 is not in the cache"):
     f.pairs(f.init(cells[:1]), cells[:2], [])
@@ -141,9 +141,9 @@ def test_train_points_must_be_cached():
 def test_arc_features_are_to_unit_and_the_traceable_encoding_matches():
   space = conditional_space(max_depth=3)
   pts = space.initial() + space.sample(jax.random.key(4), 3)
-  f = F.make_featurizer("arc", space)
+  f = F.arc()(space)
   t, _ = f.pairs(f.init(pts), pts, [])
-  u, active = to_unit(stack_points(pts), F.conditional_spec_of(space))
+  u, active = to_unit(stack_points(pts), space.conditional_spec)
   np.testing.assert_allclose(np.asarray(t.u1), u)
   values = np.stack([np.asarray(p.values, np.float64) for p in pts])
   u2, a2 = f.encode_values(values)
@@ -151,13 +151,20 @@ def test_arc_features_are_to_unit_and_the_traceable_encoding_matches():
   np.testing.assert_array_equal(np.asarray(a2), active)
 
 
-def test_each_featurizer_names_the_spaces_it_takes():
-  assert F.featurizers_for("nb201") == ["otmann", "path", "trunc_path", "path_iso", "adj_onehot"]
-  assert "adj_code" in F.featurizers_for("nb101") and "edit" in F.featurizers_for("autokeras")
-  assert F.featurizers_for("conditional") == ["otmann", "arc", "poor_man"]
-  with pytest.raises(ValueError, match="featurizer: 'edit' does not accept 'nb201' spaces; for 'nb201' choose one of"):
-    F.make_featurizer("edit", NB201)
+def test_each_featurizer_builds_on_the_spaces_that_offer_what_it_reads():
+  cond = conditional_space(max_depth=2)
+  F.otmann()(cond), F.arc()(cond), F.poor_man()(cond), F.edit()(morph_space.morph_space())
+  assert F.encoding("adj_code")(nb101_space()).dim == 26 and F.encoding("path")(NB201).binary
+  assert not F.encoding("adj_cont")(nb101_space()).binary
+  with pytest.raises(ValueError, match="featurizer 'arc' reads conditional parameters .* the 'nb201' space has none"):
+    F.arc()(NB201)
+  with pytest.raises(ValueError, match="featurizer 'path' encodes cells; the 'layer_graph' space holds Architectures"):
+    F.encoding("path")(MLP)
+  with pytest.raises(ValueError, match="'adj_code' is not defined for kind='nb201'"):
+    F.encoding("adj_code")(NB201)
+  with pytest.raises(ValueError):
+    F.edit()(NB201)  # cells are not networks of the Auto-Keras family
   with pytest.raises(ValueError, match="solver: 'lp' is unknown"):
-    F.make_featurizer("otmann", MLP, solver="lp")
-  with pytest.raises(ValueError, match="featurizer_config for 'path'"):
-    F.make_featurizer("path", NB201, cutoff=3)
+    F.otmann(solver="lp")
+  with pytest.raises(ValueError, match="encoding: 'paths' is unknown"):
+    F.encoding("paths")

@@ -16,9 +16,10 @@ from nas_jax.arch import morphism
 from nas_jax.arch.morph_point import MorphPoint, weights_id
 from nas_jax.features import bourgain
 from nas_jax.features import edit_distance as ed
-from nas_jax.features.featurizers import make_featurizer
+from nas_jax.features import featurizers
 from nas_jax.search import journal, loop
 from nas_jax.search.state import Observation, Status
+from nas_jax.acquisition import optimizers
 from nas_jax.search.strategies import presets as ak
 from nas_jax.spaces.morph_space import morph_space
 from nas_jax.surrogates import point_model
@@ -104,7 +105,7 @@ def test_ucb_is_the_paper_lcb_on_cost():
   g0, g1 = (p.arch for p in SPACE.initial())
   cand = morphism.apply_op(g0, morphism.Op("wide", 1))
   scores = np.array([0.9, 0.8])
-  model = point_model.point_model("gp_fixed", make_featurizer("edit", SPACE), kernel="matern12", target_offset=1.0)
+  model = point_model.gp_fixed(kernel="matern12", target_offset=1.0)(featurizers.edit()(SPACE))
   history = [MorphPoint(g0), MorphPoint(g1)]
   fitted = point_model.fit(model, jax.random.key(0), model.featurizer.init(history), history, scores, 2)
 
@@ -143,18 +144,19 @@ def test_proposals_skip_pending_and_are_deterministic():
   _, (c,) = strategy.propose(state, 1, [a])
   assert SPACE.canonical_key(c) != SPACE.canonical_key(a)
   assert a.parent in (weights_id(g0.arch.to_json()), weights_id(g1.arch.to_json()))
-  with pytest.raises(ValueError, match="kernel='rbf'; allowed: edit, otmann"):
-    ak.autokeras(SPACE, "max", kernel="rbf")
+  with pytest.raises(ValueError, match="target='errors'; allowed: cost, accuracy"):
+    ak.autokeras(SPACE, "max", target="errors")
 
 
 @pytest.mark.slow  # fits NASBOT's OTMANN GP: ~70 s on 2 loaded cores
 def test_cross_overs_propose_new_networks():
   """Item 6: the tree search on NASBOT's OTMANN GP (warm-startable children) and NASBOT's EA on
   the edit-distance UCB (mutants without a parent, trained from scratch)."""
-  tree = ak.autokeras(SPACE, "max", kernel="otmann", max_ops=2)
+  nasbot_gp = dict(featurizer=featurizers.otmann(), surrogate=point_model.gp(n_starts=8, fit_steps=100))
+  tree = ak.autokeras(SPACE, "max", max_ops=2, **nasbot_gp)
   _, (a,) = tree.propose(observed(tree), 1, [])
   assert a.parent is not None and 1 <= len(a.ops) <= 2
-  ea = ak.autokeras(SPACE, "max", optimizer="ea", n_ea=20)
+  ea = ak.autokeras(SPACE, "max", optimiser=optimizers.ea(n_ea=20, pool=False))
   state = observed(ea)
   _, (b,) = ea.propose(state, 1, [])
   assert b.parent is None and SPACE.canonical_key(b) not in state.history.keys

@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import pytest
 
+from nas_jax.acquisition import functions
 from nas_jax.search import executors, loop
 from nas_jax.search.strategies import baselines, presets as bananas
 from nas_jax.spaces import cells
@@ -32,20 +33,20 @@ def run(strategy, workdir, budget, seed=0, workers=1):
 
 def test_presets_differ_exactly_as_spec_14():
   assert bananas.BANANAS_PRESETS["paper"] == dict(
-    encoding="path", acquisition="ucb", ddof=1, ei_sigma_scale=1.0, n_random_candidates=1000
+    encoding="path", acquisition=functions.ucb(kappa=0.5), ddof=1, ei_sigma_scale=1.0, n_random_candidates=1000
   )
   assert bananas.BANANAS_PRESETS["code"]["encoding"] == "trunc_path"
-  assert bananas.BANANAS_PRESETS["code"]["acquisition"] == "its"
+  assert bananas.BANANAS_PRESETS["code"]["acquisition"] == functions.independent_thompson()
 
 
 @pytest.mark.parametrize(
   "kw, match",
   [
     ({"preset": "naszilla"}, "preset"),
-    ({"acquisition": "lcb"}, "acquisition"),
-    ({"encoding": "gcn"}, "encoding"),
+    ({"encoding_name": "gcn"}, "encoding"),
     ({"k": 0}, "k="),
-    ({"candidates": "both"}, "candidates"),
+    ({"n_init": 0}, "n_init="),
+    ({"n_parents": 0}, "n_parents="),
   ],
 )
 def test_bad_options_are_named(kw, match):

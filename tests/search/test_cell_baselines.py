@@ -10,7 +10,7 @@ import pytest
 from nas_jax.features import encodings
 from nas_jax.features.pairwise import VectorPair
 from nas_jax.search import executors, loop
-from nas_jax.features.featurizers import make_featurizer
+from nas_jax.features import featurizers
 from nas_jax.search.strategies import local_search, presets, regularized_evolution
 from nas_jax.surrogates import kernels, point_model
 from nas_jax.spaces import cells
@@ -81,9 +81,8 @@ def test_gp_kernel_values():
 
 def test_gp_posterior_interpolates_and_reverts_to_prior():
   cells_ = SPACE.sample(jax.random.PRNGKey(3), 5)
-  model = point_model.point_model(
-    "gp_fixed", make_featurizer("path", SPACE), kernel="hamming", variance=2.25, length_scale=9.0, target_offset=100.0
-  )
+  gp = point_model.gp_fixed(kernel="hamming", variance=2.25, length_scale=9.0, target_offset=100.0)
+  model = gp(featurizers.encoding("path")(SPACE))
   y = np.array([91.0, 92.0, 93.0, 94.0])
   fitted = point_model.fit(model, jax.random.PRNGKey(0), model.featurizer.init(cells_[:4]), cells_[:4], y, 4)
   pred, _ = point_model.predict(fitted, cells_)

@@ -7,11 +7,9 @@ import sys
 
 import pytest
 
-from nas_jax.acquisition.functions import ACQUISITIONS
-from nas_jax.acquisition.optimizers import optimisers_for
 from nas_jax.experiments import combinations as combos
+from nas_jax.experiments.combinations import ACQUISITIONS
 from nas_jax.experiments.combinations import Combination as C
-from nas_jax.search.strategies.bo import bo
 from nas_jax.tasks import synthetic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -73,7 +71,9 @@ def test_matrix_size_is_pairs_times_optimisers_plus_other_acquisitions(kind, n_p
   # vector ones with the ensemble, each with every optimiser that takes any model; then each
   # surrogate meets the 4 acquisitions it does not use. (Optimisers with needs of their own, like
   # the conditional space's per_depth, add rows of their own.)
-  general = [o for o in optimisers_for(kind) if o in ("ea", "mutation", "random", "tree", "enumerate")]
+  general = [
+    o for o in combos.optimisers_for(combos.space_of(kind)) if o in ("ea", "mutation", "random", "tree", "enumerate")
+  ]
   rows = [c for c in MATRIX[kind] if c.optimizer in general]
   assert len(rows) == n_pairs * len(general) + n_surrogates * (len(ACQUISITIONS) - 1)
 
@@ -82,15 +82,15 @@ def test_matrix_size_is_pairs_times_optimisers_plus_other_acquisitions(kind, n_p
 def test_every_combination_takes_the_fast_options(kind):
   space = combos.space_of(kind)
   for c in MATRIX[kind]:
-    bo(space, "max", **combos.bo_kwargs(c, fast=True))  # bo checks every option before any evaluation
+    combos.strategy_of(c, space)  # bo checks every option before any evaluation
 
 
 def test_fast_options_shrink_the_parts_and_slow_ones_keep_defaults():
-  fast = combos.bo_kwargs(C("nb201", "path", "ensemble", "its", "tree"), fast=True)
+  fast = combos.bo_config(C("nb201", "path", "ensemble", "its", "tree"), fast=True)
   assert fast["surrogate_config"] == dict(hidden=(8, 8), epochs=20, n_members=3)
   assert fast["optimizer_config"] == dict(n_children=4, max_ops=2)
   assert (fast["initial"], fast["min_ok"]) == ("pool", 1)
-  slow = combos.bo_kwargs(C("nb201", "otmann", "gp", "ei", "ea"), fast=False)
+  slow = combos.bo_config(C("nb201", "otmann", "gp", "ei", "ea"), fast=False)
   assert slow["surrogate_config"] == {} and slow["optimizer_config"] == {}
 
 

@@ -14,10 +14,7 @@ import pytest
 from nas_jax.acquisition.continuous import maximize_continuous, n_evaluations
 from nas_jax.arch.conditional_point import check_point, conditional_spec
 from nas_jax.search.state import Observation, Status
-from nas_jax.search.strategies.presets import CONDITIONAL_KERNELS as KERNELS
-from nas_jax.search.strategies.presets import CONDITIONAL_OPTIMIZERS as OPTIMIZERS
-from nas_jax.search.strategies.presets import conditional_bo
-from nas_jax.search.strategies.registry import make_strategy
+from nas_jax.wiring.parts import make_strategy
 from nas_jax.spaces.conditional import conditional_space
 from nas_jax.wiring import config_files
 
@@ -26,12 +23,20 @@ SPACE = conditional_space(max_depth=3)
 SPEC = conditional_spec(3)
 # Few, short fits and searches: the claims here are about validity, not about good proposals.
 FAST = dict(n_starts_fit=2, fit_steps=5, n_random=8, n_grad_starts=2, grad_steps=4)
+KERNELS = ("arc", "poor_man", "otmann")
+OPTIMIZERS = ("gradient", "mutation")
 CONFIGS = (
   "arc_conditional_digits.py",
   "poor_man_conditional_digits.py",
   "otmann_conditional_digits.py",
   "random_conditional_digits.py",
 )
+
+
+def conditional_bo(space, goal, **options):
+  """The strategy `config.strategy = "conditional_bo"` builds from these `strategy_config` options."""
+  config = {"strategy": "conditional_bo", "strategy_config": options}
+  return make_strategy("conditional_bo", config, space, types.SimpleNamespace(goal=goal, objectives=()))
 
 
 def _concave(target, values):
@@ -130,7 +135,7 @@ def test_proposals_are_deterministic_for_a_key_and_skip_pending_points():
 def test_options_are_checked_by_name():
   with pytest.raises(ValueError, match="kernel"):
     conditional_bo(SPACE, "min", kernel="rbf")
-  with pytest.raises(ValueError, match="optimizer"):
+  with pytest.raises(ValueError, match="ascends the acquisition's gradient"):
     conditional_bo(SPACE, "min", kernel="otmann", optimizer="gradient")
   with pytest.raises(ValueError, match="n_random"):
     conditional_bo(SPACE, "min", n_random=0)

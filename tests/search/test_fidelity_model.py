@@ -15,7 +15,10 @@ import ml_collections
 import numpy as np
 import pytest
 
-from nas_jax.features.featurizers import make_featurizer
+from nas_jax.acquisition import functions, optimizers
+from nas_jax.features import featurizers
+from nas_jax.search.strategies.initial import random_design
+from nas_jax.surrogates import point_model
 from nas_jax.features.fidelity import rung_lam, with_fidelity
 from nas_jax.search.strategies import schedulers
 from nas_jax.search.strategies.bo import bo
@@ -83,7 +86,7 @@ def _rung(points) -> np.ndarray:
 def test_vector_pairs_append_the_rung_one_hot():
   base_space = cells.nb201_space()
   space = fidelity_space(base_space, FIDELITIES)
-  f = make_featurizer("path", base_space)
+  f = featurizers.encoding("path")(base_space)
   w = with_fidelity(f, FIDELITIES)
   assert (w.name, w.pair_type, w.dim) == (f.name, f.pair_type, f.dim + 3)
   train, cands = _mixed(space)
@@ -107,7 +110,7 @@ def _distance_case(name: str):
     base_space, options = layer_graph_space("mlp", max_layers=12), dict(nu_str=(0.1, 0.8))
   else:
     base_space, options = morph_space(width=8), {}
-  return base_space, make_featurizer(name, base_space, **options)
+  return base_space, (featurizers.otmann(**options) if name == "otmann" else featurizers.edit())(base_space)
 
 
 @pytest.mark.parametrize("name", ["otmann", "edit"])
@@ -143,24 +146,27 @@ def test_distance_pairs_add_lam_times_the_rungs_apart(name):
 def test_unwrappable_featurizers_and_optimisers_that_build_points_are_refused():
   cond = conditional_space(max_depth=2)
   with pytest.raises(ValueError, match="with_fidelity: featurizer 'arc' gives ArcPair"):
-    with_fidelity(make_featurizer("arc", cond), FIDELITIES)
+    with_fidelity(featurizers.arc()(cond), FIDELITIES)
   space = fidelity_space(cells.nb201_space(), FIDELITIES)
-  for optimizer in ("enumerate", "tree"):
-    with pytest.raises(ValueError, match=f"bo: optimizer='{optimizer}' builds points itself"):
-      bo(space, featurizer="path", optimizer=optimizer)
+  for optimiser in (optimizers.enumeration(), optimizers.tree()):
+    with pytest.raises(ValueError, match=f"bo: optimiser '{optimiser.name}' builds points itself"):
+      bo(
+        space,
+        featurizer=featurizers.encoding("path"),
+        surrogate=point_model.gp(),
+        acquisition=functions.ei(),
+        optimiser=optimiser,
+      )
 
 
 def _gp_bo(space, surrogate: str):
   return bo(
     space,
-    featurizer="path",
-    surrogate=surrogate,
-    surrogate_config=dict(n_starts=2, fit_steps=10) if surrogate == "gp" else dict(kernel="hamming"),
-    acquisition="ei",
-    optimizer="mutation",
-    optimizer_config=dict(n_candidates=20, attempts_per_parent=20),
-    initial="random",
-    n_init=3,
+    featurizer=featurizers.encoding("path"),
+    surrogate=point_model.gp(n_starts=2, fit_steps=10) if surrogate == "gp" else point_model.gp_fixed(kernel="hamming"),
+    acquisition=functions.ei(),
+    optimiser=optimizers.mutation_search(n_candidates=20, attempts_per_parent=20),
+    initial=random_design(n=3),
   )
 
 
@@ -195,7 +201,7 @@ def test_asha_joint_over_bananas_models_every_fidelity_and_replays():
   # The contract suite's small options, one point per fit (replay is exact) and shorter training.
   options = {**contract.CASES["bananas"].options, "k": 1, "epochs": 10}
   sampler = bananas(fidelity_space(base, FIDELITIES), "max", **options)
-  strategy = schedulers.scheduler("asha", sampler, base, "max", FIDELITIES, model="joint")
+  strategy = schedulers.asha(sampler, base, "max", FIDELITIES, model="joint")
   state, journal, proposals = sched_tests._run(strategy, base, 14, failed=(2,))
   keys = [(base.canonical_key(p.point), p.fidelity) for p in proposals]
   assert len(set(keys)) == len(keys) and {p.fidelity for p in proposals} == set(FIDELITIES)
@@ -211,11 +217,11 @@ def test_asha_joint_over_bananas_models_every_fidelity_and_replays():
 def test_joint_needs_a_sampler_on_the_fidelity_space():
   base = cells.nb201_space()
   sampler = bananas(base, "max", **contract.CASES["bananas"].options)
-  strategy = schedulers.scheduler("asha", sampler, base, "max", FIDELITIES, model="joint")
+  strategy = schedulers.asha(sampler, base, "max", FIDELITIES, model="joint")
   with pytest.raises(ValueError, match="model='joint' but the sampler proposed a"):
     strategy.propose(strategy.init(KEY), 1, [])
   with pytest.raises(ValueError, match="scheduler: model='both'; choose one of: fidelity, joint"):
-    schedulers.scheduler("asha", sampler, base, "max", FIDELITIES, model="both")
+    schedulers.asha(sampler, base, "max", FIDELITIES, model="both")
 
 
 def _config(workdir, budget: int):

@@ -47,7 +47,7 @@ def _inverted(state, points):
 
 
 def _asha(sampler, promote):
-  return schedulers.scheduler("asha", sampler, BASE, "max", FIDELITIES, model="joint", promote=promote)
+  return schedulers.asha(sampler, BASE, "max", FIDELITIES, model="joint", promote=promote)
 
 
 def _promotions(journal, proposals):
@@ -88,7 +88,7 @@ def test_a_model_ranked_rung_promotes_by_the_predictions_not_the_values():
 
 
 def test_successive_halving_promotes_its_rungs_by_the_predictions():
-  strategy = schedulers.scheduler("sh", _oracle(_inverted), BASE, "max", FIDELITIES, model="joint", promote="model")
+  strategy = schedulers.successive_halving(_oracle(_inverted), BASE, "max", FIDELITIES, model="joint", promote="model")
   _, journal, proposals = sched_tests._run(strategy, BASE, 13)
   true = lambda o: contract._value(BASE, BASE.from_json(o.arch_json))
   worst3 = sorted(journal[:9], key=true)[:3]  # the bracket's 9 networks at rung 1, the top 3 by prediction
@@ -115,7 +115,7 @@ def test_without_a_model_yet_the_values_rank_the_rung():
 
 def test_promote_model_is_refused_without_the_joint_model_or_a_predicting_sampler():
   with pytest.raises(ValueError, match="promote='model' .* needs model='joint' .* got model='fidelity'"):
-    schedulers.scheduler("asha", _oracle(_inverted), BASE, "max", FIDELITIES, model="fidelity", promote="model")
+    schedulers.asha(_oracle(_inverted), BASE, "max", FIDELITIES, model="fidelity", promote="model")
   with pytest.raises(ValueError, match="and a sampler without one"):
     _asha(_oracle(None), "model")
   with pytest.raises(ValueError, match="scheduler: promote='best'; choose one of: value, model"):

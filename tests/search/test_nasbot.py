@@ -137,7 +137,7 @@ def test_failed_evaluations_are_kept_but_not_modelled(setup):
 
 def test_rand_needs_no_distances(setup):
   space, task = setup
-  s = nasbot_lib.nasbot(space, task.goal, acquisition="random", **FAST)
+  s = nasbot_lib.rand(space, task.goal, **FAST)
   state = s.update(s.init(jax.random.key(5)), _observe(space, task, space.initial()))
   assert state.cache is None
   state, (p,) = s.propose(state, 1, [])
@@ -155,5 +155,7 @@ def test_kernel_ablation_boxes_switch_a_term_off():
 
 def test_bad_options_are_named(setup):
   space, task = setup
-  with pytest.raises(ValueError, match="acquisition='lcb'; allowed: ei, pi, ucb, ts, its, random"):
-    nasbot_lib.nasbot(space, task.goal, acquisition="lcb")
+  with pytest.raises(ValueError, match="ea: lo=0; expected an integer >= 1"):
+    nasbot_lib.nasbot(space, task.goal, ea_min=0)
+  with pytest.raises(ValueError, match="kernel: 'both' is unknown"):
+    nasbot_lib.nasbot(space, task.goal, kernel="both")

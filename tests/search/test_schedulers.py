@@ -17,6 +17,7 @@ import pytest
 
 from nas_jax.search.state import Observation, Status
 from nas_jax.search.strategies import schedulers
+from nas_jax.wiring.parts import SCHEDULERS
 from nas_jax.search.strategies.baselines import random_search
 from nas_jax.search.strategy import split_proposal
 from nas_jax.spaces import cells
@@ -68,16 +69,15 @@ def _run(strategy, space, steps: int, failed=()):
 
 
 def _wrap(name, sampler, space, **options):
-  return schedulers.scheduler(name, sampler, space, "max", FIDELITIES, **options)
+  return SCHEDULERS[name](sampler, space, "max", FIDELITIES, **options)
 
 
 def test_hyperband_brackets_are_the_papers():
   # Li et al. 2017, Table 1: R = 81, eta = 3 (5 rungs): brackets s = 4..0 start 81, 34, 15, 8, 5
   # networks at 1, 3, 9, 27, 81 epochs.
-  assert schedulers.bracket_sizes("hyperband", 5, 3) == ((0, 81), (1, 34), (2, 15), (3, 8), (4, 5))
-  assert schedulers.bracket_sizes("hyperband", 3, 3) == ((0, 9), (1, 5), (2, 3))
-  assert schedulers.bracket_sizes("sh", 3, 3) == ((0, 9),)
-  assert schedulers.bracket_sizes("asha", 3, 3) == ()
+  assert schedulers.hyperband_brackets(5, 3) == ((0, 81), (1, 34), (2, 15), (3, 8), (4, 5))
+  assert schedulers.hyperband_brackets(3, 3) == ((0, 9), (1, 5), (2, 3))
+  assert schedulers.sh_brackets(3, 3) == ((0, 9),)
 
 
 def test_asha_promotes_the_best_third_of_each_rung_as_soon_as_it_can():
@@ -146,7 +146,7 @@ def test_the_sampler_models_the_highest_fidelity_with_enough_successes():
   assert scored == at9  # only the 9-epoch values are modelled
 
 
-@pytest.mark.parametrize("scheduler", schedulers.SCHEDULERS)
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_bad_options_and_single_fidelity_tasks_fail_with_one_line(scheduler):
   space = cells.nb201_space()
   with pytest.raises(ValueError, match="eta=1"):
@@ -154,9 +154,7 @@ def test_bad_options_and_single_fidelity_tasks_fail_with_one_line(scheduler):
   with pytest.raises(ValueError, match="min_points=0"):
     _wrap(scheduler, random_search(space), space, min_points=0)
   with pytest.raises(ValueError, match="at least two"):
-    schedulers.scheduler(scheduler, random_search(space), space, "max", (200.0,))
-  with pytest.raises(ValueError, match="'nope' is unknown"):
-    schedulers.scheduler("nope", random_search(space), space, "max", FIDELITIES)
+    SCHEDULERS[scheduler](random_search(space), space, "max", (200.0,))
 
 
 def test_a_revised_view_is_replayed_onto_the_samplers_restart():
@@ -211,7 +209,7 @@ def _contract_run(scheduler: str, name: str):
 _MODEL_BASED = ("autokeras", "bananas", "bo", "conditional_bo", "gp_bo", "nasbot")
 _PAIRS = [
   pytest.param(s, n, marks=[pytest.mark.slow] if (s != "asha" or n == "autokeras") and n in _MODEL_BASED else [])
-  for s in schedulers.SCHEDULERS
+  for s in SCHEDULERS
   for n in contract.NAMES
 ]
 

@@ -15,7 +15,7 @@ from nas_jax.search import loop
 from nas_jax.search.executors import InlineExecutor
 from nas_jax.search.state import Observation, Status
 from nas_jax.search.strategies import baselines, local_search
-from nas_jax.search.strategies.registry import STRATEGIES, make_strategy
+from nas_jax.wiring.parts import STRATEGIES, make_strategy
 
 sys.path.insert(0, os.path.dirname(__file__))
 import search_helpers as h  # noqa: E402

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from nas_jax.search.state import Observation, Status
-from nas_jax.search.strategies.registry import STRATEGIES
+from nas_jax.wiring.parts import STRATEGIES
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
 from nas_jax.spaces import cells

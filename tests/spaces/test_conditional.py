@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from nas_jax.arch import conditional_point as cond_point
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import conditional as C
-from nas_jax.spaces.registry import SPACES
+from nas_jax.wiring.parts import SPACES
 
 SPEC = cond_point.conditional_spec()
 SPACE = C.conditional_space()

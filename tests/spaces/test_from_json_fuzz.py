@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nas_jax.spaces.registry import SPACES
+from nas_jax.wiring.parts import SPACES
 
 JSON = st.recursive(
   st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),

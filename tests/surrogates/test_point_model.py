@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nas_jax.features.featurizers import make_featurizer
+from nas_jax.features import featurizers as F
 from nas_jax.spaces.cells import nb201_space
 from nas_jax.spaces.conditional import conditional_space
 from nas_jax.surrogates import point_model as pm
@@ -25,9 +25,9 @@ def _fit(model, n_ok=10, n_pending=0):
 
 
 def test_an_offset_model_predicts_scores_as_a_score_model_does():
-  feats = make_featurizer("path", NB201)
-  on_scores = pm.point_model("gp_fixed", feats, kernel="hamming", variance=2.25, length_scale=9.0)
-  on_errors = pm.point_model("gp_fixed", feats, kernel="hamming", variance=2.25, length_scale=9.0, target_offset=100.0)
+  feats = F.encoding("path")(NB201)
+  on_scores = pm.gp_fixed(kernel="hamming", variance=2.25, length_scale=9.0)(feats)
+  on_errors = pm.gp_fixed(kernel="hamming", variance=2.25, length_scale=9.0, target_offset=100.0)(feats)
   a, _ = pm.predict(_fit(on_scores), CELLS[10:])
   b, _ = pm.predict(_fit(on_errors), CELLS[10:])
   # A zero-mean GP on y and on 100 - y: means mirror around the prior (0 vs 100), stds agree.
@@ -37,31 +37,31 @@ def test_an_offset_model_predicts_scores_as_a_score_model_does():
 
 
 @pytest.mark.parametrize(
-  "surrogate, options", [("gp", dict(n_starts=2, fit_steps=10)), ("gp_fixed", dict(variance=2.25, length_scale=9.0))]
+  "surrogate, options", [(pm.gp, dict(n_starts=2, fit_steps=10)), (pm.gp_fixed, dict(variance=2.25, length_scale=9.0))]
 )
 def test_pending_points_keep_the_mean_and_shrink_the_std(surrogate, options):
-  model = pm.point_model(surrogate, make_featurizer("path", NB201), target_offset=100.0, **options)
+  model = surrogate(target_offset=100.0, **options)(F.encoding("path")(NB201))
   pred, pred_p = pm.predict(_fit(model, n_pending=2), CELLS[10:12])
   np.testing.assert_allclose(np.asarray(pred_p.mean), np.asarray(pred.mean), atol=1e-6)
   assert np.all(np.asarray(pred_p.std) < 0.5 * np.asarray(pred.std))  # a fitted GP keeps its noise floor
 
 
 def test_scores_that_overflow_the_normalisation_fail_loudly():
-  model = pm.point_model("gp", make_featurizer("path", NB201), n_starts=2, fit_steps=5)
+  model = pm.gp(n_starts=2, fit_steps=5)(F.encoding("path")(NB201))
   train = CELLS[:10]
   with pytest.raises(ValueError, match=r"scores: values up to 1e\+300 overflow the surrogate's normalisation"):
     pm.fit(model, jax.random.key(1), model.featurizer.init(train), train, np.linspace(-1e300, 1e300, 10), 10)
 
 
 def test_the_fixed_gp_draws_joint_samples():
-  model = pm.point_model("gp_fixed", make_featurizer("path", NB201), variance=2.25, length_scale=9.0)
+  model = pm.gp_fixed(variance=2.25, length_scale=9.0)(F.encoding("path")(NB201))
   pred, _ = pm.predict(_fit(model), CELLS[10:], joint=True)
   assert pred.samples.shape == (16, 4) and np.all(np.isfinite(np.asarray(pred.samples)))
 
 
-@pytest.mark.parametrize("surrogate, options", [("gp", dict(n_starts=2, fit_steps=10)), ("ensemble", {})])
+@pytest.mark.parametrize("surrogate, options", [(pm.gp, dict(n_starts=2, fit_steps=10)), (pm.ensemble, {})])
 def test_padded_predictions_hold_the_candidates_first_and_compile_once_per_capacity(surrogate, options, count_compiles):
-  model = pm.point_model(surrogate, make_featurizer("path", NB201), target_offset=100.0, **options)
+  model = surrogate(target_offset=100.0, **options)(F.encoding("path")(NB201))
   fitted = _fit(model, n_pending=1)
   cands = NB201.sample(jax.random.key(5), 8)
   pm.predict(fitted, cands, padded=True)
@@ -78,7 +78,7 @@ def test_padded_predictions_hold_the_candidates_first_and_compile_once_per_capac
 def test_the_value_model_equals_the_host_prediction():
   space = conditional_space(max_depth=2)
   pts = space.initial() + space.sample(jax.random.key(5), 5)
-  model = pm.point_model("gp", make_featurizer("arc", space), n_starts=2, fit_steps=10)
+  model = pm.gp(n_starts=2, fit_steps=10)(F.arc()(space))
   fitted = pm.fit(model, jax.random.key(2), model.featurizer.init(pts[:6]), pts[:6], np.arange(5.0), 5)
   host, host_p = pm.predict(fitted, pts[5:])
   values = jnp.asarray(np.stack([np.asarray(p.values, np.float64) for p in pts[5:]]))
@@ -90,17 +90,17 @@ def test_the_value_model_equals_the_host_prediction():
 
 
 @pytest.mark.parametrize(
-  "name, featurizer, options, match",
+  "surrogate, featurizer, match",
   [
-    ("ensemble", "otmann", {}, "'ensemble' reads vectors; featurizer 'otmann' gives OtmannPair"),
-    ("gp_fixed", "arc", {}, "use the fitted 'gp' for OTMANN and arc features"),
-    ("gp_fixed", "poor_man", {"kernel": "hamming"}, "'poor_man' is not binary"),
-    ("gp", "path", {"n_starts": 0}, "n_starts=0"),
-    ("gp", "path", {"bogus": 1}, "surrogate_config for 'gp'"),
-    ("forest", "path", {}, "surrogate: 'forest' is unknown"),
+    (lambda: pm.ensemble(), F.otmann(), "'ensemble' reads vectors; featurizer 'otmann' gives OtmannPair"),
+    (lambda: pm.gp_fixed(), F.arc(), "use the fitted 'gp' for OTMANN and arc features"),
+    (lambda: pm.gp_fixed(kernel="hamming"), F.poor_man(), "'poor_man' is not binary"),
+    (lambda: pm.gp(kernel="matern52", p=2.0), F.encoding("path"), "gp on 'path' features: .*'p'"),
+    (lambda: pm.gp(n_starts=0), F.encoding("path"), "n_starts=0"),
+    (lambda: pm.gp(box=object(), kernel="d"), F.otmann(), "box excludes the options \\['kernel'\\]"),
   ],
 )
-def test_bad_pairings_are_refused_by_name(name, featurizer, options, match):
-  space = conditional_space() if featurizer in ("arc", "poor_man") else NB201
+def test_bad_pairings_are_refused_by_name(surrogate, featurizer, match):
+  space = conditional_space() if featurizer in (F.arc(), F.poor_man()) else NB201
   with pytest.raises(ValueError, match=match):
-    pm.point_model(name, make_featurizer(featurizer, space), **options)
+    surrogate()(featurizer(space))

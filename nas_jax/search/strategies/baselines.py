@@ -18,11 +18,9 @@ from nas_jax.search.strategy import Strategy
 __all__ = [
   "RandomState",
   "random_search",
-  "random_factory",
   "EAState",
   "evolution",
   "selection_probabilities",
-  "ea_factory",
 ]
 
 _ROUNDS = 8  # sampling rounds of 4n draws before a propose call gives up on a full batch
@@ -69,16 +67,6 @@ def random_search(space: Any, goal: str = "max") -> Strategy:
     return dataclasses.replace(state, history=common.add_observations(state.history, space, goal, observations))
 
   return Strategy(init=init, propose=propose, update=update)
-
-
-def random_factory(config, space, task) -> Strategy:
-  """`config.strategy = "random"`; takes no strategy options, so any in `config.strategy_config`
-  is refused here (a mistyped option of another strategy would otherwise go unnoticed)."""
-  options = common.strategy_options(config)
-  if options:
-    given = ", ".join(f"{k}={v!r}" for k, v in sorted(options.items()))
-    raise ValueError(f"random: strategy_config has {given}; random search takes no options")
-  return random_search(space, task.goal)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,8 +182,3 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10, objectives: tuple = ())
     return common.observe(state, space, goal, observations)
 
   return Strategy(init=init, propose=propose, update=update, notes=common.notes_reader(space))
-
-
-def ea_factory(config, space, task) -> Strategy:
-  """`config.strategy = "ea"`; reads `config.strategy_config.n_mut`."""
-  return evolution(space, task.goal, n_mut=config.strategy_config.n_mut, objectives=task.objectives)

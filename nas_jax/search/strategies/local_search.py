@@ -15,7 +15,7 @@ from nas_jax.search.state import GOALS
 from nas_jax.search.strategies import common
 from nas_jax.search.strategy import Strategy
 
-__all__ = ["LocalSearchState", "local_search", "ls_factory"]
+__all__ = ["LocalSearchState", "local_search"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,10 +98,3 @@ def local_search(space: Any, goal: str = "max", *, n_restart: int = 10, objectiv
     return dataclasses.replace(state, history=history, current=cur, start=start, queue=queue)
 
   return Strategy(init=init, propose=propose, update=update)
-
-
-def ls_factory(config, space, task) -> Strategy:
-  """`config.strategy = "local_search"`; `config.strategy_config` may set n_restart."""
-  sc = config.get("strategy_config", None) if hasattr(config, "get") else None
-  kwargs = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
-  return local_search(space, task.goal, objectives=task.objectives, **kwargs)

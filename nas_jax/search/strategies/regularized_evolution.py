@@ -15,7 +15,7 @@ from nas_jax.search.state import GOALS
 from nas_jax.search.strategies import common
 from nas_jax.search.strategy import Strategy
 
-__all__ = ["EvolutionState", "regularized_evolution", "re_factory"]
+__all__ = ["EvolutionState", "regularized_evolution"]
 
 _MUTATION_TRIES = 100  # mutants of one tournament winner tried before sampling a random point
 
@@ -93,11 +93,3 @@ def regularized_evolution(
     return dataclasses.replace(state, history=history, population=tuple(population))
 
   return Strategy(init=init, propose=propose, update=update)
-
-
-def re_factory(config, space, task) -> Strategy:
-  """`config.strategy = "regularized_evolution"`; `config.strategy_config` holds keyword
-  arguments (population_size, tournament_size, n_init)."""
-  sc = config.get("strategy_config", None) if hasattr(config, "get") else None
-  kwargs = sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
-  return regularized_evolution(space, task.goal, objectives=task.objectives, **kwargs)
