@@ -11,7 +11,7 @@ from nas_jax.spaces.space import Space, layer_graph_space
 
 __all__ = ["SPACES"]
 
-# name -> factory(**config.space fields but name)
+#: Search spaces by config name: name -> factory(**config.space fields but name).
 SPACES: dict[str, Callable[..., Space]] = {
   "layer_graph": layer_graph_space,
   "nb201": nb201_space,

@@ -9,8 +9,8 @@ from nas_jax.search.strategy import Strategy
 
 __all__ = ["STRATEGIES", "make_strategy"]
 
-# name -> factory(config, space, task). A model-based method is a preset of `bo` in presets.py
-# and one line here.
+#: Search strategies by config name: name -> factory(config, space, task). A model-based method
+#: is a preset of `bo` in presets.py and one line here.
 STRATEGIES: dict[str, Callable[..., Strategy]] = {
   "random": baselines.random_factory,
   "ea": baselines.ea_factory,

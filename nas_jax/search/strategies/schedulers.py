@@ -35,6 +35,7 @@ from nas_jax.spaces.fidelity_space import FIDELITY_KIND, FidelityPoint
 
 __all__ = ["SCHEDULERS", "MODELS", "PROMOTE", "SchedulerState", "bracket_sizes", "scheduler", "make_scheduler"]
 
+#: The multi-fidelity schedulers by config name: successive halving, Hyperband, ASHA.
 SCHEDULERS = ("sh", "hyperband", "asha")
 MODELS = ("fidelity", "joint")  # what the sampler sees: the model fidelity, or every fidelity
 PROMOTE = ("value", "model")  # what ranks a rung: its observed values, or the joint model's predictions
