@@ -25,6 +25,12 @@ def test_results_page_is_rendered_from_the_records():
     assert f.read() == render.render_page(render.load()), "run: python benchmarks/render_results.py"
 
 
+def test_readme_results_are_rendered_from_the_records():
+  with open(render.README) as f:
+    text = f.read()
+  assert text == render.render_readme(text, render.load()), "run: python benchmarks/render_results.py"
+
+
 def test_every_record_says_what_ran_when_and_where():
   records = render.load()
   assert {"main_command", "test_command"} <= set(records)
