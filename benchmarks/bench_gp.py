@@ -13,7 +13,7 @@ import statistics
 import time
 
 # OpenBLAS's own threads fight XLA's thread pool on a 2-core machine and slow jax's float64
-# LAPACK calls about 30x (a 200x200 Cholesky: 8.7 ms instead of 0.28 ms); must precede imports.
+# LAPACK calls (a Cholesky) many times over; must precede imports.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax  # noqa: E402

@@ -90,7 +90,7 @@ def main():
       f" {r['compile_seconds']:>9.2f} {r['peak_rss_mib']:>7.0f} {r['wall_seconds']:>6.1f}"
     )
   total, peak = sum(r["wall_seconds"] for r in rows), max(r["peak_rss_mib"] for r in rows)
-  # The target is the CPU backend's: on an H200 the CUDA runtime alone kept 4.9-5.2 GiB of host RSS.
+  # The target is the CPU backend's: a GPU runtime alone keeps more host memory than that.
   on_cpu = rows[0]["device"].startswith("cpu")
   target = f"target < {RSS_TARGET_MIB:.0f}" if on_cpu else "no target off the CPU backend"
   print(f"total wall {total:.0f} s; max RSS {peak:.0f} MiB ({target})")
