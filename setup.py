@@ -42,5 +42,8 @@ setuptools.setup(
     ],
     "ray": ["ray>=2.9"],
     "colab": ["nbclient>=0.10", "ipykernel>=6.25", "nbformat>=5.9"],
+    # The manual (docs/): Sphinx with its strict -W mode, MyST pages and notebooks (myst-nb, no
+    # execution), and the furo theme; docs/install.md says why each is there.
+    "docs": ["sphinx>=7.2", "myst-nb>=1.1", "furo>=2024.1"],
   },
 )

@@ -31,6 +31,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.optimize import linear_sum_assignment  # noqa: E402
 
+import record  # noqa: E402
 from nas_jax.arch import main_chain  # noqa: E402
 from nas_jax.features.edit_distance import descriptor, edit_distances  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
@@ -129,6 +130,12 @@ def part_a():
   )
   ratio = t_ref / t_jax
   print(f"    ratio {ratio:.1f}x (target >= 20x: {'met' if ratio >= 20 else 'missed'})")
+  return {
+    "(a) edit_distances (s)": round(t_jax, 3),
+    "(a) per-pair Python DP (s)": round(t_ref, 3),
+    "(a) speed-up": f"{ratio:.1f}x",
+    "(a) target": f">= 20x: {'met' if ratio >= 20 else 'missed'}",
+  }
 
 
 def part_b():
@@ -147,6 +154,7 @@ def part_b():
     f" {acc(again):.4f}"
   )
   print(f"    {'op':<22} {'warm, 1 epoch':>14} {'- parent':>9} {'scratch, 1 epoch':>17}")
+  figures = {"(b) parent's validation accuracy": round(parent.val_accuracy, 4)}
   convs = main_chain.chain_view(g0).convs
   for op in (
     morphism.Op("deep", convs[0], kernel=3),
@@ -162,6 +170,8 @@ def part_b():
       f"    {str(op.to_json()):<22} {acc(warm):>14.4f} {gap:>+8.2f}p {acc(cold):>17.4f}"
       f"  {'within 1 point' if abs(gap) <= 1 else 'NOT within 1 point'}"
     )
+    figures[f"(b) {op.type}: warm child, scratch child after 1 epoch"] = f"{acc(warm):.4f}, {acc(cold):.4f}"
+  return figures
 
 
 def part_c():
@@ -193,6 +203,11 @@ def part_c():
     f" median of {FLAGS.proposals} more {med:.2f} s (target <= 1 s: {'met' if med <= 1 else 'missed'});"
     f" last chose {len(point.ops)} ops from trial {point.parent_trial}"
   )
+  return {
+    "(c) one proposal, median (s)": round(med, 2),
+    "(c) first proposal, compiling (s)": round(times[0], 2),
+    "(c) target": f"<= 1 s: {'met' if med <= 1 else 'missed'}",
+  }
 
 
 def main(argv):
@@ -202,9 +217,12 @@ def main(argv):
     f"backend={jax.default_backend()} jax={jax.__version__} cpus={os.cpu_count()} "
     f"affinity={len(os.sched_getaffinity(0))}"
   )
+  figures = {}
   for part, fn in (("a", part_a), ("b", part_b), ("c", part_c)):
     if part in FLAGS.parts:
-      fn()
+      figures.update(fn())
+  title = f"Auto-Keras: ({') ('.join(FLAGS.parts)}) of edit distances ({FLAGS.n} networks), warm starts, proposals"
+  record.write("bench_autokeras", title, figures)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import jax  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+import record  # noqa: E402
 from nas_jax.arch import conditional_point as cond_point
 from nas_jax.features.pairwise import ArcPair  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
@@ -77,7 +78,7 @@ def median_seconds(fn, repeats: int):
   return statistics.median(times), out
 
 
-def bench_gram(space, spec, n: int, repeats: int) -> None:
+def bench_gram(space, spec, n: int, repeats: int) -> dict:
   u, active = cond_point.to_unit(cond_point.stack_points(space.sample(jax.random.key(0), n)), spec)
   rng = np.random.default_rng(0)
   p = len(spec.names)
@@ -95,9 +96,14 @@ def bench_gram(space, spec, n: int, repeats: int) -> None:
     f" ratio {ratio:.0f}x (target >= {TARGET_RATIO:.0f}x: {'met' if ratio >= TARGET_RATIO else 'MISSED'});"
     f" max |difference| {err:.1e}"
   )
+  return {
+    "(a) arc Gram, jit (ms)": round(t_jax * 1e3, 1),
+    "(a) numpy pair loop (s)": round(t_loop, 2),
+    "(a) ratio": f"{ratio:.0f}x",
+  }
 
 
-def bench_proposal(space, n_history: int, kernel: str, repeats: int) -> None:
+def bench_proposal(space, n_history: int, kernel: str, repeats: int) -> dict:
   points = space.initial() + space.sample(jax.random.key(1), n_history - len(space.initial()))
   values = np.random.default_rng(1).uniform(0.02, 0.3, n_history)  # validation errors, goal "min"
   obs = [
@@ -123,6 +129,7 @@ def bench_proposal(space, n_history: int, kernel: str, repeats: int) -> None:
     f" acquisition {acq:.2f} s, {evals} acquisition evaluations; target <= {TARGET_PROPOSAL_S:.0f} s:"
     f" {'met' if total <= TARGET_PROPOSAL_S else 'MISSED'}), median of {repeats} after a warm-up"
   )
+  return {f"(b) one {kernel} proposal (s)": round(total, 2), "(b) of which fit (s)": round(fit, 2)}
 
 
 def _history(space, n: int) -> list:
@@ -158,7 +165,7 @@ def _history(space, n: int) -> list:
   return obs, source
 
 
-def bench_optimisers(space, repeats_keys: int) -> None:
+def bench_optimisers(space, repeats_keys: int) -> dict:
   obs, source = _history(space, FLAGS.c_history)
   reached = {}
   for optimizer in ("gradient", "mutation"):
@@ -178,6 +185,10 @@ def bench_optimisers(space, repeats_keys: int) -> None:
     f" mutation only {m.mean():.4g} ± {se(m):.2g} ({evals['mutation']} evaluations);"
     f" gradient >= mutation for {int(np.sum(g >= m))} of {repeats_keys} keys"
   )
+  return {
+    "(c) EI reached, gradient": f"{g.mean():.4g} ± {se(g):.2g}",
+    "(c) EI reached, mutation only": f"{m.mean():.4g} ± {se(m):.2g}",
+  }
 
 
 def main(argv):
@@ -190,12 +201,15 @@ def main(argv):
   )
   space = cond.conditional_space(max_depth=3)
   spec = cond_point.conditional_spec(3)
+  figures = {}
   if "a" in FLAGS.parts:
-    bench_gram(space, spec, FLAGS.n, FLAGS.repeats)
+    figures.update(bench_gram(space, spec, FLAGS.n, FLAGS.repeats))
   if "b" in FLAGS.parts:
-    bench_proposal(space, FLAGS.history, FLAGS.kernel, FLAGS.repeats)
+    figures.update(bench_proposal(space, FLAGS.history, FLAGS.kernel, FLAGS.repeats))
   if "c" in FLAGS.parts:
-    bench_optimisers(space, FLAGS.c_keys)
+    figures.update(bench_optimisers(space, FLAGS.c_keys))
+  title = f"Arc kernel and conditional BO: Gram of {FLAGS.n} points, a proposal with {FLAGS.history} observed"
+  record.write("bench_conditional", title, figures)
 
 
 if __name__ == "__main__":

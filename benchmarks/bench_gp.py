@@ -13,7 +13,7 @@ import statistics
 import time
 
 # OpenBLAS's own threads fight XLA's thread pool on a 2-core machine and slow jax's float64
-# LAPACK calls about 30x (a 200x200 Cholesky: 8.7 ms instead of 0.28 ms); must precede imports.
+# LAPACK calls (a Cholesky) many times over; must precede imports.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax  # noqa: E402
@@ -23,6 +23,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+import record  # noqa: E402
 from nas_jax.features import pairwise  # noqa: E402
 from nas_jax.surrogates import gp_fit, kernels  # noqa: E402
 
@@ -111,6 +112,10 @@ def main():
     f" loop / lax.map = {loop / median['lax.map (batch 1)']:.2f}x;"
     f" best log-likelihood {best:.6f} (all paths agree)"
   )
+  figures = {f"{name}, median (s)": round(median[name], 3) for name in paths}
+  figures |= {f"{name}, compile (s)": round(compile_s[name], 2) for name in paths}
+  figures["loop / vmap"] = f"{loop / median['vmap (16 at once)']:.2f}x"
+  record.write("bench_gp", f"GP fit: {args.starts} starts x {args.steps} steps, n = {args.n}", figures)
 
 
 if __name__ == "__main__":

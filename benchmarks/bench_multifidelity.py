@@ -18,6 +18,7 @@ import time
 from absl import app, flags
 import numpy as np
 
+import record
 from nas_jax.experiments import compare
 from nas_jax.search import curves
 from nas_jax.tasks import tabular
@@ -68,9 +69,16 @@ def main(argv):
         f"{f' ({short} ended before it)' if short else ''} ({time.time() - start:.0f} s, load {os.getloadavg()[0]:.1f})",
         flush=True,
       )
-  print("\n".join(compare.method_table(regrets, FLAGS.methods + [m for m in FLAGS.slow if m not in FLAGS.methods])))
+  table = compare.method_table(regrets, FLAGS.methods + [m for m in FLAGS.slow if m not in FLAGS.methods])
+  print("\n".join(table))
   print(
     f"\nload average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {time.time() - t0:.0f} s in all"
+  )
+  record.write(
+    "bench_multifidelity",
+    f"NAS-Bench-201 at equal simulated time ({FLAGS.full_trainings:g} average 200-epoch trainings): test regret",
+    {"seconds in all": round(time.time() - t0), "load average at the start": round(load0, 2)},
+    [record.markdown_table(table, "mean ± standard error over seeds (lower is better)")],
   )
 
 

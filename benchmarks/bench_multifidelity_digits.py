@@ -15,6 +15,7 @@ import time
 from absl import app, flags
 import numpy as np
 
+import record
 from nas_jax.experiments import compare
 
 FLAGS = flags.FLAGS
@@ -32,8 +33,9 @@ def main(argv):
   ends = [s[-1] for runs in results["seconds"].values() for s in runs]
   t = float(min(ends))
   print(f"equal wall time T = {t:.0f} s (the shortest run; runs took {min(ends):.0f}-{max(ends):.0f} s)")
-  print("| method | seeds | evaluations | best validation accuracy at T | its test accuracy | at its budget |")
-  print("|---|---|---|---|---|---|")
+  table = ["| method | seeds | evaluations | best validation accuracy at T | its test accuracy | at its budget |"]
+  table.append("|---|---|---|---|---|---|")
+  print("\n".join(table))
   for name, runs in results["runs"].items():
     at = [
       compare.best_at_seconds(np.asarray(b, float), np.asarray(s, float), t)
@@ -45,11 +47,18 @@ def main(argv):
     ]
     final = np.array([r[-1] for r in runs], float)
     stat = lambda x: f"{np.nanmean(x):.4f} ± {np.nanstd(x, ddof=1) / np.sqrt(len(x)) if len(x) > 1 else 0.0:.4f}"
-    print(
+    table.append(
       f"| {name} | {len(runs)} | {results['budgets'][name]} | {stat(np.array(at))} | {stat(np.array(test))} | {stat(final)} |"
     )
+    print(table[-1])
   print(
     f"\nload average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {time.time() - t0:.0f} s in all"
+  )
+  record.write(
+    "bench_multifidelity_digits",
+    f"Digits CNNs at equal wall time: ASHA + NASBOT against NASBOT, {FLAGS.seeds} seeds",
+    {"T, the shortest run (s)": round(t), "seconds in all": round(time.time() - t0)},
+    [record.markdown_table(table)],
   )
 
 

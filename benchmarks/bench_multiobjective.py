@@ -20,6 +20,7 @@ import time
 from absl import app, flags
 import numpy as np
 
+import record
 from nas_jax.acquisition import pareto
 from nas_jax.experiments import compare
 from nas_jax.search import curves
@@ -81,9 +82,16 @@ def main(argv):
   rows = {d: (fronts[d][0], ratios[d]) for d in FLAGS.datasets}
   print(f"\nreference points (median accuracy, most parameters): { {d: r for d, (r, _) in rows.items()} }")
   methods = FLAGS.methods + [m for m in FLAGS.slow if m not in FLAGS.methods]
-  print("\n".join(compare.method_table({d: r for d, (_, r) in rows.items()}, methods, digits=4)))
+  table = compare.method_table({d: r for d, (_, r) in rows.items()}, methods, digits=4)
+  print("\n".join(table))
   print(
     f"\nload average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {time.time() - t0:.0f} s in all"
+  )
+  record.write(
+    "bench_multiobjective",
+    f"NAS-Bench-201, validation accuracy against parameters: hypervolume / the true front's, {FLAGS.budget} queries",
+    {"reference points": str({d: r for d, (r, _) in rows.items()}), "seconds in all": round(time.time() - t0)},
+    [record.markdown_table(table, "mean ± standard error over seeds")],
   )
 
 

@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 import ot  # noqa: E402
 
 import authors_nasbot  # noqa: E402
+import record  # noqa: E402
 from nas_jax.arch import graph, json_io, labels  # noqa: E402
 from nas_jax.features import otmann, otmann_costs, otmann_solvers  # noqa: E402
 from nas_jax.spaces import pools, random_arch  # noqa: E402
@@ -126,8 +127,9 @@ def checked_peak_rss(r) -> float:
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def against_authors(path, archs, repeats):
-  """The authors' per-pair code against the exact solver with their constants, on `archs`."""
+def against_authors(path, archs, repeats, figures):
+  """The authors' per-pair code against the exact solver with their constants, on `archs`; adds
+  the times and their ratio to `figures`."""
   neural_network, nn_comparators = authors_nasbot.load(path)
   nets = authors_nasbot.networks(neural_network, archs)
   t_theirs, (d, d_bar) = timed(lambda: authors_nasbot.distances(nn_comparators, nets, NU), 1)
@@ -137,6 +139,10 @@ def against_authors(path, archs, repeats):
   off = ~np.eye(len(archs), dtype=bool)
   errors = [(np.abs(np.asarray(a) - b)[:, off] / b[:, off]).max() for a, b in ((ours.d, d), (ours.d_bar, d_bar))]
   assert max(errors) <= 1e-6, f"exact vs the authors' code: max relative error {max(errors):.3g}"
+  figures["the authors' code (s)"] = round(t_theirs, 3)
+  figures["exact, their constants (s)"] = round(t_ours, 3)
+  figures["speed-up"] = f"{t_theirs / t_ours:.1f}x"
+  figures["max relative error against the authors' code"] = float(f"{max(errors):.2g}")
   print(
     f"authors' code (kirthevasank/nasbot, one call, per pair): {t_theirs:.2f} s; exact with params nasbot_code"
     f" {t_ours:.3f} s: {t_theirs / t_ours:.1f}x; max relative error d {errors[0]:.1e}, d_bar {errors[1]:.1e}"
@@ -189,9 +195,17 @@ def main():
     print(
       f"{solver:30s} {t:9.3f} {n_pairs / t:10.0f} {t_base / t:10.2f}x   (first call, with compilation: {first:.2f} s)"
     )
-  print(f"network simplex alone inside one exact run: {lp_share(archs):.3f} s")
+  simplex = lp_share(archs)
+  print(f"network simplex alone inside one exact run: {simplex:.3f} s")
+  figures = {
+    "baseline, per pair (s)": round(t_base, 3),
+    **{f"{solver} (s)": round(t, 3) for solver, (t, _, _) in results.items()},
+    "exact against the baseline": f"{t_base / results['exact'][0]:.1f}x",
+    "Sinkhorn's max relative error": float(f"{rel.max():.2g}"),
+    "network simplex alone (s)": round(simplex, 3),
+  }
   if args.authors_code:
-    against_authors(args.authors_code, archs, args.repeats)
+    against_authors(args.authors_code, archs, args.repeats, figures)
 
   nu = args.large_nu[0] if len(args.large_nu) == 1 else args.large_nu
   sizes = sorted(int(s) for s in args.sizes.split(",") if s)
@@ -203,6 +217,8 @@ def main():
     rss = checked_peak_rss(r)
     first = first or (n, t)
     growth = (t / first[1]) / (n / first[0]) ** 2
+    figures[f"exact {n} x {n}, warm (s)"] = round(t, 2)
+    figures[f"exact {n} x {n}, peak RSS (MiB)"] = round(rss)
     print(
       f"exact {n}x{n} ({n * (n - 1) // 2} pairs, nu_str {args.large_nu}): {t:.2f} s warm ({cold:.2f} s with"
       f" compiles), {n * (n - 1) / 2 / t:.0f} pairs/s, time / n^2 relative to n={first[0]}: {growth:.2f},"
@@ -222,6 +238,12 @@ def main():
       f"sinkhorn {n}x{n} ({n * (n - 1) // 2} pairs, nu_str {args.large_nu}, {args.chunk_size} pairs a call):"
       f" {t:.1f} s warm ({cold:.1f} s with compiles), {n * (n - 1) / 2 / t:.0f} pairs/s, peak RSS {rss:.0f} MiB"
     )
+    figures[f"Sinkhorn {n} x {n}, pairs per second"] = round(n * (n - 1) / 2 / t)
+  record.write(
+    "bench_otmann" + ("_authors" if args.authors_code else "") + record.backend_suffix(),
+    f"OTMANN distance matrices of {len(archs)} CNNs x {len(NU)} nu_str: per-pair baseline, exact, Sinkhorn",
+    figures,
+  )
 
 
 if __name__ == "__main__":

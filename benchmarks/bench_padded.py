@@ -36,10 +36,11 @@ this device (on an accelerator the goal of issue 19; on a CPU, nothing to expect
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
+
+import record
 
 MODES = ("specialised", "padded", "population", "auto")
 
@@ -126,9 +127,9 @@ def scaling(sizes: list[int], epochs: int, kind: str, n_pool: int, max_layers: i
   print(json.dumps({"rates": rates}))
 
 
-def cnn_count(n_random: int) -> None:
+def cnn_count(n_random: int) -> tuple[dict, dict]:
   """Prints each pool CNN's arithmetic and parameters padded, and how many programs the pool and
-  random CNNs need."""
+  random CNNs need; returns them as a record's figures and table."""
   import numpy as np
 
   import jax
@@ -147,31 +148,33 @@ def cnn_count(n_random: int) -> None:
   print("own, and the padding's parameters (4x that with gradients and Adam), in the network's coarse")
   print("padding (every slot every kind, at the padding's width, on the whole image) and its own (each slot")
   print("its layer's kind, channels and grid):")
-  total_own = 0.0
+  total_own, rows = 0.0, []
   for i, arch in enumerate(pool):
     tight = cnn_padding.padding_for([arch], image)
     own = costs.network_costs(arch, image, 10).flops / 2
     total_own += own
+    rows.append([f"C{i + 1}", tight.layers, tight.width, cost(cnn_padding.coarse(tight, image), own), cost(tight, own)])
     print(
       f"  C{i + 1} ({tight.layers} slots, width {tight.width}, kernel {tight.kernel}): coarse"
-      f" {cost(cnn_padding.coarse(tight, image), own)}; own {cost(tight, own)}"
+      f" {rows[-1][3]}; own {rows[-1][4]}"
     )
   union = cnn_padding.padding_for(pool, image)
-  print(
-    f"  all 10 in the padding of them all ({union.layers} slots, width {union.width}): {cost(union, total_own / 10)}"
-  )
+  joint = cost(union, total_own / 10)
+  print(f"  all 10 in the padding of them all ({union.layers} slots, width {union.width}): {joint}")
   randoms = [random_arch.random_architecture("cnn", np.random.default_rng(s), max_layers=60) for s in range(n_random)]
   distinct = lambda archs: len({cnn_padding.padding_for([a], image) for a in archs})
+  coarse = len({cnn_padding.padding_for([a], image, uniform=True) for a in pool})
   print(
     f"own paddings: {distinct(pool)} distinct for the 10 pool CNNs, {distinct(randoms)} for {n_random} random CNNs"
-    f" (seeds 0..{n_random - 1}); coarse: {len({cnn_padding.padding_for([a], image, uniform=True) for a in pool})}"
-    " for the pool"
+    f" (seeds 0..{n_random - 1}); coarse: {coarse} for the pool"
   )
-
-
-def _cpu_model() -> str:
-  with open("/proc/cpuinfo") as f:
-    return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.processor())
+  figures = {
+    "the 10 pool CNNs in the padding of them all": joint.strip(),
+    "distinct own paddings: pool, random": f"{distinct(pool)} of 10, {distinct(randoms)} of {n_random}",
+    "distinct coarse paddings of the pool": coarse,
+  }
+  columns = ["network", "slots", "width", "coarse padding: MACs / own, GiB", "own padding: MACs / own, GiB"]
+  return figures, {"title": "", "columns": columns, "rows": rows}
 
 
 def main():
@@ -194,7 +197,10 @@ def main():
   if not 0 <= args.pool <= 10:
     sys.exit(f"--pool: {args.pool} pool networks asked for; the pool has 10 (0 to 10)")
   if args.cnn_count:
-    return cnn_count(args.random)
+    figures, table = cnn_count(args.random)
+    return record.write(
+      "bench_padded_cnn_count", "Arithmetic of padded pool CNNs on digits (counted)", figures, [table]
+    )
   if args.child == "scaling":
     return scaling(
       [int(p) for p in args.sizes.split(",")], args.epochs, args.kind, args.pool, args.max_layers, args.max_units
@@ -218,6 +224,11 @@ def main():
     )
     print(f"populations of {network}, {args.epochs} epochs, load average {os.getloadavg()[0]:.1f}:")
     print("  " + ", ".join(f"P = {k}: {v:.2f} networks/s" for k, v in rates.items()))
+    record.write(
+      f"bench_padded_population_{args.kind}{record.backend_suffix()}",
+      f"Populations: P copies of {network}, {args.epochs} epochs",
+      {f"P = {k}, networks/s": round(v, 2) for k, v in rates.items()},
+    )
   modes = [m for m in args.modes.split(",") if m]
   if not modes:
     return
@@ -249,17 +260,26 @@ def main():
   )
   print(
     f"{what}, {args.epochs} epochs, batch 32; {first['device']},"
-    f" jax {first['jax']}; {len(os.sched_getaffinity(0))} cores of {_cpu_model()}; load average after each"
+    f" jax {first['jax']}; {len(os.sched_getaffinity(0))} cores of {record.cpu_model()}; load average after each"
     f" trainer {', '.join(f'{x:.1f}' for x in loads)}"
   )
   base = rows.get("specialised")
   print(f"{'trainer':>12} {'wall s':>8} {'s/network':>9} {'compile s':>9} {'ratio':>6} {'max |d val|':>10}")
+  table = []
   for mode in modes:
     r = rows[mode]
     ratio = f"{base['wall'] / r['wall']:.2f}" if base else "-"
     diff = max(abs(a - b) for a, b in zip(r["val_errors"], base["val_errors"])) if base else float("nan")
     extra = f"  (padded for {r['padded_chosen']} of {n})" if mode == "auto" else ""
     print(f"{mode:>12} {r['wall']:>8.1f} {r['wall'] / n:>9.2f} {r['compile']:>9.1f} {ratio:>6} {diff:>10.2e}{extra}")
+    table.append([mode + extra, round(r["wall"], 1), round(r["compile"], 1), ratio, f"{diff:.2e}"])
+  columns = ["trainer", "wall (s)", "compiling (s)", "specialised / trainer", "max |d validation error|"]
+  record.write(
+    f"bench_padded_{args.kind}{record.backend_suffix()}",
+    f"Trainers: {what}, {args.epochs} epochs",
+    {"load average after each trainer": ", ".join(f"{x:.1f}" for x in loads)},
+    [{"title": "", "columns": columns, "rows": table}],
+  )
 
 
 if __name__ == "__main__":

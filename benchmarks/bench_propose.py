@@ -26,6 +26,7 @@ from absl import app, flags  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
+import record  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
 from nas_jax.search.strategies.presets import nasbot  # noqa: E402
 from nas_jax.spaces.space import layer_graph_space  # noqa: E402
@@ -129,6 +130,17 @@ def main(argv):
     f"in a search (each proposal's point evaluated, then the next proposal, the featurizer's memo"
     f" holding the candidates met before): median of {FLAGS.repeats}: {in_search:.2f} s"
   )
+  figures = {
+    "evaluated networks": FLAGS.n_evaluated,
+    "proposal, median (s)": round(med, 2),
+    "of which GP fit (s)": round(fit, 2),
+    "of which EA over the acquisition (s)": round(acq, 2),
+    "in a search, the featurizer's memo of candidates filled (s)": round(in_search, 2),
+    "first proposal, with compiles (s)": round(t_first, 2),
+    "distance cache of the evaluated networks (s)": round(t_update, 2),
+    "repeats": FLAGS.repeats,
+    "target": verdict,
+  }
   k = FLAGS.refit_every
   if k > 1:
     warm = nasbot(space, task.goal, refit_every=k, warm_steps=FLAGS.warm_steps, **options)
@@ -145,6 +157,11 @@ def main(argv):
       f" fit per {k} proposals: fit {amortised:.2f} s ({fit / amortised:.1f}x), proposal"
       f" {w_med + fit / k:.2f} s ({med / (w_med + fit / k):.2f}x); first call with the anchor: {t_anchor:.2f} s"
     )
+    figures[f"with refit_every={k}, amortised (s)"] = round(w_med + fit / k, 2)
+    figures["a warm refit (s)"] = round(w_fit, 2)
+  name = "bench_propose" + ("" if FLAGS.n_evaluated == 100 else f"_{FLAGS.n_evaluated}")
+  title = f"One NASBOT proposal with {FLAGS.n_evaluated} evaluated CNNs ({FLAGS.solver} OTMANN)"
+  record.write(name, title, figures)
 
 
 if __name__ == "__main__":

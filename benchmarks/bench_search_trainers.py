@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+import record
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TRAINERS = ("specialised", "padded", "auto")
 
@@ -83,6 +85,7 @@ def main():
     f"{'trainer':>12} {'wall s':>8} {'s/network':>9} {'ratio':>6} {'compile s':>9} {'train s':>8} {'eval s':>7}"
     f" {'padded':>6} {'best (trial)':>14}"
   )
+  table = []
   for t in trainers:
     r = rows[t]
     best = "none" if r["best"] is None else f"{r['best']:.5f} ({r['best_trial']})"
@@ -90,6 +93,16 @@ def main():
       f"{t:>12} {r['wall']:>8.1f} {r['wall'] / r['evaluations']:>9.2f} {base['wall'] / r['wall']:>6.2f}"
       f" {r['compile']:>9.1f} {r['train']:>8.1f} {r['eval']:>7.1f} {r['padded']:>6} {best:>14}"
     )
+    table.append([t, round(r["wall"], 1), round(r["wall"] / r["evaluations"], 2), f"{base['wall'] / r['wall']:.2f}x"])
+    table[-1] += [round(r["compile"], 1), round(r["train"], 1), round(r["eval"], 1), r["padded"], best]
+  columns = ["trainer", "wall (s)", "s/network", f"{trainers[0]} / trainer", "compiling (s)", "training (s)"]
+  columns += ["evaluating (s)", "trained padded", "best (trial)"]
+  record.write(
+    f"bench_search_trainers{record.backend_suffix()}",
+    f"Whole searches per trainer: {args.config}, {args.budget} networks",
+    {"load average after each search": loads},
+    [{"title": "", "columns": columns, "rows": table}],
+  )
 
 
 if __name__ == "__main__":

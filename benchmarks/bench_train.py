@@ -12,11 +12,12 @@ import argparse
 import functools
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
+
+import record
 
 RSS_TARGET_MIB = 1024.0
 
@@ -52,11 +53,6 @@ def child(index: int, epochs: int, kind: str) -> None:
   )
 
 
-def _cpu_model() -> str:
-  with open("/proc/cpuinfo") as f:
-    return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.processor())
-
-
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--epochs", type=int, default=3)
@@ -81,7 +77,7 @@ def main():
     rows.append({**json.loads(p.stdout.strip().splitlines()[-1]), "wall_seconds": time.perf_counter() - t0})
   print(
     f"{args.kind} pool on digits, {args.epochs} epochs, batch 32; {rows[0]['device']}, jax {rows[0]['jax']};"
-    f" {len(os.sched_getaffinity(0))} cores of {_cpu_model()}; load average {os.getloadavg()[0]:.1f}"
+    f" {len(os.sched_getaffinity(0))} cores of {record.cpu_model()}; load average {os.getloadavg()[0]:.1f}"
   )
   print(
     f"{'net':>4} {'layers':>6} {'params M':>8} {'val acc':>7} {'s/epoch':>7} {'eval s':>6} {'compile s':>9}"
@@ -94,11 +90,30 @@ def main():
       f" {r['compile_seconds']:>9.2f} {r['peak_rss_mib']:>7.0f} {r['wall_seconds']:>6.1f}"
     )
   total, peak = sum(r["wall_seconds"] for r in rows), max(r["peak_rss_mib"] for r in rows)
-  # The target is the CPU backend's: on an H200 the CUDA runtime alone kept 4.9-5.2 GiB of host RSS.
+  # The target is the CPU backend's: a GPU runtime alone keeps more host memory than that.
   on_cpu = rows[0]["device"].startswith("cpu")
   target = f"target < {RSS_TARGET_MIB:.0f}" if on_cpu else "no target off the CPU backend"
   print(f"total wall {total:.0f} s; max RSS {peak:.0f} MiB ({target})")
   assert all(r["val_accuracy"] > 0.3 for r in rows), "a network did not learn: see val acc"
+  columns = ["net", "layers", "params (M)", "validation accuracy", "s/epoch", "compile (s)", "peak RSS (MiB)"]
+  table = [
+    [
+      f"{args.kind[0].upper()}{r['index'] + 1}",
+      r["layers"],
+      round(r["params"] / 1e6, 2),
+      round(r["val_accuracy"], 3),
+      round(r["seconds_per_epoch"], 2),
+      round(r["compile_seconds"], 2),
+      round(r["peak_rss_mib"]),
+    ]
+    for r in rows
+  ]
+  record.write(
+    f"bench_train{record.backend_suffix()}",
+    f"Training the {args.kind} pool on digits, {args.epochs} epochs, each network in its own process",
+    {"total wall (s)": round(total)},
+    [{"title": "", "columns": columns, "rows": table}],
+  )
   if on_cpu and any(r["peak_rss_mib"] >= RSS_TARGET_MIB for r in rows):
     sys.exit(f"peak RSS of some network is over {RSS_TARGET_MIB:.0f} MiB")
 

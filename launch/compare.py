@@ -20,6 +20,7 @@ its own budget (no --budget): the table's last columns and OUT/curves_simulated.
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import _cli
+import _records
 from absl import app, flags, logging
 import jax
 
@@ -48,6 +49,7 @@ flags.DEFINE_float(
 flags.DEFINE_list(
   "hv_ref", None, "Hypervolume reference point of a multi-objective comparison, name=value pairs (raw units)."
 )
+flags.DEFINE_string("record", "", _records.DOC)
 
 
 def _hv_ref(items):
@@ -94,6 +96,9 @@ def main(argv):
   )
   with open(f"{FLAGS.out}/{compare.TABLE}") as f:
     logging.info("\n%s", f.read())
+  if FLAGS.record:
+    title = f"{', '.join(FLAGS.configs)}: {len(seeds)} seeds, budget {FLAGS.budget or 'each config its own'}"
+    _records.write_table(FLAGS.record, title, f"{FLAGS.out}/{compare.TABLE}", {"overrides": str(overrides or "none")})
   print(f"wrote {FLAGS.out}/{compare.TABLE}, {compare.CURVES}, {compare.RESULTS}")
 
 

@@ -11,6 +11,7 @@ and finished runs are replayed; OUT/table.md holds the table, OUT/regrets.json t
 
 import _env  # noqa: F401  (before jax: one BLAS thread, the compilation cache)
 import _cli
+import _records
 import json
 import os
 
@@ -47,6 +48,7 @@ flags.DEFINE_integer("slow_seeds", 10, "Seeds for the --slow configs.", lower_bo
 flags.DEFINE_integer("budget", 150, "Queries per run.", lower_bound=1)
 flags.DEFINE_string("data", "../shared/data/nasbench201", "Folder of nb201_200epochs.csv.gz.")
 flags.DEFINE_string("out", None, "Output folder.")
+flags.DEFINE_string("record", "", _records.DOC)
 
 
 def main(argv):
@@ -96,6 +98,9 @@ def main(argv):
   with open(os.path.join(FLAGS.out, "table.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
   print("\n".join(lines))
+  if FLAGS.record:
+    title = f"NAS-Bench-201 test regret after {FLAGS.budget} queries (lower is better)"
+    _records.write_table(FLAGS.record, title, os.path.join(FLAGS.out, "table.md"), {"datasets": ", ".join(regrets)})
 
 
 if __name__ == "__main__":

@@ -63,7 +63,17 @@ from nas_jax.surrogates.point_model import ensemble, gp, gp_fixed
 from nas_jax.surrogates.surrogate import Predictive, Surrogate, gp_surrogate, hallucinate
 from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule
 from nas_jax.acquisition.tree_search import TreeResult, tree_maximize
-from nas_jax.acquisition.functions import ei, gp_ucb_beta, independent_thompson, lcb, pi, thompson, ucb, uniform
+from nas_jax.acquisition.functions import (
+  ei,
+  gp_ucb_beta,
+  independent_thompson,
+  lcb,
+  pi,
+  thompson,
+  ucb,
+  uniform,
+  with_pending,
+)
 from nas_jax.acquisition.acq_optimiser import feasible_first
 from nas_jax.acquisition.conditional_search import per_depth
 from nas_jax.acquisition.optimizers import ea, enumeration, mutation_search, random_search, tree
@@ -172,6 +182,7 @@ __all__ = [
   "independent_thompson",
   "uniform",
   "gp_ucb_beta",
+  "with_pending",
   "ea",
   "mutation_search",
   "random_search",

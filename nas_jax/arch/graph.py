@@ -53,8 +53,9 @@ class MassParams(NamedTuple):
   min_nonproc_mass: float = 100.0
 
 
-# "paper": the rules the paper states (res x2), with the floor its figures use and the text is
-# silent on. "nasbot_code": the authors' code, spec Appendix R (no res doubling).
+#: Layer-mass parameter sets by name. "paper": the rules the paper states (res x2), with the floor
+#: its figures use and the text is silent on. "nasbot_code": the authors' code, spec Appendix R
+#: (no res doubling).
 MASS_PARAMS = {
   "paper": MassParams(),
   "nasbot_code": MassParams(res_mass_factor=1.0),

@@ -132,7 +132,7 @@ def _nb101_only(name: str, cell: Cell) -> None:
     raise ValueError(f"{name}: cell.kind={cell.kind!r}; allowed: 'nb101'")
 
 
-# name -> function of one cell; nb201 names follow the spec (path = path201, ...).
+#: Cell encodings by name: name -> function of one cell; nb201 names follow the spec (path = path201, ...).
 ENCODINGS: dict[str, Callable[[Cell], jax.Array]] = {
   "path": path_encoding,
   "trunc_path": truncated_path_encoding,

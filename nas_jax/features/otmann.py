@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 SOLVERS = ("exact", "sinkhorn")
-KERNEL_NU_STR = (0.1, 0.2, 0.4, 0.8)  # the structural weights of the NASBOT kernel (spec 6.4)
+KERNEL_NU_STR = (0.1, 0.2, 0.4, 0.8)  #: the structural weights of the NASBOT kernel (spec 6.4)
 Archs = Union[Architecture, Sequence[Architecture]]
 
 

@@ -194,12 +194,15 @@ skip = _modifier("skip")
 swap_label = _modifier("swap_label")
 wedge_layer = _modifier("wedge_layer")
 
-# Table 6 order: 1-4 change units, 5-9 change the structure (the ablation of App. C.4).
+#: NASBOT's nine modifiers by name, in Table 6 order: 1-4 change units, 5-9 change the structure
+#: (the ablation of App. C.4).
 MODIFIERS: dict[str, Modifier] = {
   f.__name__: f
   for f in (dec_single, dec_en_masse, inc_single, inc_en_masse, dup_path, remove_layer, skip, swap_label, wedge_layer)
 }
+#: The four modifiers that change units (`modifiers="unit"`).
 UNIT_MODIFIERS = {k: MODIFIERS[k] for k in ("dec_single", "dec_en_masse", "inc_single", "inc_en_masse")}
+#: The five modifiers that change the structure (`modifiers="structure"`).
 STRUCTURE_MODIFIERS = {k: v for k, v in MODIFIERS.items() if k not in UNIT_MODIFIERS}
 
 

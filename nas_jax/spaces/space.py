@@ -33,8 +33,8 @@ class TreeMoves(NamedTuple):
     root: `(point) -> node`, an observed point as the root of a tree.
     expand: `(node, rng, n, max_ops) -> [(op, node)]`: up to n children of a node, none when
       the node already holds max_ops ops from its root (0: no limit).
-    descend: `(node, ancestor_info, ancestor_trial) -> point`: the chosen node as a point that
-      records its evaluated ancestor (the ancestor's journalled task info and trial id).
+    descend: `(node, ancestor, info, trial) -> point`: the chosen node as a point that records
+      its evaluated ancestor (that point, its journalled task info and its trial id).
   """
 
   root: Callable[[Any], Any]
@@ -68,10 +68,10 @@ class Space(NamedTuple):
       of its points (`FidelityPoint`s: a base point at a fidelity); () for any other space.
     base: set only by `fidelity_space.fidelity_space`: the Space of the points it wraps, on which
       featurizers are built (`features.fidelity.with_fidelity`); None for any other space.
-
-  What parts may need of a space, each None where the space does not offer it:
     layer_graph: `(point) -> Architecture`, the point's network as a layer graph (what OTMANN
-      and the edit distance read).
+      and the edit distance read); None when the points are no networks. This field and the
+      three below are what parts of the BO engine may read of a space, each None where the
+      space does not offer it.
     conditional_spec: the `ConditionalSpec` of a conditional space's points (the arc kernel, the
       poor man's embedding and the per-depth optimiser read it).
     enumerate: `() -> list[point]`, every point of a finite space, in a fixed order.

@@ -47,7 +47,7 @@ __all__ = [
   "build",
 ]
 
-# config.space.name -> constructor(**config.space fields but name)
+#: Search spaces by config name: config.space.name -> constructor(**config.space fields but name).
 SPACES: dict[str, Callable[..., Space]] = {
   "layer_graph": layer_graph_space,
   "nb201": nb201_space,
@@ -247,7 +247,7 @@ def _with_goal(strategy: Callable, takes_objectives: bool = True) -> Callable:
   return factory
 
 
-# config.strategy -> factory(config, space, task) -> Strategy
+#: Search strategies by config name: config.strategy -> factory(config, space, task) -> Strategy.
 STRATEGIES: dict[str, Callable[..., Strategy]] = {
   "random": _with_goal(baselines.random_search, takes_objectives=False),
   "ea": _with_goal(baselines.evolution),
@@ -263,7 +263,8 @@ STRATEGIES: dict[str, Callable[..., Strategy]] = {
 }
 
 
-# config.scheduler -> constructor(sampler, space, goal, fidelities, **config.scheduler_config)
+#: Multi-fidelity schedulers by config name: config.scheduler -> constructor(sampler, space, goal,
+#: fidelities, **config.scheduler_config).
 SCHEDULERS: dict[str, Callable[..., Strategy]] = {
   "sh": schedulers.successive_halving,
   "hyperband": schedulers.hyperband,

@@ -1,0 +1,113 @@
+"""One JSON record per benchmark or comparison run: the command, where and when it ran, and what
+it measured.
+
+`write(name, title, figures, tables)` adds `benchmarks/records/<name>-<UTC time>.json`, and
+`benchmarks/render_results.py` renders docs/results.md and the README's results table from the
+latest record of each name, so a figure is stated once, with its date and machine. Every
+benchmark calls it at the end of a run; `launch/compare.py` and `launch/nb201_table.py` do with
+`--record=NAME`. NAS_JAX_RECORDS=DIR writes the records elsewhere.
+"""
+
+import datetime
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+
+SCHEMA = 1
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORDS = os.path.join(ROOT, "benchmarks", "records")
+
+
+def _commit() -> str:
+  """HEAD's short hash, with "-dirty" when tracked files differ from it; "" outside a checkout."""
+  try:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "-uno"], cwd=ROOT, capture_output=True, text=True).stdout
+  except (OSError, subprocess.CalledProcessError):
+    return ""
+  return head.stdout.strip() + ("-dirty" if dirty.strip() else "")
+
+
+def cpu_model() -> str:
+  """The CPU's model name, as /proc/cpuinfo gives it."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+  except OSError:
+    names = []
+  return names[0] if names else platform.processor() or platform.machine()
+
+
+def _command(argv: list) -> str:
+  """The command line as typed from the repository root: `python benchmarks/x.py --flag=...`."""
+  script = os.path.relpath(os.path.abspath(argv[0]), ROOT) if argv else ""
+  return shlex.join(["python", script, *argv[1:]])
+
+
+def environment() -> dict:
+  """Where and when this process runs: commit, UTC date, machine, load, jax and its backend."""
+  import jax  # the benchmark imported it already; here only to read its version and devices
+
+  device = jax.devices()[0]
+  return {
+    "commit": _commit(),
+    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+    "machine": f"{cpu_model()}, {os.cpu_count()} CPUs"
+    + ("" if device.platform == "cpu" else f", {len(jax.devices())} x {device.device_kind}"),
+    "cpu_count": os.cpu_count(),
+    "load_average": [round(x, 2) for x in os.getloadavg()],
+    "jax_version": jax.__version__,
+    "backend": jax.default_backend(),
+  }
+
+
+def backend_suffix() -> str:
+  """ "" on a CPU, else "_gpu" or "_tpu": a record name's suffix, so each device keeps its latest run."""
+  import jax
+
+  return "" if jax.default_backend() == "cpu" else f"_{jax.default_backend()}"
+
+
+def markdown_table(lines: list, title: str = "") -> dict:
+  """A record's table from the lines of a markdown table (a header, a rule, then rows)."""
+  cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.strip().startswith("|")]
+  return {"title": title, "columns": cells[0], "rows": cells[2:]}
+
+
+def write(
+  name: str, title: str, figures: dict, tables: list | None = None, *, argv: list | None = None, command: str = ""
+) -> str:
+  """Writes one record and returns its path.
+
+  Args:
+    name: what was measured, e.g. "bench_otmann"; the renderer keeps the latest record per name.
+    title: one line for the results page.
+    figures: {label: number or text}, e.g. {"exact, 60 CNNs (s)": 0.187}.
+    tables: [{"title": str, "columns": [str], "rows": [[cell]]}] for results with rows.
+    argv: the command's argv (default sys.argv).
+    command: the command as typed, when it is not this process's argv (a shell line it timed).
+  """
+  if not name or not name.replace("_", "").replace("-", "").isalnum():
+    raise ValueError(f"record name: {name!r}; use letters, digits, '_' and '-'")
+  record = {
+    "schema": SCHEMA,
+    "name": name,
+    "title": title,
+    "command": command or _command(sys.argv if argv is None else argv),
+    **environment(),
+    "source": "measured",
+    "figures": figures,
+    "tables": tables or [],
+  }
+  directory = os.environ.get("NAS_JAX_RECORDS") or RECORDS
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(directory, f"{name}-{record['date'].replace(':', '')}.json")
+  with open(path, "w") as f:
+    json.dump(record, f, indent=1, ensure_ascii=False)
+    f.write("\n")
+  shown = os.path.relpath(path)
+  print(f"record: {path if shown.startswith('..') else shown}")
+  return path
