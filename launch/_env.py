@@ -1,4 +1,6 @@
-"""Imported first by every launch script, to set up jax's environment before jax is imported.
+"""Imported first by every launch script, to set up jax's environment before jax is imported, and
+to put the repository root on sys.path, so that a config loaded by path imports its base
+(`from configs import random_nb201`) from any working directory.
 
 OpenBLAS's own threads fight XLA's thread pool on CPU, which made a float64 200x200 Cholesky ~30x
 slower (benchmarks/bench_gp.py), so one thread. Compiled programs that took over a second to
@@ -9,6 +11,8 @@ inherit both settings.
 """
 
 import os
+import sys
 
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "nas_jax", "xla"))
