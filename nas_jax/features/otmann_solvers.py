@@ -25,6 +25,7 @@ _EMD_MAX_ITER = 100_000  # POT's default; these LPs need a few hundred pivots at
 SLOTS = 8  # pair problems are trimmed to a multiple of this many slots, one compile per size
 _MIN_THREAD_PAIRS = 16  # fewer pairs per thread than this are not worth the hand-off
 _ROUND = 100  # Sinkhorn iterations between two checks for finished problems
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 class SinkhornConfig(NamedTuple):
@@ -64,7 +65,9 @@ def _exact_problems(pa, pb, nus, kind, params):
   return jax.vmap(one)(pa, pb)
 
 
-def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
+def _solve_lps(
+  cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, nb: np.ndarray, pool: concurrent.futures.Executor
+) -> np.ndarray:
   """d_bar of each pair and nu by network simplex, on each problem trimmed to its real layers.
 
   POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core.
@@ -73,6 +76,7 @@ def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, n
     cost: [C, n_nu, S+1, S+1] float64 augmented costs, sinks at slots na and nb.
     a, b: [C, S+1] normalised supplies and demands.
     na, nb: [C] int real-layer counts.
+    pool: a thread pool of one worker per core, for blocks of pairs.
 
   Returns:
     [n_nu, C] float64.
@@ -94,24 +98,14 @@ def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, n
         if status != 1:
           raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {p}, nu index {k})")
 
-  n, cores = cost.shape[0], _cores()
-  if cores == 1 or n < 2 * _MIN_THREAD_PAIRS:
+  n = cost.shape[0]
+  if _CORES == 1 or n < 2 * _MIN_THREAD_PAIRS:
     block(range(n))
   else:
-    step = -(-n // cores)
-    for f in [_lp_pool().submit(block, range(i, min(n, i + step))) for i in range(0, n, step)]:
+    step = -(-n // _CORES)
+    for f in [pool.submit(block, range(i, min(n, i + step))) for i in range(0, n, step)]:
       f.result()
   return out
-
-
-@functools.lru_cache(maxsize=1)
-def _cores() -> int:
-  return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-@functools.lru_cache(maxsize=1)
-def _lp_pool() -> concurrent.futures.ThreadPoolExecutor:
-  return concurrent.futures.ThreadPoolExecutor(_cores(), thread_name_prefix="otmann-lp")
 
 
 def _rounded_d_bar(plan, cost, supply, demand, na, nb, nas_cost):
@@ -247,7 +241,8 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
   Pairs are grouped by trimmed size (a multiple of SLOTS covering both networks) so the cost
   tensors moved to the host stay small; each chunk is padded, by repeating its first pair, to a
   power of two <= chunk_size, so that few shapes are ever compiled. The next chunk's costs are
-  dispatched before this chunk's LPs are solved, so XLA builds them while the host solves.
+  dispatched before this chunk's LPs are solved, so XLA builds them while the host solves. The
+  LPs of the call share one thread pool, which ends with the call.
   """
   out = np.empty((len(nus), len(ia)))
   size = -(-np.maximum(fa.n[ia], fb.n[ib]) // SLOTS) * SLOTS
@@ -263,9 +258,10 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
     return sel, pa.n[: len(sel)], pb.n[: len(sel)], _exact_problems(pa, pb, nus, kind, params)
 
   ahead = dispatch(*chunks[0]) if chunks else None
-  for k in range(len(chunks)):
-    sel, na, nb, problems = ahead
-    ahead = dispatch(*chunks[k + 1]) if k + 1 < len(chunks) else None
-    cost, a, b = (np.asarray(x, np.float64)[: len(sel)] for x in problems)
-    out[:, sel] = _solve_lps(cost, a, b, na, nb)
+  with concurrent.futures.ThreadPoolExecutor(_CORES, thread_name_prefix="otmann-lp") as pool:
+    for k in range(len(chunks)):
+      sel, na, nb, problems = ahead
+      ahead = dispatch(*chunks[k + 1]) if k + 1 < len(chunks) else None
+      cost, a, b = (np.asarray(x, np.float64)[: len(sel)] for x in problems)
+      out[:, sel] = _solve_lps(cost, a, b, na, nb, pool)
   return out
