@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.features import otmann_costs as costs
 
 __all__ = ["SLOTS", "SinkhornConfig", "exact_pairs", "sinkhorn_pairs"]
@@ -252,7 +253,7 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
     chunks += [(group[start : start + chunk_size], s) for start in range(0, len(group), chunk_size)]
 
   def dispatch(sel, s):
-    width = min(chunk_size, 1 << (len(sel) - 1).bit_length())
+    width = min(chunk_size, next_power_of_two(len(sel)))
     idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
     pa, pb = _take(fa, ia[idx], s), _take(fb, ib[idx], s)
     return sel, pa.n[: len(sel)], pb.n[: len(sel)], _exact_problems(pa, pb, nus, kind, params)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture, pad
+from nas_jax.arch.architecture import Architecture, next_power_of_two, pad
 from nas_jax.arch.host_graph import KeyMemo
 from nas_jax.arch.json_io import Limits, from_json, to_json
 from nas_jax.spaces import graph_edit
@@ -164,7 +164,7 @@ def layer_graph_space(
 
   def fit(arch: Architecture) -> Architecture:
     n = int(np.asarray(arch.mask).sum())
-    return pad(arch, pad_to if pad_to is not None else graph_edit.next_power_of_two(n))
+    return pad(arch, pad_to if pad_to is not None else next_power_of_two(n))
 
   def check(point: Any, where: str) -> None:
     if not isinstance(point, Architecture) or point.kind != kind:

@@ -23,7 +23,7 @@ import numpy as np
 from nas_jax.features.featurizer import FeatureCache, Featurizer
 from nas_jax.features.featurizers import BINARY_FEATURIZERS
 from nas_jax.features.pairwise import DistancePair, OtmannPair, VectorPair
-from nas_jax.spaces.graph_edit import next_power_of_two
+from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.surrogates import gp, kernels
 from nas_jax.surrogates.ensemble import ensemble_surrogate
 from nas_jax.surrogates.priors import default_box
