@@ -23,7 +23,7 @@ from configs import bananas_nb201, ls_nb201, nasbot_nb201, random_nb201, re_nb20
 
 _STRATEGIES = {"random": random_nb201, "re": re_nb201, "ls": ls_nb201, "bananas": bananas_nb201, "nasbot": nasbot_nb201}
 # Evaluations a run needs to pass 100 average 200-epoch trainings of simulated time: the scheduler
-# spends 12/200 of one on each network started at 12 epochs (measured: README).
+# spends 12/200 of one on each network started at 12 epochs.
 _BUDGETS = {"": 150, "asha": 450, "sh": 450, "hyperband": 300}
 
 

@@ -2,8 +2,8 @@
 to put the repository root on sys.path, so that a config loaded by path imports its base
 (`from configs import random_nb201`) from any working directory.
 
-OpenBLAS's own threads fight XLA's thread pool on CPU, which made a float64 200x200 Cholesky ~30x
-slower (benchmarks/bench_gp.py), so one thread. Compiled programs that took over a second to
+OpenBLAS's own threads fight XLA's thread pool on CPU and slow a float64 Cholesky many times over
+(benchmarks/bench_gp.py measures it), so one thread. Compiled programs that took over a second to
 compile (a network's training step) are kept in a persistent cache, so a resumed search, a
 repeated network, or the seeds of a comparison evaluating the same initial pool skip recompiling
 it: set JAX_COMPILATION_CACHE_DIR to move the cache, or to "" to turn it off. Worker processes

@@ -40,7 +40,7 @@ __all__ = [
 
 LAYER_MATCHES = ("separate", "joint")
 _BLOCK_COSTS = 1 << 22  # d_s entries held on the host at once (32 MiB)
-_MIN_PAIRS = 1024  # a call's fewest pairs (padded); a DP of 1024 pairs takes about a millisecond
+_MIN_PAIRS = 1024  # a call's fewest pairs (padded), so that calls of a few candidates share one program
 
 
 def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax.Array):

@@ -133,7 +133,7 @@ def stack_features(rows: Sequence[costs.OtmannFeatures]) -> costs.OtmannFeatures
 
   def stacked(xs: list) -> np.ndarray:
     # Slices into one zero array: a search stacks its train rows once per EA generation, and a
-    # np.pad per row took most of that time.
+    # np.pad per row would cost more than the copies.
     out = np.zeros((len(xs),) + xs[0].shape[:-1] + (s,), np.result_type(*xs))
     for o, x in zip(out, xs):
       o[..., : x.shape[-1]] = x

@@ -83,8 +83,8 @@ def _solve_lps(
     [n_nu, C] float64.
   """
   # POT and ott-jax are imported where they are used: at import they load scikit-learn, networkx
-  # and matplotlib (about 3 s of the package's 5 s import on 2 cores), which every process that
-  # never solves a transport problem (workers, CLI checks) would pay.
+  # and matplotlib (most of the package's import time), which every process that never solves a
+  # transport problem (workers, CLI checks) would pay.
   from ot.lp.emd_wrap import emd_c
 
   out = np.empty(cost.shape[1::-1])
@@ -114,8 +114,9 @@ def _rounded_d_bar(plan, cost, supply, demand, na, nb, nas_cost):
 
   The real-to-real block keeps only pairs with cost < 2 nas_cost (no other pair lowers eq. 3),
   is scaled down row-wise then column-wise until no layer sends or receives more than its mass,
-  and then one rank-one fill sends leftover mass along those pairs within the same bounds (on
-  the benchmark set it cuts the median error ~10x; a second fill changes nothing). The value,
+  and then one rank-one fill sends leftover mass along those pairs within the same bounds (it
+  cuts the error of the rounded value, benchmarks/bench_otmann.py; a second fill changes
+  nothing). The value,
   nas_cost + sum_ij Z_ij (C_ij - 2 nas_cost) (spec 6.1 at total mass 1), is that of a feasible
   plan, so it is never below the exact d_bar.
 
