@@ -1,8 +1,16 @@
-"""The fields every search config ends with: where evaluations run, the costs to minimise or to
-bound, the multi-fidelity scheduler, the seed and the workdir."""
+"""What configs share: the `:smoke` argument, and the fields every search config ends with (where
+evaluations run, the costs to minimise or to bound, the multi-fidelity scheduler, the seed and the
+workdir)."""
 
 import ml_collections
 from ml_collections import config_dict
+
+
+def is_smoke(arg: str) -> bool:
+  """Whether a config's arg, '' or 'smoke', asks for the tiny run that tests use."""
+  if arg not in ("", "smoke"):
+    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
+  return arg == "smoke"
 
 
 def add_run_fields(

@@ -14,9 +14,7 @@ from configs import common
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  if arg not in ("", "smoke"):
-    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
-  smoke = arg == "smoke"
+  smoke = common.is_smoke(arg)
   c = ml_collections.ConfigDict()
   c.strategy = "random"
   c.strategy_config = ml_collections.ConfigDict()  # random search reads no options
