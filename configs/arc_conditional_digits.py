@@ -8,12 +8,9 @@ Run (`:smoke` = the three initial networks and two proposals, one epoch, inline;
 The equal-budget ablation of the acquisition optimiser: add --config.strategy_config.optimizer=mutation.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_conditional_digits.py"))["get_config"]
+from configs import random_conditional_digits
 
 
 def conditional_bo_options(kernel: str, smoke: bool) -> ml_collections.ConfigDict:
@@ -37,7 +34,7 @@ def conditional_bo_options(kernel: str, smoke: bool) -> ml_collections.ConfigDic
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  c = random_conditional_digits.get_config(arg)
   c.strategy = "conditional_bo"
   c.strategy_config = conditional_bo_options("arc", arg == "smoke")
   return c

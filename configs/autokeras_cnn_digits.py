@@ -18,7 +18,8 @@ Weights of every trained network go to WORKDIR/weights (`task.weights_dir` moves
 """
 
 import ml_collections
-from ml_collections import config_dict
+
+from configs import common
 
 _TOKENS = ("smoke", "small", "otmann", "ea", "random")
 
@@ -81,16 +82,5 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.budget = 3 if smoke else 12 if small else 30
   c.num_workers = 1
   c.prefetch = 0 if smoke else 1  # spec 7.3: the next proposal is made while a network trains
-  c.executor = "inline" if smoke else "local"
-  c.ray_address = ""
-  c.eval_timeout_s = 0.0 if smoke else 3600.0
-  # Multi-objective and constrained search (README): cost metrics to minimise besides the value,
-  # e.g. "params" or "params,flops" (params | flops | memory_mb | latency_ms), and limits that no
-  # proposed or evaluated network exceeds (0: no limit).
-  c.objectives = ""
-  c.constraints = ml_collections.ConfigDict(
-    {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
-  )
-  c.seed = 0
-  c.workdir = config_dict.placeholder(str)
-  return c
+  executor, timeout = ("inline", 0.0) if smoke else ("local", 3600.0)
+  return common.add_run_fields(c, executor=executor, eval_timeout_s=timeout, scheduler=False)

@@ -9,12 +9,9 @@ The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.
 Space, task and executor fields are those of `random_nb201.py`.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_nb201.py"))["get_config"]
+from configs import random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
@@ -22,7 +19,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   if any(t not in ("smoke", "paper") for t in tokens):
     raise ValueError(f"get_config: arg must be '+'-separated tokens of smoke, paper; got {arg!r}")
   smoke = "smoke" in tokens
-  c = _BASE("smoke" if smoke else "")
+  c = random_nb201.get_config("smoke" if smoke else "")
   c.strategy = "bananas"
   # "code" (truncated path, ITS) | "paper" (path, UCB); spec 14
   options = {"preset": "paper" if "paper" in tokens else "code"}

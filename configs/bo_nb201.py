@@ -13,12 +13,10 @@ Any part is an override, e.g. --config.strategy_config.optimizer=ea or
 Space, task and executor fields are those of `random_nb201.py`.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_nb201.py"))["get_config"]
+from configs import random_nb201
+
 _TOKENS = ("smoke", "enumerate", "path_ensemble")
 
 
@@ -27,7 +25,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   bad = [t for t in tokens if t not in _TOKENS]
   if bad:
     raise ValueError(f"arg must be '+'-separated tokens of {', '.join(_TOKENS)}; got {bad}")
-  c = _BASE("smoke" if "smoke" in tokens else "")
+  c = random_nb201.get_config("smoke" if "smoke" in tokens else "")
   smoke = "smoke" in tokens
   path = "path_ensemble" in tokens
   c.strategy = "bo"

@@ -10,16 +10,13 @@ On a Ray cluster:
 Space, task and executor fields are those of `random_cnn_digits.py`.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_cnn_digits.py"))["get_config"]
+from configs import random_cnn_digits
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  c = random_cnn_digits.get_config(arg)
   c.strategy = "ea"
   c.strategy_config = ml_collections.ConfigDict({"n_mut": 10})  # mutants per generation (spec 10.4)
   return c

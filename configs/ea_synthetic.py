@@ -8,7 +8,8 @@ CI) and a function `f0`..`f3` (f1 and f0 on CNNs, f2 and f3 on MLPs, spec 10.6),
 """
 
 import ml_collections
-from ml_collections import config_dict
+
+from configs import common
 
 
 FUNCTIONS = {"f0": "cnn", "f1": "cnn", "f2": "mlp", "f3": "mlp"}  # function -> space kind
@@ -32,24 +33,4 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   # fidelities: e.g. "1,3,9" for a noisy cheap variant below the last (tasks.synthetic); "" for none
   c.budget = 6 if smoke else 200  # Fig. 7 runs 200 evaluations
   c.num_workers = 1
-  c.executor = "inline"  # "inline" | "local" (process pool) | "ray"
-  c.ray_address = ""  # ray: "" starts a local Ray, "auto" or "ray://host:10001" joins a cluster
-  c.eval_timeout_s = 0.0  # 0: no limit (the inline executor cannot stop an evaluation)
-  # Multi-objective and constrained search (README): cost metrics to minimise besides the value,
-  # e.g. "params" or "params,flops" (params | flops | memory_mb | latency_ms), and limits that no
-  # proposed or evaluated network exceeds (0: no limit).
-  c.objectives = ""
-  c.constraints = ml_collections.ConfigDict(
-    {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
-  )
-  # Multi-fidelity search (README): a scheduler ("sh" | "hyperband" | "asha"; "" for none) runs
-  # networks at task.fidelities and promotes the best 1/eta; the strategy samples its new networks
-  # (model "fidelity": its model sees the highest fidelity with min_points successes; "joint": it
-  # models every observation at its fidelity, e.g. multifidelity_nb201.py's asha_bananas+joint);
-  # promote "value" ranks a rung by its values there, "model" (with "joint") by the model's
-  # predictions at the full fidelity (multifidelity_nb201.py's asha_bananas+model).
-  c.scheduler = ""
-  c.scheduler_config = ml_collections.ConfigDict({"eta": 3, "min_points": 10, "model": "fidelity", "promote": "value"})
-  c.seed = 0
-  c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
-  return c
+  return common.add_run_fields(c, executor="inline", eval_timeout_s=0.0)

@@ -8,16 +8,13 @@ The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.
 Space, task and executor fields are those of `random_nb201.py`.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_nb201.py"))["get_config"]
+from configs import random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  c = random_nb201.get_config(arg)
   c.strategy = "local_search"
   c.strategy_config = ml_collections.ConfigDict({"n_restart": 10})
   return c

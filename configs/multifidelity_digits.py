@@ -7,12 +7,10 @@ asha_nasbot (the default), optionally +smoke.
 The comparison at equal wall time: `benchmarks/bench_multifidelity_digits.py`.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "nasbot_cnn_digits.py"))["get_config"]
+from configs import nasbot_cnn_digits
+
 _METHODS = {"nasbot": ("", 14), "asha_nasbot": ("asha", 30)}  # (scheduler, evaluations)
 
 
@@ -23,7 +21,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     raise ValueError(f"get_config: arg must be one of {', '.join(_METHODS)}, optionally +smoke; got {arg!r}")
   smoke = "smoke" in tokens
   scheduler, budget = _METHODS[methods[0]]
-  c = _BASE("smoke" if smoke else "")
+  c = nasbot_cnn_digits.get_config("smoke" if smoke else "")
   c.task.epochs = 3 if smoke else 9
   if scheduler:
     c.task.fidelities = "1,3" if smoke else "1,3,9"

@@ -17,21 +17,13 @@ scheduler_config.promote = "model", e.g. asha_bananas+model):
 The comparison at equal simulated time: `benchmarks/bench_multifidelity.py`.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_HERE = os.path.dirname(__file__)
-_STRATEGIES = {
-  "random": "random_nb201.py",
-  "re": "re_nb201.py",
-  "ls": "ls_nb201.py",
-  "bananas": "bananas_nb201.py",
-  "nasbot": "nasbot_nb201.py",
-}
+from configs import bananas_nb201, ls_nb201, nasbot_nb201, random_nb201, re_nb201
+
+_STRATEGIES = {"random": random_nb201, "re": re_nb201, "ls": ls_nb201, "bananas": bananas_nb201, "nasbot": nasbot_nb201}
 # Evaluations a run needs to pass 100 average 200-epoch trainings of simulated time: the scheduler
-# spends 12/200 of one on each network started at 12 epochs (measured: README).
+# spends 12/200 of one on each network started at 12 epochs.
 _BUDGETS = {"": 150, "asha": 450, "sh": 450, "hyperband": 300}
 
 
@@ -47,8 +39,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       f" of asha, sh, hyperband), optionally +smoke, and +joint or +model with a scheduler; got {arg!r}"
     )
   smoke = "smoke" in tokens
-  base = runpy.run_path(os.path.join(_HERE, _STRATEGIES[strategy]))["get_config"]
-  c = base("smoke" if smoke else ("warm" if strategy == "nasbot" else ""))
+  c = _STRATEGIES[strategy].get_config("smoke" if smoke else ("warm" if strategy == "nasbot" else ""))
   if scheduler:
     c.task.fidelities = "12,200"
     c.scheduler = scheduler

@@ -6,18 +6,13 @@ Run (`:smoke` = two tiny networks, one epoch, inline; used by tests):
   python launch/search.py --config=configs/nasbot_cnn_digits.py[:smoke] --config.workdir=runs/nasbot_cnn
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_HERE = os.path.dirname(__file__)
-_BASE = runpy.run_path(os.path.join(_HERE, "random_cnn_digits.py"))["get_config"]
-_OPTIONS = runpy.run_path(os.path.join(_HERE, "nasbot_synthetic.py"))["nasbot_options"]
+from configs import nasbot_synthetic, random_cnn_digits
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  c = random_cnn_digits.get_config(arg)
   c.strategy = "nasbot"
-  c.strategy_config = _OPTIONS(arg == "smoke")
+  c.strategy_config = nasbot_synthetic.nasbot_options(arg == "smoke")
   return c

@@ -12,18 +12,15 @@ The comparison of all NB201 methods: see `random_nb201.py`.
 Space, task and executor fields are those of `random_nb201.py`.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_nb201.py"))["get_config"]
+from configs import random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
   if arg not in ("", "smoke", "warm"):
     raise ValueError(f"get_config: arg must be '', 'smoke' or 'warm', got {arg!r}")
-  c = _BASE("smoke" if arg == "smoke" else "")
+  c = random_nb201.get_config("smoke" if arg == "smoke" else "")
   smoke = arg == "smoke"
   c.strategy = "bo"
   c.strategy_config = ml_collections.ConfigDict(

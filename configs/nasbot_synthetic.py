@@ -10,12 +10,9 @@ e.g. the modifier ablation on f2, as `launch/compare.py --configs=...` takes it:
   python launch/search.py --config=configs/nasbot_synthetic.py:f2+unit --config.workdir=runs/f2_unit
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "ea_synthetic.py"))["get_config"]
+from configs import ea_synthetic
 
 
 def nasbot_options(smoke: bool) -> ml_collections.ConfigDict:
@@ -51,7 +48,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     if sum(t in group for t in tokens) > 1:
       raise ValueError(f"get_config: arg {arg!r} names more than one of {', '.join(group)}")
   own = [t for t in tokens if t in _KERNELS + _MODIFIERS + tuple(_POWERS)]
-  c = _BASE("+".join(t for t in tokens if t not in own))
+  c = ea_synthetic.get_config("+".join(t for t in tokens if t not in own))
   smoke = "smoke" in tokens
   c.strategy = "nasbot"
   c.strategy_config = nasbot_options(smoke)

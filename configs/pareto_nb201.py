@@ -19,19 +19,17 @@ Under a parameter budget instead (no network above 0.5 M parameters is ever prop
 The benchmark: `python benchmarks/bench_multiobjective.py` (all three datasets, hypervolume).
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_HERE = os.path.dirname(__file__)
+from configs import bananas_nb201, nasbot_nb201, random_nb201, re_nb201
+
 _METHODS = {
-  "random": ("random_nb201.py", {}),
-  "nsga2": ("re_nb201.py", {}),
-  "bananas": ("bananas_nb201.py", {}),
-  "bananas_ehvi": ("bananas_nb201.py", {"multi_objective": "ehvi", "ehvi_ref": ()}),
-  "nasbot": ("nasbot_nb201.py", {}),
-  "nasbot_ehvi": ("nasbot_nb201.py", {"multi_objective": "ehvi", "ehvi_ref": ()}),
+  "random": (random_nb201, {}),
+  "nsga2": (re_nb201, {}),
+  "bananas": (bananas_nb201, {}),
+  "bananas_ehvi": (bananas_nb201, {"multi_objective": "ehvi", "ehvi_ref": ()}),
+  "nasbot": (nasbot_nb201, {}),
+  "nasbot_ehvi": (nasbot_nb201, {"multi_objective": "ehvi", "ehvi_ref": ()}),
 }
 
 
@@ -41,10 +39,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   if len(methods) > 1 or any(t not in _METHODS and t != "smoke" for t in tokens):
     raise ValueError(f"get_config: arg must be one of {', '.join(_METHODS)}, optionally +smoke; got {arg!r}")
   method = methods[0] if methods else "bananas"
-  path, extra = _METHODS[method]
-  base = runpy.run_path(os.path.join(_HERE, path))["get_config"]
+  base, extra = _METHODS[method]
   smoke = "smoke" in tokens
-  c = base("smoke" if smoke else ("warm" if method.startswith("nasbot") else ""))
+  c = base.get_config("smoke" if smoke else ("warm" if method.startswith("nasbot") else ""))
   c.objectives = "params"
   c.strategy_config.update(extra)
   c.budget = min(c.budget, 25) if smoke else 100

@@ -7,18 +7,13 @@ Run (`:smoke` = the three initial networks and two proposals, one epoch, inline;
     --config.workdir=runs/poor_man_conditional
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_HERE = os.path.dirname(__file__)
-_BASE = runpy.run_path(os.path.join(_HERE, "random_conditional_digits.py"))["get_config"]
-_OPTIONS = runpy.run_path(os.path.join(_HERE, "arc_conditional_digits.py"))["conditional_bo_options"]
+from configs import arc_conditional_digits, random_conditional_digits
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  c = random_conditional_digits.get_config(arg)
   c.strategy = "conditional_bo"
-  c.strategy_config = _OPTIONS("poor_man", arg == "smoke")
+  c.strategy_config = arc_conditional_digits.conditional_bo_options("poor_man", arg == "smoke")
   return c

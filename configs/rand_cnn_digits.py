@@ -5,16 +5,13 @@ Run (`:smoke` = two tiny networks, one epoch, inline; used by tests):
   python launch/search.py --config=configs/rand_cnn_digits.py[:smoke] --config.workdir=runs/rand_cnn
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "nasbot_cnn_digits.py"))["get_config"]
+from configs import nasbot_cnn_digits
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  c = nasbot_cnn_digits.get_config(arg)
   c.strategy = "rand"
   c.strategy_config.acquisition = "random"
   return c

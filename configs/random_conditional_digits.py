@@ -8,13 +8,12 @@ Run (`:smoke` = five networks (the BO configs then fit their GP twice), one epoc
 """
 
 import ml_collections
-from ml_collections import config_dict
+
+from configs import common
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  if arg not in ("", "smoke"):
-    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
-  smoke = arg == "smoke"
+  smoke = common.is_smoke(arg)
   c = ml_collections.ConfigDict()
   c.strategy = "random"
   c.strategy_config = ml_collections.ConfigDict()  # random search reads no options
@@ -30,16 +29,5 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   )
   c.budget = 5 if smoke else 60
   c.num_workers = 1 if smoke else 2
-  c.executor = "inline" if smoke else "local"  # "inline" | "local" (process pool) | "ray"
-  c.ray_address = ""  # ray: "" starts a local Ray, "auto" or "ray://host:10001" joins a cluster
-  c.eval_timeout_s = 0.0 if smoke else 3600.0  # 0: no limit
-  # Multi-objective and constrained search (README): cost metrics to minimise besides the value,
-  # e.g. "params" or "params,flops" (params | flops | memory_mb | latency_ms), and limits that no
-  # proposed or evaluated network exceeds (0: no limit).
-  c.objectives = ""
-  c.constraints = ml_collections.ConfigDict(
-    {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
-  )
-  c.seed = 0
-  c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
-  return c
+  executor, timeout = ("inline", 0.0) if smoke else ("local", 3600.0)
+  return common.add_run_fields(c, executor=executor, eval_timeout_s=timeout, scheduler=False)

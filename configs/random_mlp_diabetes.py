@@ -10,16 +10,13 @@ On a Ray cluster:
 Executor and training fields are those of `random_cnn_digits.py`.
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "random_cnn_digits.py"))["get_config"]
+from configs import random_cnn_digits
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  c = random_cnn_digits.get_config(arg)
   c.space.kind = "mlp"
   c.task.dataset = "diabetes"  # "digits", "diabetes" or a .csv/.npz path (then set target and task_type)
   c.task.epochs = 1 if arg == "smoke" else 50

@@ -10,13 +10,12 @@ configs/ls_nb201.py,configs/gp_nb201.py,configs/random_nb201.py --seeds=20 --bud
 """
 
 import ml_collections
-from ml_collections import config_dict
+
+from configs import common
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  if arg not in ("", "smoke"):
-    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
-  smoke = arg == "smoke"
+  smoke = common.is_smoke(arg)
   c = ml_collections.ConfigDict()
   c.strategy = "random"
   c.strategy_config = ml_collections.ConfigDict({})
@@ -34,24 +33,4 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   )
   c.budget = 15 if smoke else 150
   c.num_workers = 1
-  c.executor = "inline"  # a table lookup: no worker processes needed
-  c.ray_address = ""
-  c.eval_timeout_s = 0.0
-  # Multi-objective and constrained search (README): cost metrics to minimise besides the value,
-  # e.g. "params" or "params,flops" (params | flops | memory_mb | latency_ms), and limits that no
-  # proposed or evaluated network exceeds (0: no limit).
-  c.objectives = ""
-  c.constraints = ml_collections.ConfigDict(
-    {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
-  )
-  # Multi-fidelity search (README): a scheduler ("sh" | "hyperband" | "asha"; "" for none) runs
-  # networks at task.fidelities and promotes the best 1/eta; the strategy samples its new networks
-  # (model "fidelity": its model sees the highest fidelity with min_points successes; "joint": it
-  # models every observation at its fidelity, e.g. multifidelity_nb201.py's asha_bananas+joint);
-  # promote "value" ranks a rung by its values there, "model" (with "joint") by the model's
-  # predictions at the full fidelity (multifidelity_nb201.py's asha_bananas+model).
-  c.scheduler = ""
-  c.scheduler_config = ml_collections.ConfigDict({"eta": 3, "min_points": 10, "model": "fidelity", "promote": "value"})
-  c.seed = 0
-  c.workdir = config_dict.placeholder(str)
-  return c
+  return common.add_run_fields(c, executor="inline", eval_timeout_s=0.0)  # a table lookup: no worker processes

@@ -5,16 +5,13 @@ Run (`:smoke` = tiny budget, used by tests and CI; `:f2` = f2 on MLPs):
   python launch/search.py --config=configs/random_synthetic.py[:smoke] --config.workdir=runs/random_f1
 """
 
-import os
-import runpy
-
 import ml_collections
 
-_BASE = runpy.run_path(os.path.join(os.path.dirname(__file__), "ea_synthetic.py"))["get_config"]
+from configs import ea_synthetic
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = _BASE(arg)
+  c = ea_synthetic.get_config(arg)
   c.strategy = "random"
   c.strategy_config = ml_collections.ConfigDict()  # random search reads no options
   return c

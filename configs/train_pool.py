@@ -11,11 +11,11 @@ MLP pool on diabetes, or on a table of yours:
 
 import ml_collections
 
+from configs import common
+
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  if arg not in ("", "smoke"):
-    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
-  smoke = arg == "smoke"
+  smoke = common.is_smoke(arg)
   c = ml_collections.ConfigDict()
   c.kind = "cnn"  # "cnn" (Fig. 20 pool) | "mlp" (Fig. 21 pool)
   c.dataset = "digits"  # "digits" | "diabetes" | a .csv/.npz path (then set target and task)

@@ -43,7 +43,7 @@ NAMES = {
 flags.DEFINE_list("configs", list(METHODS), "Config specs, path.py[:arg].")
 flags.DEFINE_list("datasets", list(tabular.DATASETS), "NB201 datasets.")
 flags.DEFINE_integer("seeds", 20, "Seeds 0 .. seeds-1 for every config but --slow ones.", lower_bound=1)
-flags.DEFINE_list("slow", [], "Configs run with --slow_seeds seeds (trials over 5 minutes on 2 cores).")
+flags.DEFINE_list("slow", [], "Configs run with --slow_seeds seeds (those whose trials take far longer, e.g. NASBOT).")
 flags.DEFINE_integer("slow_seeds", 10, "Seeds for the --slow configs.", lower_bound=1)
 flags.DEFINE_integer("budget", 150, "Queries per run.", lower_bound=1)
 flags.DEFINE_string("data", "../shared/data/nasbench201", "Folder of nb201_200epochs.csv.gz.")

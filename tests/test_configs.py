@@ -15,9 +15,12 @@ from tests.conftest import SHARED_DATA
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINE = ("random_synthetic.py", "ea_synthetic.py", "random_cnn_digits.py", "ea_cnn_digits.py", "random_mlp_diabetes.py")
-# Search configs are those whose config has a strategy (others feed launch/train.py and the like).
+# Search configs are those whose config has a strategy (others feed launch/train.py and the like);
+# configs/ is a package, whose __init__.py and common.py (the shared fields) are not configs.
 SEARCH_CONFIGS = sorted(
-  p for p in glob.glob(os.path.join(ROOT, "configs", "*.py")) if "strategy" in config_files.load_config(p)
+  p
+  for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
+  if os.path.basename(p) not in ("__init__.py", "common.py") and "strategy" in config_files.load_config(p)
 )
 # Runs over ~10 s: training networks, or fitting a surrogate at every step.
 _SLOW_STRATEGIES = ("nasbot", "rand", "bananas", "gp_bo", "bo")

@@ -15,7 +15,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 
-__all__ = ["Architecture", "stack", "unstack", "pad"]
+__all__ = ["Architecture", "stack", "unstack", "pad", "next_power_of_two"]
 
 
 @flax.struct.dataclass
@@ -94,6 +94,12 @@ def pad(arch: Architecture, n: int) -> Architecture:
   if np.ndim(arch.labels) != 1:
     raise ValueError(f"pad: expected one architecture (labels [N]), got shape {np.shape(arch.labels)}")
   return _resize(arch, n)
+
+
+def next_power_of_two(n: int, least: int = 1) -> int:
+  """The smallest power of two >= n, or `least` if larger: a padded capacity, so that sizes that
+  grow one at a time compile O(log n) shapes."""
+  return max(least, 1 << max(int(n) - 1, 0).bit_length())
 
 
 def stack(archs: Sequence[Architecture], *, pad_to: int | None = None) -> Architecture:

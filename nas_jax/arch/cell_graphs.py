@@ -102,7 +102,7 @@ def _nb201_edge_layers(ops: tuple[int, ...], channels: int) -> list[_Layer]:
 @functools.lru_cache(maxsize=1)
 def _nb201_representatives() -> dict[str, tuple[int, ...]]:
   """Canonical string (spec 3.3) -> ops of the class member with the most layers (then the
-  smallest ops), over all 15,625 cells; ~0.2 s, once."""
+  smallest ops), over all 15,625 cells; built on first use, then kept."""
   best = {}
   for ops in itertools.product(range(len(NB201_OPS)), repeat=len(NB201_EDGES)):
     key = nb201_iso_key(nb201_cell(ops))

@@ -1,5 +1,6 @@
 """One architecture's real layers as plain numpy arrays (`HostGraph`), and the canonical key of a
-layer graph, which searches de-duplicate by: host-side views that no jit workload needs.
+layer graph, which searches de-duplicate by (`KeyMemo` remembers it per architecture object):
+host-side views that no jit workload needs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.graph import adjacency_lists
 
-__all__ = ["HostGraph", "from_arch", "canonical_key"]
+__all__ = ["HostGraph", "from_arch", "canonical_key", "KeyMemo"]
 
 
 class HostGraph(NamedTuple):
@@ -70,20 +71,8 @@ def _digest(text: str) -> str:
   return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
 
 
-# id(arch) -> (weak reference, key): a search asks for the key of one architecture object many
-# times (its mutations, the EA's de-duplication, the featurizer's cache rows), and architectures
-# are values, never changed in place. An entry dies with its architecture.
-_KEYS: dict[int, tuple[weakref.ref, str]] = {}
-
-
-def _forget(i: int, ref: weakref.ref) -> None:
-  if _KEYS.get(i, (None,))[0] is ref:
-    del _KEYS[i]
-
-
 def canonical_key(arch: Architecture) -> str:
-  """A key of the labelled graph that does not depend on slot order or padding (computed once
-  per architecture object).
+  """A key of the labelled graph that does not depend on slot order or padding.
 
   Colour refinement (1-dimensional Weisfeiler-Lehman on the directed graph): a layer starts with
   its (label, units, stride) and is recoloured from its colour and the sorted colours of its
@@ -99,13 +88,30 @@ def canonical_key(arch: Architecture) -> str:
   Returns:
     "<kind>:<hex digest>".
   """
-  hit = _KEYS.get(id(arch))
-  if hit is not None and hit[0]() is arch:
-    return hit[1]
-  key = _refined_key(from_arch(arch))
-  ref = weakref.ref(arch, functools.partial(_forget, id(arch)))
-  _KEYS[id(arch)] = (ref, key)
-  return key
+  return _refined_key(from_arch(arch))
+
+
+class KeyMemo:
+  """`canonical_key` computed once per architecture object: a search asks for the key of one
+  object many times (its mutations, the EA's de-duplication, the featurizer's cache rows), and
+  architectures are values, never changed in place. An entry dies with its architecture, and the
+  memo with its owner (the space that keys its points, `spaces.space.layer_graph_space`).
+  """
+
+  def __init__(self) -> None:
+    self._keys: dict[int, tuple[weakref.ref, str]] = {}  # id(arch) -> (weak reference, key)
+
+  def __call__(self, arch: Architecture) -> str:
+    hit = self._keys.get(id(arch))
+    if hit is not None and hit[0]() is arch:
+      return hit[1]
+    key = canonical_key(arch)
+    self._keys[id(arch)] = (weakref.ref(arch, functools.partial(self._forget, id(arch))), key)
+    return key
+
+  def _forget(self, i: int, ref: weakref.ref) -> None:
+    if self._keys.get(i, (None,))[0] is ref:
+      del self._keys[i]
 
 
 def _refined_key(g: HostGraph) -> str:

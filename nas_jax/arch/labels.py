@@ -7,6 +7,7 @@ code can gather from them with a traced label array.
 from __future__ import annotations
 
 import enum
+import types
 from typing import NamedTuple
 
 import numpy as np
@@ -217,26 +218,29 @@ def label_id(kind: str, name: str) -> int:
   return names.index(name)
 
 
-_TABLES: dict[str, LabelTable] = {}
+def _build_table(kind: str) -> LabelTable:
+  entries = _VOCAB[kind]
+  names = tuple(n for n, _, _ in entries)
+  role = np.array([r for _, r, _ in entries], np.int32)
+  groups = np.array([[members is None or n in members for n in names] for _, members in _GROUPS[kind]], bool)
+  table = LabelTable(
+    names=names,
+    role=role,
+    kernel=np.array([k for _, _, k in entries], np.int32),
+    has_units=np.isin(role, (Role.CONV, Role.RES, Role.FC, Role.ACT, Role.SKIP, Role.CONCAT)),
+    has_stride=np.isin(role, (Role.CONV, Role.RES)) & (kind != "autokeras"),  # its convs keep the size
+    groups=groups,
+  )
+  for array in table[1:]:
+    array.setflags(write=False)  # shared by every caller
+  return table
+
+
+# Built at import from the vocabularies above: a constant, read by every caller.
+_TABLES = types.MappingProxyType({kind: _build_table(kind) for kind in KINDS})
 
 
 def label_table(kind: str) -> LabelTable:
-  """The attribute table of `kind`, built once."""
+  """The attribute table of `kind`."""
   _check_kind(kind)
-  if kind not in _TABLES:
-    entries = _VOCAB[kind]
-    names = tuple(n for n, _, _ in entries)
-    role = np.array([r for _, r, _ in entries], np.int32)
-    groups = np.array(
-      [[members is None or n in members for n in names] for _, members in _GROUPS[kind]],
-      bool,
-    )
-    _TABLES[kind] = LabelTable(
-      names=names,
-      role=role,
-      kernel=np.array([k for _, _, k in entries], np.int32),
-      has_units=np.isin(role, (Role.CONV, Role.RES, Role.FC, Role.ACT, Role.SKIP, Role.CONCAT)),
-      has_stride=np.isin(role, (Role.CONV, Role.RES)) & (kind != "autokeras"),  # its convs keep the size
-      groups=groups,
-    )
   return _TABLES[kind]

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from nas_jax.arch import main_chain
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, next_power_of_two
 
 __all__ = ["SKIP_TYPES", "Descriptor", "descriptor", "arch_descriptor", "pad_descriptor", "stack_descriptors"]
 
@@ -203,7 +203,7 @@ def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
       f"stack_descriptors: descs[{holed}]: {mask} has a real entry after a padded one; real entries come first"
     )
   if sizes is None:
-    sizes = tuple(1 << (kinds[name].capacity - 1).bit_length() for name, _ in _KINDS)
+    sizes = tuple(next_power_of_two(kinds[name].capacity) for name, _ in _KINDS)
   lc, ld, ls = _check_sizes(sizes, tuple(kinds[name].most for name, _ in _KINDS), "stack_descriptors")
   b = len(descs)
   out = Descriptor(

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.features import edit_terms
 from nas_jax.features.edit_descriptors import (
   SKIP_TYPES,
@@ -39,7 +40,7 @@ __all__ = [
 
 LAYER_MATCHES = ("separate", "joint")
 _BLOCK_COSTS = 1 << 22  # d_s entries held on the host at once (32 MiB)
-_MIN_PAIRS = 1024  # a call's fewest pairs (padded); a DP of 1024 pairs takes about a millisecond
+_MIN_PAIRS = 1024  # a call's fewest pairs (padded), so that calls of a few candidates share one program
 
 
 def _joint(widths: jax.Array, mask: jax.Array, dense: jax.Array, dense_mask: jax.Array):
@@ -99,8 +100,7 @@ def _pair_terms(xa: jax.Array, xb: jax.Array, sizes: tuple, layer_match: str):
 def _padded_pairs(n: int, chunk_size: int) -> int:
   """The pairs of a call of n: a power of two, at least _MIN_PAIRS (or chunk_size's power of two
   if smaller), so that a search's calls of a few candidates share one compiled program."""
-  pow2 = lambda k: 1 << (k - 1).bit_length()
-  return max(pow2(n), min(_MIN_PAIRS, pow2(chunk_size)))
+  return next_power_of_two(n, least=min(_MIN_PAIRS, next_power_of_two(chunk_size)))
 
 
 def _few_skips(sizes: tuple) -> bool:

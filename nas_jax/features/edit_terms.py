@@ -67,8 +67,8 @@ def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
     # Best ways into (i + 1, j) that do not come from (i + 1, j - 1): delete, or substitute.
     best = jnp.concatenate([jnp.full((1, w), i + 1, sub.dtype), jnp.minimum(prev[1:] + 1, prev[:-1] + sub_rows[i])])
     # An insertion costs 1 per column, so A[i][j] = min_{k <= j} best[k] + (j - k). A log-depth
-    # prefix scan, not lax.cummin: XLA lowers cummin to a window as wide as the row (quadratic),
-    # 3.8x slower on CPU; min is exact, so the two agree bit for bit.
+    # prefix scan, not lax.cummin: XLA lowers cummin to a window as wide as the row (quadratic,
+    # slower on CPU); min is exact, so the two agree bit for bit.
     cur = jax.lax.associative_scan(jnp.minimum, best - cols, axis=0) + cols
     return cur, jnp.where(i + 1 == n_a, cur, last)
 
@@ -151,7 +151,7 @@ def few_skip_edit_distances(cost: jax.Array, n_a: jax.Array, n_b: jax.Array) -> 
   s = max(s_a, s_b)
   if s > FEW_SKIPS:
     raise ValueError(f"cost: {s_a} x {s_b} skip slots; few_skip_edit_distances takes at most {FEW_SKIPS} a side")
-  # Pairs on the minor axis of every array: gathering matchings from [W, s, s] was 6x slower.
+  # Pairs on the minor axis of every array: gathering matchings from [W, s, s] is far slower.
   slots = jnp.arange(s)[:, None]
   both = ((slots < n_a)[:, None] & (slots < n_b)[None, :]).reshape(s * s, w)  # [s * s, W]
   square = jnp.pad(jnp.transpose(cost, (1, 2, 0)), ((0, s - s_a), (0, s - s_b), (0, 0))).reshape(s * s, w)

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.arch.cell import Cell
 from nas_jax.features.pairwise import on_device
 
@@ -187,6 +188,6 @@ def encode(name: str, cells: Sequence[Cell] | Cell) -> jax.Array:
   batch = cells if isinstance(cells, Cell) else stack_cells(cells)
   encoding_size(name, batch.kind)
   b = batch.ops.shape[0]
-  cap = 1 << (b - 1).bit_length()
+  cap = next_power_of_two(b)
   padded = jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[:1], cap - b, 0)]), batch)
   return on_device(np.asarray(_encode_batch(padded, name))[:b])

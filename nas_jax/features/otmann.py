@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from nas_jax.arch import labels
-from nas_jax.arch.architecture import Architecture, stack
+from nas_jax.arch.architecture import Architecture, next_power_of_two, stack
 from nas_jax.features import otmann_costs as costs
 from nas_jax.features import otmann_solvers as solvers
 
@@ -100,7 +100,7 @@ def host_features(archs: Archs, params: str | costs.OtmannParams = "paper") -> c
   n, slots = mask.shape
   used = np.flatnonzero(mask.any(0))
   to_n, to_s = (
-    max(8, 1 << (n - 1).bit_length()),
+    next_power_of_two(n, least=8),
     max(solvers.SLOTS, -(-(used[-1] + 1) // solvers.SLOTS) * solvers.SLOTS),
   )
 
@@ -133,7 +133,7 @@ def stack_features(rows: Sequence[costs.OtmannFeatures]) -> costs.OtmannFeatures
 
   def stacked(xs: list) -> np.ndarray:
     # Slices into one zero array: a search stacks its train rows once per EA generation, and a
-    # np.pad per row took most of that time.
+    # np.pad per row would cost more than the copies.
     out = np.zeros((len(xs),) + xs[0].shape[:-1] + (s,), np.result_type(*xs))
     for o, x in zip(out, xs):
       o[..., : x.shape[-1]] = x

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 from typing import NamedTuple, Union
 
 import jax
@@ -154,7 +155,6 @@ def _mlp_cost(names: tuple[str, ...], i: int, j: int) -> float:
   return math.inf
 
 
-@functools.lru_cache(maxsize=None)
 def _rule_matrix(kind: str, rule: str) -> np.ndarray:
   table = labels_lib.label_table(kind)
   n = len(table.names)
@@ -172,6 +172,12 @@ def _rule_matrix(kind: str, rule: str) -> np.ndarray:
   return m
 
 
+# Every kind's matrix by every rule, built at import from the tables above: a constant.
+_RULE_MATRICES = types.MappingProxyType(
+  {(kind, rule): _rule_matrix(kind, rule) for kind in labels_lib.KINDS for rule in LABEL_COST_RULES}
+)
+
+
 def label_cost_matrix(kind: str, label_costs: LabelCosts = "paper") -> np.ndarray:
   """The label-mismatch matrix M of spec 3.2 (cnn) or 3.3 (mlp), in units of the non-assignment
   cost, with np.inf where labels may never be matched.
@@ -187,7 +193,7 @@ def label_cost_matrix(kind: str, label_costs: LabelCosts = "paper") -> np.ndarra
   if isinstance(label_costs, str):
     if label_costs not in LABEL_COST_RULES:
       raise ValueError(f"label_costs: {label_costs!r} is unknown; choose one of: {', '.join(LABEL_COST_RULES)}")
-    return _rule_matrix(kind, label_costs)
+    return _RULE_MATRICES[kind, label_costs]
   m = np.asarray(label_costs, np.float64)
   if m.shape != (n, n) or np.any(m < 0) or np.any(np.isnan(m)):
     raise ValueError(

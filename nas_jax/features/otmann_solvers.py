@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.features import otmann_costs as costs
 
 __all__ = ["SLOTS", "SinkhornConfig", "exact_pairs", "sinkhorn_pairs"]
@@ -25,6 +26,7 @@ _EMD_MAX_ITER = 100_000  # POT's default; these LPs need a few hundred pivots at
 SLOTS = 8  # pair problems are trimmed to a multiple of this many slots, one compile per size
 _MIN_THREAD_PAIRS = 16  # fewer pairs per thread than this are not worth the hand-off
 _ROUND = 100  # Sinkhorn iterations between two checks for finished problems
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 class SinkhornConfig(NamedTuple):
@@ -64,7 +66,9 @@ def _exact_problems(pa, pb, nus, kind, params):
   return jax.vmap(one)(pa, pb)
 
 
-def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, nb: np.ndarray) -> np.ndarray:
+def _solve_lps(
+  cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, nb: np.ndarray, pool: concurrent.futures.Executor
+) -> np.ndarray:
   """d_bar of each pair and nu by network simplex, on each problem trimmed to its real layers.
 
   POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core.
@@ -73,13 +77,14 @@ def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, n
     cost: [C, n_nu, S+1, S+1] float64 augmented costs, sinks at slots na and nb.
     a, b: [C, S+1] normalised supplies and demands.
     na, nb: [C] int real-layer counts.
+    pool: a thread pool of one worker per core, for blocks of pairs.
 
   Returns:
     [n_nu, C] float64.
   """
   # POT and ott-jax are imported where they are used: at import they load scikit-learn, networkx
-  # and matplotlib (about 3 s of the package's 5 s import on 2 cores), which every process that
-  # never solves a transport problem (workers, CLI checks) would pay.
+  # and matplotlib (most of the package's import time), which every process that never solves a
+  # transport problem (workers, CLI checks) would pay.
   from ot.lp.emd_wrap import emd_c
 
   out = np.empty(cost.shape[1::-1])
@@ -94,24 +99,14 @@ def _solve_lps(cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, n
         if status != 1:
           raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {p}, nu index {k})")
 
-  n, cores = cost.shape[0], _cores()
-  if cores == 1 or n < 2 * _MIN_THREAD_PAIRS:
+  n = cost.shape[0]
+  if _CORES == 1 or n < 2 * _MIN_THREAD_PAIRS:
     block(range(n))
   else:
-    step = -(-n // cores)
-    for f in [_lp_pool().submit(block, range(i, min(n, i + step))) for i in range(0, n, step)]:
+    step = -(-n // _CORES)
+    for f in [pool.submit(block, range(i, min(n, i + step))) for i in range(0, n, step)]:
       f.result()
   return out
-
-
-@functools.lru_cache(maxsize=1)
-def _cores() -> int:
-  return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-@functools.lru_cache(maxsize=1)
-def _lp_pool() -> concurrent.futures.ThreadPoolExecutor:
-  return concurrent.futures.ThreadPoolExecutor(_cores(), thread_name_prefix="otmann-lp")
 
 
 def _rounded_d_bar(plan, cost, supply, demand, na, nb, nas_cost):
@@ -119,8 +114,9 @@ def _rounded_d_bar(plan, cost, supply, demand, na, nb, nas_cost):
 
   The real-to-real block keeps only pairs with cost < 2 nas_cost (no other pair lowers eq. 3),
   is scaled down row-wise then column-wise until no layer sends or receives more than its mass,
-  and then one rank-one fill sends leftover mass along those pairs within the same bounds (on
-  the benchmark set it cuts the median error ~10x; a second fill changes nothing). The value,
+  and then one rank-one fill sends leftover mass along those pairs within the same bounds (it
+  cuts the error of the rounded value, benchmarks/bench_otmann.py; a second fill changes
+  nothing). The value,
   nas_cost + sum_ij Z_ij (C_ij - 2 nas_cost) (spec 6.1 at total mass 1), is that of a feasible
   plan, so it is never below the exact d_bar.
 
@@ -247,7 +243,8 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
   Pairs are grouped by trimmed size (a multiple of SLOTS covering both networks) so the cost
   tensors moved to the host stay small; each chunk is padded, by repeating its first pair, to a
   power of two <= chunk_size, so that few shapes are ever compiled. The next chunk's costs are
-  dispatched before this chunk's LPs are solved, so XLA builds them while the host solves.
+  dispatched before this chunk's LPs are solved, so XLA builds them while the host solves. The
+  LPs of the call share one thread pool, which ends with the call.
   """
   out = np.empty((len(nus), len(ia)))
   size = -(-np.maximum(fa.n[ia], fb.n[ib]) // SLOTS) * SLOTS
@@ -257,15 +254,16 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
     chunks += [(group[start : start + chunk_size], s) for start in range(0, len(group), chunk_size)]
 
   def dispatch(sel, s):
-    width = min(chunk_size, 1 << (len(sel) - 1).bit_length())
+    width = min(chunk_size, next_power_of_two(len(sel)))
     idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
     pa, pb = _take(fa, ia[idx], s), _take(fb, ib[idx], s)
     return sel, pa.n[: len(sel)], pb.n[: len(sel)], _exact_problems(pa, pb, nus, kind, params)
 
   ahead = dispatch(*chunks[0]) if chunks else None
-  for k in range(len(chunks)):
-    sel, na, nb, problems = ahead
-    ahead = dispatch(*chunks[k + 1]) if k + 1 < len(chunks) else None
-    cost, a, b = (np.asarray(x, np.float64)[: len(sel)] for x in problems)
-    out[:, sel] = _solve_lps(cost, a, b, na, nb)
+  with concurrent.futures.ThreadPoolExecutor(_CORES, thread_name_prefix="otmann-lp") as pool:
+    for k in range(len(chunks)):
+      sel, na, nb, problems = ahead
+      ahead = dispatch(*chunks[k + 1]) if k + 1 < len(chunks) else None
+      cost, a, b = (np.asarray(x, np.float64)[: len(sel)] for x in problems)
+      out[:, sel] = _solve_lps(cost, a, b, na, nb, pool)
   return out

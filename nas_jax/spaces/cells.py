@@ -135,11 +135,6 @@ def sample_distinct(space: Space, key: jax.Array, n: int, exclude: Any = (), *, 
   raise ValueError(f"sample_distinct: only {len(out)} distinct new points in {patience * n} draws; n={n}")
 
 
-def _check_dedup(name: str, dedup_key: str, allowed: tuple[str, ...]) -> None:
-  if dedup_key not in allowed:
-    raise ValueError(f"{name}: dedup_key={dedup_key!r}; allowed: {', '.join(allowed)}")
-
-
 def _mutate_fn(base, key_fn):
   def mutate(point: Cell, key: jax.Array, require_change: bool = False) -> tuple[Cell, bool]:
     """Code mutation (spec 2.5, 3.4) -> (child, True), or (point, False) when the key is unchanged.
@@ -159,9 +154,25 @@ def _mutate_fn(base, key_fn):
   return mutate
 
 
-def _check_kind(name: str, kind: str, want: str) -> None:
-  if kind != want:  # configs pass their space section whole, kind included
-    raise ValueError(f"{name}: kind={kind!r}; allowed: {want!r}")
+def _cell_space(kind: str, given_kind: str, dedup_key: str, keys: dict, sample, mutate, neighbours) -> Space:
+  """The Space of `kind` cells, de-duplicated by keys[dedup_key]; checks what a config passed."""
+  if dedup_key not in keys:
+    raise ValueError(f"{kind}_space: dedup_key={dedup_key!r}; allowed: {', '.join(keys)}")
+  if given_kind != kind:  # configs pass their space section whole, kind included
+    raise ValueError(f"{kind}_space: kind={given_kind!r}; allowed: {kind!r}")
+  key_fn = keys[dedup_key]
+  return Space(
+    name=kind,
+    kind=kind,
+    sample=sample,
+    mutate=_mutate_fn(mutate, key_fn),
+    neighbours=neighbours,
+    canonical_key=key_fn,
+    to_json=cell_to_json,
+    from_json=lambda obj: cell_from_json(obj, kind),
+    initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
+    layer_graph=cell_layer_graph,
+  )
 
 
 def _nb201_all() -> list[Cell]:
@@ -171,48 +182,22 @@ def _nb201_all() -> list[Cell]:
 
 def nb201_space(dedup_key: str = "string", kind: str = "nb201") -> Space:
   """The 15,625-cell NB201 space (spec 3). dedup_key: "string" (Code) or "iso" (spec 3.3)."""
-  _check_dedup("nb201_space", dedup_key, ("string", "iso"))
-  _check_kind("nb201_space", kind, "nb201")
-  key_fn = nb201_arch_str if dedup_key == "string" else nb201_iso_key
 
   def sample(key, n):
     ops = np.asarray(jax.random.randint(key, (n, 6), 0, 5))
     return [nb201_cell(o) for o in ops]
 
-  return Space(
-    name="nb201",
-    kind="nb201",
-    sample=sample,
-    mutate=_mutate_fn(_nb201_mutate, key_fn),
-    neighbours=_nb201_neighbours,
-    canonical_key=key_fn,
-    to_json=cell_to_json,
-    from_json=lambda obj: cell_from_json(obj, "nb201"),
-    initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
-    layer_graph=cell_layer_graph,
-    enumerate=_nb201_all,
-  )
+  keys = {"string": nb201_arch_str, "iso": nb201_iso_key}
+  space = _cell_space("nb201", kind, dedup_key, keys, sample, _nb201_mutate, _nb201_neighbours)
+  return space._replace(enumerate=_nb201_all)
 
 
 def nb101_space(dedup_key: str = "path", kind: str = "nb101") -> Space:
   """The NB101 space (spec 2), raw genotypes. dedup_key: "path" (Code) or "iso" (spec 2.3)."""
-  _check_dedup("nb101_space", dedup_key, ("path", "iso"))
-  _check_kind("nb101_space", kind, "nb101")
-  key_fn = nb101_path_key if dedup_key == "path" else nb101_iso_key
 
   def sample(key, n):
     rng = _rng(key)
     return [_nb101_sample(rng) for _ in range(n)]
 
-  return Space(
-    name="nb101",
-    kind="nb101",
-    sample=sample,
-    mutate=_mutate_fn(_nb101_mutate, key_fn),
-    neighbours=_nb101_neighbours,
-    canonical_key=key_fn,
-    to_json=cell_to_json,
-    from_json=lambda obj: cell_from_json(obj, "nb101"),
-    initial=lambda n=None: sample(jax.random.PRNGKey(0), 10 if n is None else n),
-    layer_graph=cell_layer_graph,
-  )
+  keys = {"path": nb101_path_key, "iso": nb101_iso_key}
+  return _cell_space("nb101", kind, dedup_key, keys, sample, _nb101_mutate, _nb101_neighbours)

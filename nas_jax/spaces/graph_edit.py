@@ -13,7 +13,7 @@ import numpy as np
 
 from nas_jax.arch import json_io
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, next_power_of_two
 from nas_jax.arch.host_graph import HostGraph
 from nas_jax.arch.json_io import FLAT, Limits, from_json
 
@@ -25,7 +25,6 @@ __all__ = [
   "finish",
   "image_sizes",
   "reachability",
-  "next_power_of_two",
   "host_rng",
   "child_key",
 ]
@@ -74,11 +73,6 @@ def to_json_obj(g: HostGraph) -> dict:
     layers.append(layer)
   edges = [[int(i), int(j)] for i, j in zip(*np.nonzero(g.adj))]
   return {"kind": g.kind, "layers": layers, "edges": edges}
-
-
-def next_power_of_two(n: int) -> int:
-  """The smallest power of two >= n (n >= 1)."""
-  return 1 << max(int(n) - 1, 0).bit_length()
 
 
 def finish(g: HostGraph, num_slots: int, limits: Limits, pad_to: int | None = None) -> tuple[Architecture | None, str]:

@@ -1,7 +1,8 @@
 """The `Space` interface (a NamedTuple of pure functions) and the NASBOT layer-graph space.
 
 A point of `layer_graph_space` is a padded `Architecture`; `arch.host_graph.canonical_key` names
-its graph up to a renumbering of the layers, which is what searches de-duplicate by.
+its graph up to a renumbering of the layers, which is what searches de-duplicate by (each space
+remembers its points' keys in a `KeyMemo` of its own).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture, pad
-from nas_jax.arch.host_graph import canonical_key
+from nas_jax.arch.architecture import Architecture, next_power_of_two, pad
+from nas_jax.arch.host_graph import KeyMemo
 from nas_jax.arch.json_io import Limits, from_json, to_json
 from nas_jax.spaces import graph_edit
 from nas_jax.spaces import modifiers as modifiers_lib
@@ -188,10 +189,11 @@ def layer_graph_space(
   # Fail on bad weights or step probabilities now, not at the first mutation.
   modifiers_lib.type_probs(names, weights)
   modifiers_lib.check_step_probs(step_probs)
+  canonical_key = KeyMemo()
 
   def fit(arch: Architecture) -> Architecture:
     n = int(np.asarray(arch.mask).sum())
-    return pad(arch, pad_to if pad_to is not None else graph_edit.next_power_of_two(n))
+    return pad(arch, pad_to if pad_to is not None else next_power_of_two(n))
 
   def check(point: Any, where: str) -> None:
     if not isinstance(point, Architecture) or point.kind != kind:

@@ -12,9 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.features.featurizers import POOR_MAN_FILL
 from nas_jax.features.pairwise import ArcPair, VectorPair
-from nas_jax.surrogates.point_model import capacity
 from nas_jax.surrogates.priors import arc_box, poor_man_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 
@@ -74,7 +74,7 @@ def _arc_pair(a: tuple, b: tuple) -> ArcPair:
 def _gp_mean(key, box, make_pair, train, y_train, test, options) -> np.ndarray:
   """Posterior mean [m] of a maximum-likelihood GP; train and test padded to powers of two."""
   n, m = len(y_train), len(test[0])
-  c, rows = capacity(n, _MIN_CAPACITY), capacity(m, _MIN_CAPACITY)
+  c, rows = next_power_of_two(n, _MIN_CAPACITY), next_power_of_two(m, _MIN_CAPACITY)
   surrogate = gp_surrogate(box, n_starts=options.n_starts, steps=options.steps)
   y = jnp.asarray(np.pad(y_train, (0, c - n)))
   state = surrogate.fit(key, make_pair(train, train).pad(c, c), y, jnp.asarray(np.arange(c) < n))

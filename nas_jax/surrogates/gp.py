@@ -18,7 +18,7 @@ __all__ = [
   "Hypers",
   "add_point",
   "check_ok",
-  "note_jitter",
+  "JitterNote",
   "cholesky",
   "cholesky_with_jitter",
   "condition",
@@ -216,25 +216,29 @@ def _jitter_added(a: jax.Array, chol: jax.Array) -> jax.Array:
   return jnp.maximum(jnp.sum(chol**2) - jnp.trace(a), 0.0) / (a.shape[0] * scale)
 
 
-_JITTER_NOTED = []  # `note_jitter` logs once per process
-
-
-def note_jitter(jitter: Any, where: str) -> None:
-  """Logs, once per process, that a factorisation needed jitter, with its size (host values only).
+class JitterNote:
+  """`note(jitter, where)` logs, the first time a factorisation needed jitter, its size (host
+  values only), and stays silent after: a search whose points need jitter needs it at every step.
+  Whoever factorises over a search creates one and keeps it (`gp_surrogate` does, per surrogate).
 
   Values below 1e-12 are round-off of the trace identity, not jitter (the smallest one is 1e-10).
   """
-  if _JITTER_NOTED or isinstance(jitter, jax.core.Tracer):
-    return
-  worst = float(np.nanmax(np.asarray(jitter), initial=0.0))
-  if worst > 1e-12:
-    _JITTER_NOTED.append(worst)
-    log.warning(
-      "%s: the kernel matrix was factorised with %.0e x mean(diag) added to its diagonal (jitter;"
-      " near-duplicate points or a tiny noise). Logged once per process.",
-      where,
-      worst,
-    )
+
+  def __init__(self) -> None:
+    self.logged: float | None = None  # the jitter logged, once one was
+
+  def __call__(self, jitter: Any, where: str) -> None:
+    if self.logged is not None or isinstance(jitter, jax.core.Tracer):
+      return
+    worst = float(np.nanmax(np.asarray(jitter), initial=0.0))
+    if worst > 1e-12:
+      self.logged = worst
+      log.warning(
+        "%s: the kernel matrix was factorised with %.0e x mean(diag) added to its diagonal (jitter;"
+        " near-duplicate points or a tiny noise). Logged once per surrogate.",
+        where,
+        worst,
+      )
 
 
 @jax.jit

@@ -310,7 +310,7 @@ class ArcKernel:
     neither.
 
     Computed as sum(a w^2) + sum(a' w^2) - 2 f.f' with matrix products, not per pair and
-    parameter: an [n1, n2, P] array made a 2,000-point Gram matrix 12x slower
+    parameter: an [n1, n2, P] array makes a large Gram matrix many times slower
     (benchmarks/bench_conditional.py). The norms come from the masks, not from sin^2 + cos^2, so
     a value inactive in either point enters only as an exact 0: properties 1 and 2 of the spec
     hold bit for bit. Within one active parameter the difference cancels to ~1e-16 sum(w^2)

@@ -26,7 +26,7 @@ import numpy as np
 
 from nas_jax.features.featurizer import FeatureCache, Featurizer
 from nas_jax.features.pairwise import DistancePair, OtmannPair, VectorPair
-from nas_jax.spaces.graph_edit import next_power_of_two
+from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.surrogates import gp as gp_lib
 from nas_jax.surrogates import kernels
 from nas_jax.surrogates.ensemble import ensemble_surrogate

@@ -132,12 +132,13 @@ def gp_surrogate(
   else:
     config = _FitConfig(0, 0, 0.0, None, n_hyper_samples, n_chains, burn_in, project)
   squeeze = n_hyper_samples == 0
+  note_jitter = gp.JitterNote()
 
   def fit(key, inputs, y, mask):
     gp.validate_data(inputs, y, mask, where="gp_surrogate.fit")
     state = _fit(key, box, inputs, jnp.asarray(y), jnp.asarray(mask), config=config)
     gp.check_ok(state.ok, "gp_surrogate.fit")
-    gp.note_jitter(state.posterior.jitter, "gp_surrogate.fit")
+    note_jitter(state.posterior.jitter, "gp_surrogate.fit")
     return state
 
   def predict(state, inputs):
@@ -148,7 +149,7 @@ def gp_surrogate(
     gp.validate_data(inputs, y if y.ndim == 1 else y[0], mask, where="gp_surrogate.condition")
     new_state = _condition(state, inputs, y, jnp.asarray(mask), project=project)
     gp.check_ok(new_state.ok, "gp_surrogate.condition")
-    gp.note_jitter(new_state.posterior.jitter, "gp_surrogate.condition")
+    note_jitter(new_state.posterior.jitter, "gp_surrogate.condition")
     return new_state
 
   def refit(key, state, inputs, y, mask):
@@ -156,7 +157,7 @@ def gp_surrogate(
     warm = config._replace(n_starts=1, steps=warm_steps)
     new_state = _refit(key, box, state.posterior.hypers, inputs, jnp.asarray(y), jnp.asarray(mask), config=warm)
     gp.check_ok(new_state.ok, "gp_surrogate.refit")
-    gp.note_jitter(new_state.posterior.jitter, "gp_surrogate.refit")
+    note_jitter(new_state.posterior.jitter, "gp_surrogate.refit")
     return new_state
 
   return Surrogate(fit, predict, condition, refit if n_hyper_samples == 0 else None)

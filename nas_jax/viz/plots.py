@@ -110,8 +110,8 @@ def embedding_2d(
   perplexity = min(30.0, (n - 1) / 3) if perplexity is None else perplexity
   if not 0 < perplexity < n:
     raise ValueError(f"perplexity: {perplexity!r}; expected 0 < perplexity < n = {n}")
-  # Imported here: scikit-learn takes about 1 s to import, which every search would pay for
-  # a plot that only the distance notebooks and CLIs draw.
+  # Imported here: scikit-learn is slow to import, which every search would pay for a plot
+  # that only the distance notebooks and CLIs draw.
   from sklearn.manifold import TSNE
 
   tsne = TSNE(n_components=2, metric="precomputed", init="random", perplexity=perplexity, random_state=seed)
@@ -136,7 +136,7 @@ def _finish(fig: Figure, ax, goal: str, path: str, what: str, xlabel: str = "eva
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no evaluation 2.5
   ax.set_ylabel(f"{what} ({'higher' if goal == 'max' else 'lower'} is better)")
   ax.grid(alpha=0.3)
-  fig.subplots_adjust(left=0.14, right=0.97, bottom=0.12, top=0.92)  # tight_layout costs ~0.4 s a plot
+  fig.subplots_adjust(left=0.14, right=0.97, bottom=0.12, top=0.92)  # fixed margins: tight_layout is slow
   FigureCanvasAgg(fig).print_png(path)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import difflib
+import importlib.machinery
 import importlib.util
 import os
+import sys
 from typing import Sequence
 
 import ml_collections
@@ -15,10 +17,17 @@ __all__ = ["load_config", "parse_overrides", "apply_overrides", "missing_field",
 
 
 def load_config(spec: str) -> ml_collections.ConfigDict:
-  """Loads `path/to/config.py[:arg]` by calling its `get_config(arg)` (as `--config=` does)."""
+  """Loads `path/to/config.py[:arg]` by calling its `get_config(arg)` (as `--config=` does).
+
+  A file in a package folder (one with `__init__.py`, as configs/ is) builds on its siblings by
+  import (`from configs import random_nb201`): that package is imported first, from beside the
+  file rather than from sys.path, so the file loads from any working directory."""
   path, _, arg = spec.partition(":")
   if not path.endswith(".py") or not os.path.isfile(path):
     raise ValueError(f"configs: {spec!r}; expected an existing configs/*.py file, optionally with :arg")
+  folder = os.path.dirname(os.path.realpath(path))
+  if os.path.isfile(os.path.join(folder, "__init__.py")):
+    _import_package(folder)
   module_spec = importlib.util.spec_from_file_location(f"_config_file_{abs(hash(path))}", path)
   module = importlib.util.module_from_spec(module_spec)
   module_spec.loader.exec_module(module)
@@ -26,6 +35,18 @@ def load_config(spec: str) -> ml_collections.ConfigDict:
     return module.get_config(arg) if arg else module.get_config()
   except (ValueError, TypeError) as e:  # a bad :arg; the user sees which of several configs it was
     raise ValueError(f"configs: {spec}: {e}") from e
+
+
+def _import_package(folder: str) -> None:
+  """Imports the package at `folder` under its folder's name, unless it is imported already."""
+  name = os.path.basename(folder)
+  if name not in sys.modules:
+    spec = importlib.machinery.PathFinder.find_spec(name, [os.path.dirname(folder)])
+    sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules[name])
+  where = [os.path.realpath(p) for p in getattr(sys.modules[name], "__path__", [])]
+  if where != [folder]:
+    raise ValueError(f"configs: {folder}: package {name!r} was imported from {where}; one folder per process")
 
 
 def parse_overrides(items: Sequence[str]) -> dict:

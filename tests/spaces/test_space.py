@@ -96,20 +96,21 @@ def test_canonical_keys_are_computed_once_per_object_and_forgotten_with_it():
 
   obj = chain("cnn", "conv3:16 conv3:32 fc:16", "softmax")
   arch, twin = from_json(obj), from_json(obj)
-  key = canonical_key(arch)
-  assert host_graph._KEYS[id(arch)][1] == key
+  memo = host_graph.KeyMemo()
+  key = memo(arch)
+  assert key == canonical_key(arch) and memo._keys[id(arch)][1] == key
   calls = []
   real = host_graph._refined_key
   host_graph._refined_key = lambda g: calls.append(g) or real(g)
   try:
-    assert canonical_key(arch) == key and not calls  # remembered
-    assert canonical_key(twin) == key and len(calls) == 1  # an equal object is keyed afresh
+    assert memo(arch) == key and not calls  # remembered
+    assert memo(twin) == key and len(calls) == 1  # an equal object is keyed afresh
   finally:
     host_graph._refined_key = real
   i = id(arch)
   del arch
   gc.collect()
-  assert i not in host_graph._KEYS
+  assert i not in memo._keys
 
 
 def test_canonical_keys_of_all_short_chains_differ():

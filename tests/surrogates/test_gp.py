@@ -138,7 +138,7 @@ def test_jitter_rescues_a_singular_psd_matrix():
   assert not bool(jnp.all(jnp.isfinite(jnp.linalg.cholesky(jnp.ones((4, 4))))))
 
 
-def test_the_posterior_reports_its_jitter_and_it_is_logged_once(caplog, monkeypatch):
+def test_the_posterior_reports_its_jitter_and_it_is_logged_once(caplog):
   x, y, _ = _data()
   kernel = kernels.ExpSquared.create(1.0, LENGTH)
   clean = condition(gp.Hypers(kernel, jnp.log(NOISE)), pairwise.vector_pair(x, x), y, np.ones(len(y), bool))
@@ -147,11 +147,11 @@ def test_the_posterior_reports_its_jitter_and_it_is_logged_once(caplog, monkeypa
   y2, mask = np.concatenate([y, y]), np.ones(2 * len(y), bool)
   post = condition(gp.Hypers(kernel, jnp.log(1e-30)), pairwise.vector_pair(x2, x2), y2, mask)
   assert bool(post.ok) and any(abs(j - float(post.jitter)) <= 1e-3 * j for j in gp._JITTERS[1:])
-  monkeypatch.setattr(gp, "_JITTER_NOTED", [])
+  note = gp.JitterNote()
   with caplog.at_level("WARNING"):
-    gp.note_jitter(clean.jitter, "clean")
-    gp.note_jitter(post.jitter, "test")
-    gp.note_jitter(post.jitter, "test")
+    note(clean.jitter, "clean")
+    note(post.jitter, "test")
+    note(post.jitter, "test")
   assert caplog.text.count("jitter") == 1 and f"{float(post.jitter):.0e} x mean(diag)" in caplog.text
 
 

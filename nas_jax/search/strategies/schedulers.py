@@ -11,9 +11,8 @@ in its history: at the model fidelity with its value there, else as unscored (a 
 observation), so the sampler never proposes it again and its model never mixes fidelities. When
 that view changes other than by growing (the model fidelity rises, or a network already seen
 unscored gets a value there), the sampler's state is rebuilt by replaying the view, onto
-`Strategy.restart` of its state where the sampler has one: with NASBOT's OTMANN distances kept,
-a 450-evaluation ASHA run on NAS-Bench-201 no longer solves the whole history's LPs again at each
-promotion.
+`Strategy.restart` of its state where the sampler has one: NASBOT keeps its OTMANN distances,
+so a promotion does not solve the whole history's LPs again.
 
 Everything is a function of the observations and the points in flight: a bracket's members are
 read from the notes journalled with their first evaluation, so a search killed mid-bracket

@@ -1,0 +1,45 @@
+"""What configs share: the `:smoke` argument, and the fields every search config ends with (where
+evaluations run, the costs to minimise or to bound, the multi-fidelity scheduler, the seed and the
+workdir)."""
+
+import ml_collections
+from ml_collections import config_dict
+
+
+def is_smoke(arg: str) -> bool:
+  """Whether a config's arg, '' or 'smoke', asks for the tiny run that tests use."""
+  if arg not in ("", "smoke"):
+    raise ValueError(f"get_config: arg must be '' or 'smoke', got {arg!r}")
+  return arg == "smoke"
+
+
+def add_run_fields(
+  c: ml_collections.ConfigDict, *, executor: str, eval_timeout_s: float, scheduler: bool = True
+) -> ml_collections.ConfigDict:
+  """Adds those fields to `c` (after its strategy, space, task, budget and workers) and returns it;
+  `scheduler=False` leaves out the scheduler's fields, for a task without fidelities."""
+  # "inline" | "local" (process pool) | "ray" | "population" (num_workers proposals trained together)
+  c.executor = executor
+  c.ray_address = ""  # ray: "" starts a local Ray, "auto" or "ray://host:10001" joins a cluster
+  c.eval_timeout_s = eval_timeout_s  # 0: no limit (the inline executor cannot stop an evaluation)
+  # Multi-objective and constrained search (README): cost metrics to minimise besides the value,
+  # e.g. "params" or "params,flops" (params | flops | memory_mb | latency_ms), and limits that no
+  # proposed or evaluated network exceeds (0: no limit).
+  c.objectives = ""
+  c.constraints = ml_collections.ConfigDict(
+    {"max_params": 0.0, "max_flops": 0.0, "max_memory_mb": 0.0, "max_latency_ms": 0.0}
+  )
+  if scheduler:
+    # Multi-fidelity search (README): a scheduler ("sh" | "hyperband" | "asha"; "" for none) runs
+    # networks at task.fidelities and promotes the best 1/eta; the strategy samples its new networks
+    # (model "fidelity": its model sees the highest fidelity with min_points successes; "joint": it
+    # models every observation at its fidelity, e.g. multifidelity_nb201.py's asha_bananas+joint);
+    # promote "value" ranks a rung by its values there, "model" (with "joint") by the model's
+    # predictions at the full fidelity (multifidelity_nb201.py's asha_bananas+model).
+    c.scheduler = ""
+    c.scheduler_config = ml_collections.ConfigDict(
+      {"eta": 3, "min_points": 10, "model": "fidelity", "promote": "value"}
+    )
+  c.seed = 0
+  c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
+  return c
