@@ -158,7 +158,7 @@ def main(argv):
     task, reason = _objective(kind, space)
     matrix = [
       c
-      for c in combos.valid_combinations(kind, space)
+      for c in combos.valid_combinations(kind)
       if (FLAGS.featurizers is None or c.featurizer in FLAGS.featurizers)
       and (FLAGS.optimizers is None or c.optimizer in FLAGS.optimizers)
     ]

@@ -114,7 +114,7 @@ def strategy_of(combination: Combination, space: Any, task: Task = _CHECK, fast:
   return parts.make_strategy("bo", config, space, task)
 
 
-def valid_combinations(kind: str, space: Any = None) -> list[Combination]:
+def valid_combinations(kind: str) -> list[Combination]:
   """The combination matrix of one space kind, in table order.
 
   First every (featurizer, surrogate, optimizer) that `bo` builds with the surrogate's natural
@@ -123,13 +123,9 @@ def valid_combinations(kind: str, space: Any = None) -> list[Combination]:
   "enumerate" (scoring a whole space per proposal is slow).
 
   Args:
-    kind: a `SPACE_KINDS` entry.
-    space: a Space of that kind to build the parts on; `space_of(kind)` if None.
+    kind: a `SPACE_KINDS` entry; the parts are built on `space_of(kind)`.
   """
-  if space is None:
-    space = space_of(kind)
-  elif space.kind != kind:
-    raise ValueError(f"space: a {space.kind!r} space given for kind {kind!r}")
+  space = space_of(kind)
   optimizers = optimisers_for(space)
   accepted = lambda c: _builds(lambda: strategy_of(c, space, fast=False))
   out = [

@@ -16,7 +16,6 @@ from matplotlib.figure import Figure
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.cell import Cell, cell_to_architecture
-from nas_jax.arch.labels import LAYER_GRAPH_KINDS
 from nas_jax.features import encodings
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.features.pairwise import VectorPair, hamming, sq_euclidean
@@ -166,8 +165,8 @@ def distances(run: Run, max_networks: int = 40) -> tuple[np.ndarray, list[int], 
   options = config.get("strategy_config") or {}
   if config.get("strategy") == "bo":
     return _featurizer_distances(space, options, chosen)
-  archs = [to_architecture(space, o.arch_json) for o in chosen]
-  if archs[0].kind in LAYER_GRAPH_KINDS:
+  if config.get("strategy") != "gp_bo":  # NASBOT's kernel reads the networks' layer graphs
+    archs = [to_architecture(space, o.arch_json) for o in chosen]
     params = options.get("otmann_params", "paper")
     d = otmann_distances(archs, solver="exact", nu_str=0.5, params=params).d
     title = f"OTMANN d (exact, nu_str 0.5, {params})"

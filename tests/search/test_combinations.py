@@ -97,8 +97,6 @@ def test_fast_options_shrink_the_parts_and_slow_ones_keep_defaults():
 def test_bad_kinds_are_named():
   with pytest.raises(ValueError, match="'cells' is unknown; allowed: nb201"):
     combos.valid_combinations("cells")
-  with pytest.raises(ValueError, match="a 'nb201' space given for kind 'nb101'"):
-    combos.valid_combinations("nb101", combos.space_of("nb201"))
 
 
 def _cli(*args):
