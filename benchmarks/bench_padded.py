@@ -63,7 +63,7 @@ def _networks(kind: str, n_pool: int, n_random: int, max_layers: int, max_units:
 
 
 def _dataset(kind: str):
-  from nas_jax.tasks import datasets
+  from nas_jax.training import datasets
 
   return datasets.get_dataset("diabetes" if kind == "mlp" else "digits", kind=kind, seed=0)
 
@@ -72,7 +72,9 @@ def child(mode: str, epochs: int, kind: str, n_pool: int, n_random: int, max_lay
   """Trains every network with `mode` and prints one JSON line."""
   import jax
 
-  from nas_jax.tasks import padded_training, trainers, training
+  from nas_jax.training import population as padded_training
+  from nas_jax.training import specialised as training
+  from nas_jax.training import trainer_choice as trainers
 
   data = _dataset(kind)
   config = training.TrainConfig(epochs=epochs)
@@ -111,7 +113,8 @@ def scaling(sizes: list[int], epochs: int, kind: str, n_pool: int, max_layers: i
   `n_pool` > 0, else the first random one), one JSON line."""
   import jax
 
-  from nas_jax.tasks import padded_training, training
+  from nas_jax.training import population as padded_training
+  from nas_jax.training import specialised as training
 
   data = _dataset(kind)
   arch = _networks(kind, min(n_pool, 1), 1, max_layers, max_units)[0]
@@ -134,7 +137,8 @@ def cnn_count(n_random: int) -> None:
   import jax
 
   from nas_jax.spaces import pools, random_arch
-  from nas_jax.tasks import cnn_padding, costs, padded_cnn_variables
+  from nas_jax.models import cnn_padding, padded_cnn_variables
+  from nas_jax.models import network_costs as costs
 
   pool = pools.initial_pool("cnn")
   image = (8, 8, 1)

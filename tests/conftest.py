@@ -65,7 +65,7 @@ def _no_measured_trainer_costs(monkeypatch):
   """Each test starts with no trainer costs measured (`trainers.measured_costs`): what one test
   trained, and how long it compiled with the cache warm or cold, must not steer another's choice of
   program. (A process that has not imported the module yet starts with none anyway.)"""
-  trainers = sys.modules.get("nas_jax.tasks.trainers")
+  trainers = sys.modules.get("nas_jax.training.trainer_choice")
   if trainers is not None:
     monkeypatch.setattr(trainers, "_MEASURED", {})
 

@@ -13,7 +13,9 @@ from nas_jax.search.strategies.registry import STRATEGIES
 from nas_jax.search.strategies.schedulers import MODELS, PROMOTE, SCHEDULERS
 from nas_jax.spaces.constrained import METRICS
 from nas_jax.spaces.registry import SPACES
-from nas_jax.tasks import synthetic, tabular, trainers, training
+from nas_jax.tasks import synthetic, tabular
+from nas_jax.training import trainer_choice
+from nas_jax.training.train_config import OPTIMIZERS, SCHEDULES
 from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS, fidelities_of
 
 __all__ = ["check_search_config", "objectives_of", "limits_of"]
@@ -109,14 +111,12 @@ def _check_train(c: Any, kind: str) -> None:
       f"expected a finite number {'> 0' if positive else '>= 0'}",
     )
   _need(
-    c.optimizer in training.OPTIMIZERS,
+    c.optimizer in OPTIMIZERS,
     "task.optimizer",
     c.optimizer,
-    f"choose one of: {', '.join(training.OPTIMIZERS)}",
+    f"choose one of: {', '.join(OPTIMIZERS)}",
   )
-  _need(
-    c.schedule in training.SCHEDULES, "task.schedule", c.schedule, f"choose one of: {', '.join(training.SCHEDULES)}"
-  )
+  _need(c.schedule in SCHEDULES, "task.schedule", c.schedule, f"choose one of: {', '.join(SCHEDULES)}")
   _need(isinstance(c.target, str), "task.target", c.target, "expected a column name ('' for digits, diabetes)")
   _need(
     c.task_type in ("regression", "classification"),
@@ -125,7 +125,7 @@ def _check_train(c: Any, kind: str) -> None:
     "choose one of: regression, classification (used for tables)",
   )
   trainer = c.get("trainer", "specialised")
-  allowed = trainers.allowed(kind)
+  allowed = trainer_choice.allowed(kind)
   _need(
     trainer in allowed,
     "task.trainer",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nas_jax.tasks.training import EvalResult
+from nas_jax.training.train_loop import EvalResult
 
 __all__ = ["format_header", "format_row"]
 

@@ -1,18 +1,16 @@
 """The batched trainer of conditional points: finite errors, a point trains the same inside a batch
 as alone (and whatever its inactive values), masked units stay zero (padded == unpadded), the
-micro-step counts of each batch size, regression, the Task, and argument checks."""
-
-import pickle
+micro-step counts of each batch size, regression, and argument checks."""
 
 import jax
 import numpy as np
 import pytest
 
 from nas_jax.arch import conditional_point as cond_point
-from nas_jax.search.task import TaskResult
 from nas_jax.spaces import conditional as C
-from nas_jax.tasks import conditional_training as T
-from nas_jax.tasks import datasets
+from nas_jax.models import chain_mlp
+from nas_jax.training import conditional as T
+from nas_jax.training import datasets
 
 SPEC = cond_point.conditional_spec()
 SPACE = C.conditional_space()
@@ -76,7 +74,7 @@ def test_a_point_trains_the_same_alone_in_any_order_and_with_any_inactive_values
 def test_masked_weights_stay_zero_so_the_padded_net_is_the_small_one(digits):
   p = point(2, **{"layer1.log2_units": 3, "layer2.log2_units": 4, "layer2.activation": 2, "layer1.dropout": 0.3})
   points = cond_point.stack_points([p, point(1), point(3), point(2)])  # the chunk size of `batch`: compiled once
-  s = T._settings(points, SPEC, len(digits.y_train), digits.x_train.shape[1])
+  s = chain_mlp.settings(points, SPEC, len(digits.y_train), digits.x_train.shape[1])
   keys = T._point_keys(points, SPEC, KEY)
   state = T._init_chunk(s, keys[:, 0], 64, 10)
   state, _ = T._epoch_chunk(s, state, keys[:, 1:], np.int32(0), tuple(digits[:6]), True, 16)
@@ -89,13 +87,15 @@ def test_masked_weights_stay_zero_so_the_padded_net_is_the_small_one(digits):
   x = digits.x_val[:50].astype(np.float64)
   h = sigmoid(np.maximum(x @ kernels[0][:, :8] + biases[0][:8], 0) @ kernels[1][:8, :16] + biases[1][:16])
   small = h @ kernels[3][:16] + biases[3]
-  padded = T._forward(jax.tree.map(lambda a: a[0], state[0]), jax.tree.map(lambda a: a[0], s), digits.x_val[:50], None)
+  padded = chain_mlp.forward(
+    jax.tree.map(lambda a: a[0], state[0]), jax.tree.map(lambda a: a[0], s), digits.x_val[:50], None
+  )
   np.testing.assert_allclose(padded, small, rtol=1e-4, atol=1e-4)
 
 
 def test_each_batch_size_takes_n_over_b_steps_of_b_over_16_micro_batches():
   points = cond_point.stack_points([point(1, log2_batch=b) for b in (4, 5, 6, 7)])
-  s = T._settings(points, SPEC, 1078, 64)
+  s = chain_mlp.settings(points, SPEC, 1078, 64)
   np.testing.assert_array_equal(s.accum, [1, 2, 4, 8])
   np.testing.assert_array_equal(s.micro_steps, [67 * 1, 33 * 2, 16 * 4, 8 * 8])  # 1078 // 16 = 67 in the scan
   np.testing.assert_allclose(s.lr, 10**-2.5, rtol=1e-6)
@@ -108,20 +108,6 @@ def test_regression_on_diabetes():
   assert np.isfinite(r.val_errors).all() and (r.val_errors > 0).all()
   assert r.val_error[0] < 0.9  # standardised targets: predicting the mean scores about 1
   assert r.test_error[0] < 1.0
-
-
-def test_the_task_returns_validation_error_rates_to_minimise(batch, digits):
-  task = T.conditional_task("digits", epochs=2)
-  assert (task.name, task.goal) == ("conditional-digits", "min")
-  task = pickle.loads(pickle.dumps(task))
-  points, r = batch
-  result = task.evaluate(SPACE.to_json(points[1]), 7)
-  assert isinstance(result, TaskResult)
-  assert 0 <= result.value <= 1 and 0 <= result.test_value <= 1
-  np.testing.assert_allclose(result.value, r.val_error[1], atol=1.01 / len(digits.y_val))
-  assert len(result.info["val_errors"]) == 2
-  with pytest.raises(ValueError, match="params.depth: missing"):
-    task.evaluate({"kind": "conditional", "params": {}}, 0)
 
 
 def test_arguments_are_checked_before_training(digits):
@@ -142,5 +128,3 @@ def test_arguments_are_checked_before_training(digits):
   narrow = SPEC._replace(upper=np.where(np.arange(15) == 1, -2.0, SPEC.upper))
   with pytest.raises(ValueError, match=r"spec: differs from conditional_spec\(max_depth=3\)"):
     T.train_points(one, narrow, digits, epochs=1, key=KEY)
-  with pytest.raises(ValueError, match="epochs: 0; expected an integer >= 1"):
-    T.conditional_task("digits", epochs=0)

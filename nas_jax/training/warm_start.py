@@ -1,4 +1,4 @@
-"""Warm starts: Flax variables handed to `training.evaluate` (e.g. morphed from a parent's best
+"""Warm starts: Flax variables handed to `specialised.evaluate` (e.g. morphed from a parent's best
 epoch) are checked against the model's shapes, leaf by leaf, and put in the model's tree.
 """
 

@@ -11,8 +11,7 @@ import pytest
 from nas_jax.arch import main_chain, morphism
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.morphism import Op
-from nas_jax.tasks import models
-from nas_jax.tasks import morph as morph_lib
+from nas_jax.models import arch_net, morph_variables
 
 CLASSES = 10
 G0, G1 = morphism.initial_architectures(width=8)
@@ -42,13 +41,13 @@ def random_variables(arch, rng):
       return rng.uniform(0.5, 1.5, shape).astype(np.float32)
     return rng.normal(0.0, 0.1, shape).astype(np.float32)
 
-  shapes = morph_lib.variable_shapes(arch, 1, CLASSES)
+  shapes = morph_variables.variable_shapes(arch, 1, CLASSES)
   return jax.tree_util.tree_map_with_path(fill, shapes, is_leaf=lambda s: isinstance(s, tuple))
 
 
 def log_probs(arch, variables, x):
   """[B, CLASSES] log-probabilities in inference mode."""
-  return models.build_model(arch, CLASSES).apply(variables, x, train=False)
+  return arch_net.build_model(arch, CLASSES).apply(variables, x, train=False)
 
 
 def images(rng):
@@ -65,9 +64,9 @@ def leaves(variables):
 def test_variable_shapes_are_the_models(start):
   arch = morphism.replay(STARTS[start], [Op("add", 3, 1), Op("concat", 3, 1), Op("deep", 1, kernel=5)])
   x = jnp.zeros((2, 8, 8, 3), jnp.float32)
-  init = lambda key, x: models.build_model(arch, 7).init(key, x, train=False)
+  init = lambda key, x: arch_net.build_model(arch, 7).init(key, x, train=False)
   shapes = jax.tree.map(lambda s: tuple(s.shape), jax.eval_shape(init, jax.random.PRNGKey(0), x))
-  assert shapes == morph_lib.variable_shapes(arch, 3, 7)
+  assert shapes == morph_variables.variable_shapes(arch, 3, 7)
 
 
 def check_chain_preserves_function(start, seed, steps):
@@ -80,7 +79,7 @@ def check_chain_preserves_function(start, seed, steps):
     for step in range(steps):
       variables = random_variables(arch, rng)
       op = morphism.sample_ops(arch, rng, n=1)[0]
-      child, child_vars = morph_lib.morph(arch, variables, op, jax.random.PRNGKey(step))
+      child, child_vars = morph_variables.morph(arch, variables, op, jax.random.PRNGKey(step))
       parent_out, child_out = log_probs(arch, variables, x), log_probs(child, child_vars, x)
       assert float(jnp.ptp(parent_out)) > 1e-3, "a constant output would make the test vacuous"
       np.testing.assert_allclose(child_out, parent_out, rtol=0, atol=1e-4, err_msg=f"step {step}: {op}")
@@ -113,7 +112,7 @@ def test_replayed_morphs_preserve_the_function_of_the_trained_ancestor():
     ops.append(morphism.sample_ops(arch, rng, n=1)[0])
     arch = morphism.apply_op(arch, ops[-1])
   variables, x = random_variables(G1, rng), images(rng)
-  child, child_vars = morph_lib.replay_morphs(G1, variables, ops, jax.random.PRNGKey(0))
+  child, child_vars = morph_variables.replay_morphs(G1, variables, ops, jax.random.PRNGKey(0))
   assert child.to_json() == arch.to_json()
   with jax.default_matmul_precision("highest"):
     np.testing.assert_allclose(log_probs(child, child_vars, x), log_probs(G1, variables, x), rtol=0, atol=1e-4)
@@ -139,8 +138,8 @@ def test_noise_is_small_and_only_on_new_weights(op):
   rng = np.random.default_rng(2)
   arch = morphism.replay(STARTS["fc"], [Op("deep", 5, kernel=3), Op("add", 3, 1)])  # conv 5 is not last
   variables, x = random_variables(arch, rng), images(rng)
-  child, exact_vars = morph_lib.morph(arch, variables, op, jax.random.PRNGKey(1))
-  _, noisy_vars = morph_lib.morph(arch, variables, op, jax.random.PRNGKey(1), noise=True)
+  child, exact_vars = morph_variables.morph(arch, variables, op, jax.random.PRNGKey(1))
+  _, noisy_vars = morph_variables.morph(arch, variables, op, jax.random.PRNGKey(1), noise=True)
   old, exact, noisy = leaves(variables), leaves(exact_vars), leaves(noisy_vars)
   assert exact.keys() == noisy.keys()
   for path in exact:
@@ -163,7 +162,7 @@ def test_deep_add_and_concat_add_exactly_one_module():
     Op("concat", 3, 1): {("params", "10_concat", "conv", "kernel"): (1, 1, 16, 8)},
   }
   for op, new in cases.items():
-    _, child_vars = morph_lib.morph(G0, variables, op, jax.random.PRNGKey(0))
+    _, child_vars = morph_variables.morph(G0, variables, op, jax.random.PRNGKey(0))
     got = leaves(child_vars)
     if op.type != "add":
       name = next(iter(new))[1]
@@ -179,17 +178,17 @@ def test_deep_add_and_concat_add_exactly_one_module():
 
 def test_new_modules_hold_the_identity_or_zeros():
   variables = random_variables(G0, np.random.default_rng(4))
-  _, deep = morph_lib.morph(G0, variables, Op("deep", 3, kernel=5), jax.random.PRNGKey(0))
+  _, deep = morph_variables.morph(G0, variables, Op("deep", 3, kernel=5), jax.random.PRNGKey(0))
   kernel = deep["params"]["10_conv5"]["conv"]["kernel"]
   np.testing.assert_array_equal(kernel[2, 2], np.eye(8))
   assert np.abs(kernel).sum() == 8
   np.testing.assert_array_equal(deep["batch_stats"]["10_conv5"]["bn"]["var"], np.float32(1 - 1e-5))
-  _, cat = morph_lib.morph(G0, variables, Op("concat", 3, 1), jax.random.PRNGKey(0))
+  _, cat = morph_variables.morph(G0, variables, Op("concat", 3, 1), jax.random.PRNGKey(0))
   np.testing.assert_array_equal(cat["params"]["10_concat"]["conv"]["kernel"][0, 0], np.eye(16, 8))
-  _, add = morph_lib.morph(G0, variables, Op("add", 3, 1), jax.random.PRNGKey(0))
+  _, add = morph_variables.morph(G0, variables, Op("add", 3, 1), jax.random.PRNGKey(0))
   assert not add["params"]["10_conv1"]["kernel"].any() and not add["params"]["10_conv1"]["bias"].any()
   fc_vars = random_variables(STARTS["fc"], np.random.default_rng(4))
-  _, fc = morph_lib.morph(STARTS["fc"], fc_vars, Op("deep", 8), jax.random.PRNGKey(0))
+  _, fc = morph_variables.morph(STARTS["fc"], fc_vars, Op("deep", 8), jax.random.PRNGKey(0))
   np.testing.assert_array_equal(fc["params"]["12_fc"]["kernel"], np.eye(8))
   assert not fc["params"]["12_fc"]["bias"].any() and "12_fc" not in fc["batch_stats"]
 
@@ -223,7 +222,7 @@ def test_wide_changes_exactly_the_layers_around_the_block():
     },
   }
   for target, changed in cases.items():
-    child, child_vars = morph_lib.morph(arch, variables, Op("wide", target), jax.random.PRNGKey(0))
+    child, child_vars = morph_variables.morph(arch, variables, Op("wide", target), jax.random.PRNGKey(0))
     with jax.default_matmul_precision("highest"):
       np.testing.assert_allclose(log_probs(child, child_vars, x), log_probs(arch, variables, x), rtol=0, atol=1e-4)
     got = leaves(child_vars)
@@ -254,7 +253,7 @@ def test_wide_changes_exactly_the_layers_around_the_block():
 def test_wide_on_an_fc_block_copies_columns_and_zero_rows_the_next_layer():
   arch = STARTS["fc"]
   variables = random_variables(arch, np.random.default_rng(7))
-  _, child_vars = morph_lib.morph(arch, variables, Op("wide", 8), jax.random.PRNGKey(0))
+  _, child_vars = morph_variables.morph(arch, variables, Op("wide", 8), jax.random.PRNGKey(0))
   fc, nxt = child_vars["params"]["8_fc"], child_vars["params"]["9_fc"]
   assert fc["kernel"].shape == (8, 16) and fc["bias"].shape == (16,) and nxt["kernel"].shape == (16, 8)
   old = variables["params"]["8_fc"]
@@ -266,9 +265,9 @@ def test_wide_on_an_fc_block_copies_columns_and_zero_rows_the_next_layer():
 def test_variables_of_another_architecture_are_rejected():
   variables = random_variables(G0, np.random.default_rng(0))
   with pytest.raises(ValueError, match=r"variables\['params'\]: has no entry '10_conv3'"):
-    morph_lib.morph(G1, variables, Op("wide", 1), jax.random.PRNGKey(0))
+    morph_variables.morph(G1, variables, Op("wide", 1), jax.random.PRNGKey(0))
   with pytest.raises(ValueError, match=r"variables\['params'\]: has '10_conv3', which the architecture does not"):
-    morph_lib.morph(G0, random_variables(G1, np.random.default_rng(0)), Op("wide", 1), jax.random.PRNGKey(0))
+    morph_variables.morph(G0, random_variables(G1, np.random.default_rng(0)), Op("wide", 1), jax.random.PRNGKey(0))
 
 
 def test_a_wrong_shaped_leaf_is_named():
@@ -279,15 +278,15 @@ def test_a_wrong_shaped_leaf_is_named():
     match=r"\['batch_stats'\]\['3_conv3'\]\['bn'\]\['var'\]: has shape \(7,\);"
     r" the architecture needs \(8,\)",
   ):
-    morph_lib.morph(G0, variables, Op("wide", 1), jax.random.PRNGKey(0))
+    morph_variables.morph(G0, variables, Op("wide", 1), jax.random.PRNGKey(0))
   variables = random_variables(G0, np.random.default_rng(0))
   variables["params"]["8_softmax"]["kernel"] = np.ones(8, np.float32)
   with pytest.raises(ValueError, match=r"\['8_softmax'\]\['kernel'\]: has shape \(8,\); expected a kernel with 2 axes"):
-    morph_lib.morph(G0, variables, Op("wide", 1), jax.random.PRNGKey(0))
+    morph_variables.morph(G0, variables, Op("wide", 1), jax.random.PRNGKey(0))
 
 
 def test_an_inapplicable_op_is_rejected():
   variables = random_variables(G0, np.random.default_rng(0))
   last = main_chain.chain_view(G0).convs[-1]
   with pytest.raises(ValueError, match="does not apply to layer 5: wide applies to a conv block other than the last"):
-    morph_lib.morph(G0, variables, Op("wide", last), jax.random.PRNGKey(0))
+    morph_variables.morph(G0, variables, Op("wide", last), jax.random.PRNGKey(0))

@@ -35,8 +35,8 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import cnn_padding, convolution, models, padded_mlp
-from nas_jax.tasks.cnn_padding import BITS, KINDS, Padding
+from nas_jax.models import arch_net, cnn_padding, convolution, padded_mlp
+from nas_jax.models.cnn_padding import BITS, KINDS, Padding
 
 __all__ = ["PaddedNet", "Place", "encode", "apply", "net_shapes", "layout_macs"]
 
@@ -231,11 +231,11 @@ def _batch_norm(z, bn, stats, mask, train):
     count = jnp.maximum(z.shape[0] * mask.sum(), 1.0)  # an empty slot's statistics stay finite
     mean = z.sum((0, 1, 2)) / count
     var = jnp.maximum(jnp.square(z).sum((0, 1, 2)) / count - jnp.square(mean), 0.0)
-    mom = models.BN_MOMENTUM
+    mom = arch_net.BN_MOMENTUM
     stats = {"mean": mom * stats["mean"] + (1 - mom) * mean, "var": mom * stats["var"] + (1 - mom) * var}
   else:
     mean, var = stats["mean"], stats["var"]
-  return (z - mean) * (bn["scale"] * jax.lax.rsqrt(var + models.BN_EPSILON)) + bn["bias"], stats
+  return (z - mean) * (bn["scale"] * jax.lax.rsqrt(var + arch_net.BN_EPSILON)) + bn["bias"], stats
 
 
 def _window(x: jax.Array, init: float, op) -> jax.Array:

@@ -1,5 +1,5 @@
 """Checkpoints of a training run paused after some epochs (multi-fidelity training): the
-`Checkpoint` that `training.train_until` continues, its tree for `weights.save_variables` tagged
+`Checkpoint` that `specialised.train_until` continues, its tree for `weights.save_variables` tagged
 with the run it belongs to, and the device state restored from it.
 """
 
@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.tasks import train_steps
+from nas_jax.training import train_steps
 
 __all__ = ["Checkpoint", "capture", "checkpoint_tree", "checkpoint_of_tree", "restore_state"]
 

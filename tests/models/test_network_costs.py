@@ -16,7 +16,7 @@ from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain, morphism
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools, random_arch
-from nas_jax.tasks import costs, datasets, models
+from nas_jax.models import arch_net, network_costs
 
 Role = labels_lib.Role
 IMAGE, VECTOR, CLASSES = (8, 8, 1), (64,), 10
@@ -90,7 +90,7 @@ def _networks(kind: str) -> tuple[tuple[int, ...], list[Architecture]]:
 
 
 def _flax_params(arch: Architecture, shape: tuple[int, ...]) -> int:
-  model = models.build_model(arch, CLASSES)
+  model = arch_net.build_model(arch, CLASSES)
   x = jax.ShapeDtypeStruct((1, *shape), jnp.float32)
   variables = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0), x)
   return sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(variables["params"]))
@@ -99,7 +99,7 @@ def _flax_params(arch: Architecture, shape: tuple[int, ...]) -> int:
 @pytest.mark.parametrize("kind", ["cnn", "mlp", main_chain.KIND])
 def test_params_equal_the_flax_models_for_every_pool_and_random_network(kind):
   shape, archs = _networks(kind)
-  nodes = [models.network_nodes(a) for a in archs]
+  nodes = [arch_net.network_nodes(a) for a in archs]
   features = {
     "concatenation": any(len(n.parents) > 1 for ns in nodes for n in ns if n.role != Role.OP),
     "several decisions": any(sum(n.role == Role.DECISION for n in ns) > 1 for ns in nodes),
@@ -114,21 +114,21 @@ def test_params_equal_the_flax_models_for_every_pool_and_random_network(kind):
     main_chain.KIND: ("add-skip", "concat-skip"),
   }[kind]
   assert all(features[f] for f in wanted), features  # the networks exercise what they claim to
-  ours = [costs.network_costs(a, shape, CLASSES).params for a in archs]
+  ours = [network_costs.network_costs(a, shape, CLASSES).params for a in archs]
   assert ours == [_flax_params(a, shape) for a in archs]
 
 
 @pytest.mark.parametrize(
   "obj, shape, expected",
   [
-    (TINY_MLP, (4,), costs.Costs(49, 80, 13 * 4 / MIB)),
-    (SKIP_MLP, (4,), costs.Costs(155, 268, 24 * 4 / MIB)),
-    (TINY_CNN, IMAGE, costs.Costs(2190, 8864, 328 * 4 / MIB)),
+    (TINY_MLP, (4,), network_costs.Costs(49, 80, 13 * 4 / MIB)),
+    (SKIP_MLP, (4,), network_costs.Costs(155, 268, 24 * 4 / MIB)),
+    (TINY_CNN, IMAGE, network_costs.Costs(2190, 8864, 328 * 4 / MIB)),
   ],
 )
 def test_hand_computed_costs(obj, shape, expected):
   arch = Architecture.from_json(obj, limits=json_io.Limits(min_units=1))
-  assert costs.network_costs(arch, shape, CLASSES) == expected
+  assert network_costs.network_costs(arch, shape, CLASSES) == expected
 
 
 def test_autokeras_g0_hand_computed_costs():
@@ -137,17 +137,17 @@ def test_autokeras_g0_hand_computed_costs():
   # MACs: 9*64*64 + 9*64*64*16 + 9*64*64*4 + 64*10 = 774784. memory: the peak is while the first
   # pool runs: 64 (input) + 8*8*64 (conv) + 4*4*64 (pool) = 5184 floats.
   g0 = morphism.initial_architectures()[0]
-  assert costs.network_costs(g0, IMAGE, CLASSES) == costs.Costs(75338, 2 * 774784, 5184 * 4 / MIB)
+  assert network_costs.network_costs(g0, IMAGE, CLASSES) == network_costs.Costs(75338, 2 * 774784, 5184 * 4 / MIB)
 
 
 def test_a_linear_decision_has_one_output_whatever_num_outputs():
   arch = Architecture.from_json(TINY_MLP)
-  assert costs.network_costs(arch, (4,), 1) == costs.network_costs(arch, (4,), 10)
+  assert network_costs.network_costs(arch, (4,), 1) == network_costs.network_costs(arch, (4,), 10)
 
 
 def test_memory_grows_with_the_input_image():
   arch = pools.initial_pool("cnn")[0]
-  small, large = (costs.network_costs(arch, s, CLASSES).memory_mb for s in ((8, 8, 1), (32, 32, 3)))
+  small, large = (network_costs.network_costs(arch, s, CLASSES).memory_mb for s in ((8, 8, 1), (32, 32, 3)))
   assert large > 4 * small  # the first conv's 64 channels: 16x the pixels
 
 
@@ -187,7 +187,7 @@ def _flops_pairs(kind: str, full: bool = False) -> np.ndarray:
     )
   pairs = []
   for a in archs:
-    xla, ours = costs.xla_costs(a, shape, CLASSES), costs.network_costs(a, shape, CLASSES)
+    xla, ours = network_costs.xla_costs(a, shape, CLASSES), network_costs.network_costs(a, shape, CLASSES)
     assert xla["params"] == ours.params
     pairs.append((ours.flops, xla["flops"]))
   return np.array(pairs, np.float64)
@@ -215,26 +215,22 @@ def test_flops_of_more_networks_agree_with_xla_in_size_and_order(kind):
 def test_latency_is_positive_cached_and_grows_with_the_network():
   tiny = Architecture.from_json(TINY_MLP)
   big = pools.initial_pool("mlp")[7]  # 7.2 MFLOPs an example against the tiny one's 80
-  assert costs.network_costs(big, VECTOR, 1).flops > 50 * 1000 * costs.network_costs(tiny, (4,), 1).flops
-  first = costs.latency_ms(tiny, (4,), 1, batch=32, repeats=5)
-  hits = costs.latency_ms.cache_info().hits
+  assert (
+    network_costs.network_costs(big, VECTOR, 1).flops > 50 * 1000 * network_costs.network_costs(tiny, (4,), 1).flops
+  )
+  first = network_costs.latency_ms(tiny, (4,), 1, batch=32, repeats=5)
+  hits = network_costs.latency_ms.cache_info().hits
   assert math.isfinite(first) and first > 0
-  assert costs.latency_ms(tiny, (4,), 1, batch=32, repeats=5) == first
-  assert costs.latency_ms.cache_info().hits == hits + 1
-  assert costs.latency_ms(big, VECTOR, 1, batch=32, repeats=5) > first
-
-
-def test_input_spec_matches_how_training_builds_the_model():
-  assert costs.input_spec(datasets.digits("cnn")) == (IMAGE, CLASSES)
-  assert costs.input_spec(datasets.digits("mlp")) == (VECTOR, CLASSES)
-  assert costs.input_spec(datasets.diabetes()) == ((10,), 1)
+  assert network_costs.latency_ms(tiny, (4,), 1, batch=32, repeats=5) == first
+  assert network_costs.latency_ms.cache_info().hits == hits + 1
+  assert network_costs.latency_ms(big, VECTOR, 1, batch=32, repeats=5) > first
 
 
 CNN = pools.initial_pool("cnn")[0]
 MLP = Architecture.from_json(TINY_MLP)
 
 
-@pytest.mark.parametrize("fn", [costs.network_costs, costs.xla_costs, costs.latency_ms])
+@pytest.mark.parametrize("fn", [network_costs.network_costs, network_costs.xla_costs, network_costs.latency_ms])
 @pytest.mark.parametrize(
   "args, match",
   [
@@ -254,9 +250,4 @@ def test_bad_arguments_name_themselves(fn, args, match):
 @pytest.mark.parametrize("name, value", [("batch", 0), ("repeats", 2.5)])
 def test_bad_latency_options_name_themselves(name, value):
   with pytest.raises(ValueError, match=rf"^{name}: {value}; expected an integer >= 1"):
-    costs.latency_ms(MLP, (4,), 1, **{name: value})
-
-
-def test_input_spec_rejects_a_non_dataset():
-  with pytest.raises(ValueError, match=r"^data: got a tuple; expected a datasets.Dataset"):
-    costs.input_spec(((8, 8, 1), 10))
+    network_costs.latency_ms(MLP, (4,), 1, **{name: value})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from flax.core import FrozenDict
 
-from nas_jax.tasks import weights
+from nas_jax.training import weights
 
 
 def _tree():

@@ -11,7 +11,9 @@ import pytest
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools
-from nas_jax.tasks import datasets, early_stopping, models, results_table, training, weights
+from nas_jax.models import arch_net
+from nas_jax.training import datasets, early_stopping, results_table, specialised, train_loop, weights
+from nas_jax.training.train_config import TrainConfig
 
 
 def _chain(kind, body, decision):
@@ -32,8 +34,8 @@ def digits_mlp():
 
 
 def test_same_key_gives_identical_metrics_and_another_key_does_not(digits_mlp):
-  config = training.TrainConfig(epochs=1)
-  a, b, c = (training.evaluate(TINY_MLP, digits_mlp, config, jax.random.key(k)) for k in (0, 0, 1))
+  config = TrainConfig(epochs=1)
+  a, b, c = (specialised.evaluate(TINY_MLP, digits_mlp, config, jax.random.key(k)) for k in (0, 0, 1))
   timings = ("train_seconds", "eval_seconds", "compile_seconds")
   values = lambda r: {k: v for k, v in r._asdict().items() if k not in timings}
   assert values(a) == values(b)
@@ -41,7 +43,7 @@ def test_same_key_gives_identical_metrics_and_another_key_does_not(digits_mlp):
 
 
 def test_tiny_mlp_learns_digits_and_its_score_is_the_best_epoch(digits_mlp):
-  r = training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig(epochs=3, learning_rate=1e-2), jax.random.key(0))
+  r = specialised.evaluate(TINY_MLP, digits_mlp, TrainConfig(epochs=3, learning_rate=1e-2), jax.random.key(0))
   assert r.val_accuracy > 0.8  # chance is 0.1
   assert 1 - r.test_error > 0.8
   assert r.val_error == min(r.val_errors) and r.val_errors[r.best_epoch - 1] == r.val_error
@@ -49,14 +51,14 @@ def test_tiny_mlp_learns_digits_and_its_score_is_the_best_epoch(digits_mlp):
 
 
 def test_tiny_cnn_learns_digit_images():
-  config = training.TrainConfig(epochs=3, learning_rate=1e-2, schedule="constant")
-  r = training.evaluate(TINY_CNN, datasets.digits("cnn"), config, jax.random.key(0))
+  config = TrainConfig(epochs=3, learning_rate=1e-2, schedule="constant")
+  r = specialised.evaluate(TINY_CNN, datasets.digits("cnn"), config, jax.random.key(0))
   assert r.val_accuracy > 0.5 and r.compile_seconds > 0
 
 
 def test_tiny_regressor_beats_the_constant_predictor_on_diabetes():
-  config = training.TrainConfig(epochs=10, batch_size=16, learning_rate=3e-3)
-  r = training.evaluate(TINY_REGRESSOR, datasets.diabetes(), config, jax.random.key(0))
+  config = TrainConfig(epochs=10, batch_size=16, learning_rate=3e-3)
+  r = specialised.evaluate(TINY_REGRESSOR, datasets.diabetes(), config, jax.random.key(0))
   assert r.val_error < 0.8 and r.test_error < 0.8  # a constant predicts with MSE ~ 1 (standardised)
   assert r.val_loss == pytest.approx(r.val_error) and math.isnan(r.val_accuracy)
 
@@ -65,28 +67,28 @@ def test_tiny_regressor_beats_the_constant_predictor_on_diabetes():
   "arch, data", [(TINY_REGRESSOR, datasets.diabetes), (TINY_MLP, functools.partial(datasets.digits, "mlp"))]
 )
 def test_diverged_training_reports_nan_instead_of_raising(arch, data):
-  config = training.TrainConfig(epochs=2, learning_rate=1e30, optimizer="sgd", schedule="constant")
-  r = training.evaluate(arch, data(), config, jax.random.key(0))
+  config = TrainConfig(epochs=2, learning_rate=1e30, optimizer="sgd", schedule="constant")
+  r = specialised.evaluate(arch, data(), config, jax.random.key(0))
   assert r.best_epoch == 0 and math.isnan(r.val_error) and math.isnan(r.test_error)
   assert all(math.isnan(e) for e in r.val_errors)
 
 
 def test_an_architecture_that_does_not_fit_the_data_is_refused(digits_mlp):
   with pytest.raises(ValueError, match=r"shape \(1078, 64\) \(flat\); a cnn architecture needs images"):
-    training.evaluate(TINY_CNN, digits_mlp, training.TrainConfig(), jax.random.key(0))
+    specialised.evaluate(TINY_CNN, digits_mlp, TrainConfig(), jax.random.key(0))
   with pytest.raises(ValueError, match=r"\(images\); an mlp architecture needs flat features"):
-    training.evaluate(TINY_MLP, datasets.digits("cnn"), training.TrainConfig(), jax.random.key(0))
+    specialised.evaluate(TINY_MLP, datasets.digits("cnn"), TrainConfig(), jax.random.key(0))
   with pytest.raises(ValueError, match=r"decision layers \['softmax'\] do not fit dataset 'diabetes'"):
-    training.evaluate(
+    specialised.evaluate(
       _chain("mlp", [{"label": "relu", "units": 8}], "softmax"),
       datasets.diabetes(),
-      training.TrainConfig(),
+      TrainConfig(),
       jax.random.key(0),
     )
   with pytest.raises(ValueError, match="batch_size: 5000 exceeds the 1078 training examples"):
-    training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig(batch_size=5000), jax.random.key(0))
+    specialised.evaluate(TINY_MLP, digits_mlp, TrainConfig(batch_size=5000), jax.random.key(0))
   with pytest.raises(TypeError, match="dataset: got dict"):
-    training.evaluate(TINY_MLP, {}, training.TrainConfig(), jax.random.key(0))
+    specialised.evaluate(TINY_MLP, {}, TrainConfig(), jax.random.key(0))
 
 
 @pytest.mark.parametrize(
@@ -106,13 +108,13 @@ def test_an_architecture_that_does_not_fit_the_data_is_refused(digits_mlp):
 )
 def test_bad_train_configs_name_the_field(digits_mlp, field, value, error, match):
   with pytest.raises(error, match=match):
-    training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig()._replace(**{field: value}), jax.random.key(0))
+    specialised.evaluate(TINY_MLP, digits_mlp, TrainConfig()._replace(**{field: value}), jax.random.key(0))
 
 
 def test_weight_decay_changes_training_and_momentum_trains(digits_mlp):
-  base = training.TrainConfig(epochs=1, optimizer="momentum", learning_rate=0.05)
-  plain = training.evaluate(TINY_MLP, digits_mlp, base, jax.random.key(0))
-  decayed = training.evaluate(TINY_MLP, digits_mlp, base._replace(weight_decay=0.5), jax.random.key(0))
+  base = TrainConfig(epochs=1, optimizer="momentum", learning_rate=0.05)
+  plain = specialised.evaluate(TINY_MLP, digits_mlp, base, jax.random.key(0))
+  decayed = specialised.evaluate(TINY_MLP, digits_mlp, base._replace(weight_decay=0.5), jax.random.key(0))
   assert plain.val_accuracy > 0.5 and plain.val_loss < decayed.val_loss
 
 
@@ -120,7 +122,7 @@ def test_weight_decay_changes_training_and_momentum_trains(digits_mlp):
   "val_errors, best", [([0.5, 0.3, 0.4], 2), ([0.3, math.nan, 0.2, 0.2], 3), ([math.nan, math.nan], 0), ([0.1], 1)]
 )
 def test_best_epoch_is_the_earliest_smallest_finite_error(val_errors, best):
-  assert training.best_epoch(val_errors) == best
+  assert train_loop.best_epoch(val_errors) == best
 
 
 @pytest.mark.parametrize(
@@ -144,8 +146,8 @@ def test_should_stop_after_patience_epochs_without_improvement(losses, patience,
 
 def test_patience_stops_training_and_epochs_counts_the_trained_ones(digits_mlp):
   # A step of 1e-9 cannot lower the loss by 1.0: epoch 2 is stale, so patience 1 stops there.
-  config = training.TrainConfig(epochs=3, learning_rate=1e-9, patience=1, min_delta=1.0)
-  r = training.evaluate(TINY_MLP, digits_mlp, config, jax.random.key(0))
+  config = TrainConfig(epochs=3, learning_rate=1e-9, patience=1, min_delta=1.0)
+  r = specialised.evaluate(TINY_MLP, digits_mlp, config, jax.random.key(0))
   assert r.epochs == 2 < config.epochs and len(r.val_errors) == r.epochs
   assert r.seconds_per_epoch == r.train_seconds / 2
 
@@ -153,18 +155,18 @@ def test_patience_stops_training_and_epochs_counts_the_trained_ones(digits_mlp):
 @pytest.mark.parametrize(
   "arch, kind, config",
   [
-    (TINY_MLP, "mlp", training.TrainConfig(epochs=3, learning_rate=0.03, schedule="constant")),
-    (TINY_CNN, "cnn", training.TrainConfig(epochs=2, learning_rate=1e-2, schedule="constant")),
+    (TINY_MLP, "mlp", TrainConfig(epochs=3, learning_rate=0.03, schedule="constant")),
+    (TINY_CNN, "cnn", TrainConfig(epochs=2, learning_rate=1e-2, schedule="constant")),
   ],
 )
 def test_warm_start_from_saved_best_variables_resumes_the_best_epoch(tmp_path, arch, kind, config):
   data = datasets.digits(kind)
-  source = training.evaluate(arch, data, config, jax.random.key(0), keep_variables=True)
+  source = specialised.evaluate(arch, data, config, jax.random.key(0), keep_variables=True)
   if kind == "mlp":  # the kept variables must be the best epoch's, not the last one's
     assert source.best_epoch < source.epochs
   weights.save_variables(tmp_path / "best.msgpack", source.variables)
-  still = training.TrainConfig(epochs=1, learning_rate=1e-9)
-  warm = training.evaluate(
+  still = TrainConfig(epochs=1, learning_rate=1e-9)
+  warm = specialised.evaluate(
     arch, data, still, jax.random.key(1), init_variables=weights.load_variables(tmp_path / "best.msgpack")
   )
   # Not exact for the cnn: its epoch re-estimates the batch-norm running statistics.
@@ -173,12 +175,12 @@ def test_warm_start_from_saved_best_variables_resumes_the_best_epoch(tmp_path, a
 
 
 def test_warm_start_from_the_random_init_reproduces_the_cold_run_and_spares_the_given_arrays(digits_mlp):
-  config, key = training.TrainConfig(epochs=1, learning_rate=1e-2), jax.random.key(0)
-  cold = training.evaluate(TINY_MLP, digits_mlp, config, key)
+  config, key = TrainConfig(epochs=1, learning_rate=1e-2), jax.random.key(0)
+  cold = specialised.evaluate(TINY_MLP, digits_mlp, config, key)
   init_key = jax.random.split(key)[0]  # the key evaluate initialises from
-  given = models.init_variables(models.build_model(TINY_MLP, 10), init_key, digits_mlp.x_train[:1])
+  given = arch_net.init_variables(arch_net.build_model(TINY_MLP, 10), init_key, digits_mlp.x_train[:1])
   before = jax.tree.map(np.array, given)
-  warm = training.evaluate(TINY_MLP, digits_mlp, config, key, init_variables=given)
+  warm = specialised.evaluate(TINY_MLP, digits_mlp, config, key, init_variables=given)
   assert warm.val_errors == cold.val_errors and warm.val_loss == cold.val_loss
   assert cold.variables is None and warm.variables is None  # kept only when asked
   # The train state is donated to the epoch: it must not have been built on the caller's buffers.
@@ -206,20 +208,20 @@ def test_warm_start_from_the_random_init_reproduces_the_cold_run_and_spares_the_
   ],
 )
 def test_init_variables_that_do_not_fit_name_the_path(digits_mlp, edit, error, match):
-  model = models.build_model(TINY_MLP, 10)
-  variables = jax.tree.map(np.asarray, models.init_variables(model, jax.random.key(0), digits_mlp.x_train[:1]))
+  model = arch_net.build_model(TINY_MLP, 10)
+  variables = jax.tree.map(np.asarray, arch_net.init_variables(model, jax.random.key(0), digits_mlp.x_train[:1]))
   edit(variables)
   with pytest.raises(error, match=match):
-    training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig(epochs=1), jax.random.key(0), init_variables=variables)
+    specialised.evaluate(TINY_MLP, digits_mlp, TrainConfig(epochs=1), jax.random.key(0), init_variables=variables)
 
 
 def test_init_variables_must_be_a_dict(digits_mlp):
   with pytest.raises(TypeError, match=r"init_variables: got list; expected a dict"):
-    training.evaluate(TINY_MLP, digits_mlp, training.TrainConfig(epochs=1), jax.random.key(0), init_variables=[])
+    specialised.evaluate(TINY_MLP, digits_mlp, TrainConfig(epochs=1), jax.random.key(0), init_variables=[])
 
 
 def test_table_rows_show_accuracy_or_mse():
-  r = training.EvalResult("classification", 0.25, 0.7, 0.5, 3, 4, 2.0, 0.1, 1.5, (0.3, 0.3, 0.25, 0.26))
+  r = train_loop.EvalResult("classification", 0.25, 0.7, 0.5, 3, 4, 2.0, 0.1, 1.5, (0.3, 0.3, 0.25, 0.26))
   assert results_table.format_row("C1", r, 512.0).split() == ["C1", "0.7500", "0.5000", "3", "0.50", "1.50", "512"]
   assert "val MSE" in results_table.format_header("regression") and "val acc" in results_table.format_header(
     "classification"
@@ -229,7 +231,7 @@ def test_table_rows_show_accuracy_or_mse():
 @pytest.mark.slow
 @pytest.mark.parametrize("i", range(10))
 def test_every_pool_cnn_learns_digits_in_two_epochs(i):
-  r = training.evaluate(
-    pools.initial_pool("cnn")[i], datasets.digits("cnn"), training.TrainConfig(epochs=2), jax.random.key(0)
+  r = specialised.evaluate(
+    pools.initial_pool("cnn")[i], datasets.digits("cnn"), TrainConfig(epochs=2), jax.random.key(0)
   )
   assert r.val_accuracy > 0.5 and np.isfinite(r.test_error)

@@ -16,7 +16,7 @@ from typing import NamedTuple, Sequence
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import models, padded_mlp
+from nas_jax.models import arch_net, padded_mlp
 
 __all__ = [
   "KINDS",
@@ -74,11 +74,11 @@ class Padding(NamedTuple):
   decision_sources: tuple[int, ...]
 
 
-def cnn_nodes(arch: Architecture) -> tuple[models.Node, ...]:
-  """The network's nodes (`models.network_nodes`); ValueError unless it is a cnn."""
+def cnn_nodes(arch: Architecture) -> tuple[arch_net.Node, ...]:
+  """The network's nodes (`arch_net.network_nodes`); ValueError unless it is a cnn."""
   if getattr(arch, "kind", None) != "cnn":
     raise ValueError(f"padded_cnn: a {getattr(arch, 'kind', type(arch).__name__)!r} network; it runs cnn networks")
-  return models.network_nodes(arch)
+  return arch_net.network_nodes(arch)
 
 
 def check_image(image_shape: Sequence[int]) -> tuple[int, int, int]:
@@ -88,7 +88,7 @@ def check_image(image_shape: Sequence[int]) -> tuple[int, int, int]:
   return tuple(int(v) for v in image_shape)
 
 
-def walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tuple[tuple[int, int], int, int]]:
+def walk(nodes: tuple[arch_net.Node, ...], image_shape: Sequence[int]) -> list[tuple[tuple[int, int], int, int]]:
   """Per node: its input's real pixels (h, w), its input channels, its output channels (its output
   pixels follow from the stride: `_out_size`)."""
   h, w, c = check_image(image_shape)
@@ -109,13 +109,13 @@ def walk(nodes: tuple[models.Node, ...], image_shape: Sequence[int]) -> list[tup
   return walked
 
 
-def _out_size(node: models.Node, size: tuple[int, int]) -> tuple[int, int]:
+def _out_size(node: arch_net.Node, size: tuple[int, int]) -> tuple[int, int]:
   if node.role in (Role.CONV, Role.RES, Role.POOL):
     return tuple(-(-n // node.stride) for n in size)
   return (1, 1) if node.role in (Role.FC, Role.DECISION) else size
 
 
-def kind_index(node: models.Node) -> int:
+def kind_index(node: arch_net.Node) -> int:
   """A processing layer's index into `KINDS`."""
   if node.role == Role.POOL:
     return KINDS.index(node.label)
@@ -144,7 +144,7 @@ def _needs(arch: Architecture, image_shape: Sequence[int]):
   return nodes, scalars, slots, tuple(max(v) for v in zip((1, 1, 1), *reads))
 
 
-def _conv_kernel(node: models.Node) -> int:
+def _conv_kernel(node: arch_net.Node) -> int:
   """A layer's conv kernel (0 for a pool or fc)."""
   return node.kernel if node.role in (Role.CONV, Role.RES) else 0
 
@@ -252,7 +252,7 @@ def coarse(padding: Padding, image_shape: Sequence[int]) -> Padding:
 
 def check_fits(
   padding: Padding, arch: Architecture, image_shape: Sequence[int]
-) -> tuple[tuple[models.Node, ...], tuple[int, ...]]:
+) -> tuple[tuple[arch_net.Node, ...], tuple[int, ...]]:
   """(The network's nodes, the slot of each of its processing layers in order). TypeError unless
   `padding` is a Padding; ValueError unless it is well formed and the network fits it: each scalar
   field at least what the network needs, and its processing layers in order in increasing slots,

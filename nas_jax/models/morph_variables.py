@@ -2,7 +2,7 @@
 ops of `nas_jax.arch.morphism` keep the network's function.
 
 `morph(arch, variables, op, key)` returns the child architecture (`morphism.apply_op`) and the
-child's variables, laid out as `models.build_model(child).init` lays them out: one entry per
+child's variables, laid out as `arch_net.build_model(child).init` lays them out: one entry per
 vertex named f"{slot}_{label}" in "params" (and in "batch_stats" for conv and concat blocks).
 All work is host numpy on small arrays; leaves come back as numpy float32.
 
@@ -39,7 +39,7 @@ from nas_jax.arch.architecture import Architecture
 
 __all__ = ["BN_EPSILON", "morph", "replay_morphs", "variable_shapes"]
 
-BN_EPSILON = 1e-5  # flax.linen.BatchNorm's default, which models._ConvBN keeps
+BN_EPSILON = 1e-5  # flax.linen.BatchNorm's default, which arch_net._ConvBN keeps
 _NOISE = 1e-4
 Role = labels_lib.Role
 _F32 = np.float32
@@ -233,7 +233,7 @@ def _new_vertex(
     c_start = net.units[net.chain.outputs[net.chain.convs.index(op.source)]]
     if op.type == "add":
       return {"kernel": fresh(np.zeros((c_start, c))), "bias": fresh(np.zeros(c))}, None
-    kernel = np.eye(c + c_start, c)[None, None]  # the chain's channels come first (models._autokeras_layer)
+    kernel = np.eye(c + c_start, c)[None, None]  # the chain's channels come first (arch_net._autokeras_layer)
   bn, bn_stats = _identity_bn(c)
   return {"conv": {"kernel": fresh(kernel)}, "bn": bn}, {"bn": bn_stats}
 

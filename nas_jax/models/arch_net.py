@@ -18,7 +18,7 @@ from nas_jax.arch import graph
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import convolution
+from nas_jax.models import convolution
 
 __all__ = [
   "Node",

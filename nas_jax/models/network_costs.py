@@ -1,9 +1,9 @@
 """Cost metrics of a layer-graph network without training it: parameters, FLOPs, activation memory
 and measured latency, for budget constraints and multi-objective search.
 
-`network_costs` is a pure host computation from `models.network_nodes(arch)` and the input shape:
+`network_costs` is a pure host computation from `arch_net.network_nodes(arch)` and the input shape:
 it walks the layers in topological order with each layer's output shape, following `ArchNet`'s
-layer semantics (`nas_jax.tasks.models`). It compiles nothing (~0.5 ms a cnn, ~1 ms an mlp on CPU)
+layer semantics (`arch_net`). It compiles nothing (~0.5 ms a cnn, ~1 ms an mlp on CPU)
 and is cached.
 
 What is counted, for ONE example:
@@ -53,9 +53,9 @@ import numpy as np
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import datasets, models, padded_mlp
+from nas_jax.models import arch_net, padded_mlp
 
-__all__ = ["Costs", "KINDS", "network_costs", "input_spec", "xla_costs", "latency_ms"]
+__all__ = ["Costs", "KINDS", "network_costs", "xla_costs", "latency_ms"]
 
 Role = labels_lib.Role
 KINDS = ("cnn", "mlp", main_chain.KIND)
@@ -82,7 +82,7 @@ def _is_int(v: Any) -> bool:
   return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
-def _check(arch: Any, input_shape: Any, num_outputs: Any) -> tuple[tuple[models.Node, ...], tuple[int, ...], int]:
+def _check(arch: Any, input_shape: Any, num_outputs: Any) -> tuple[tuple[arch_net.Node, ...], tuple[int, ...], int]:
   """Checks the arguments in plain Python; returns (nodes, input_shape as ints, num_outputs)."""
   if not isinstance(arch, Architecture):
     raise ValueError(f"arch: got a {type(arch).__name__}; expected an Architecture")
@@ -102,22 +102,22 @@ def _check(arch: Any, input_shape: Any, num_outputs: Any) -> tuple[tuple[models.
     raise ValueError(f"num_outputs: {num_outputs!r}; expected an integer >= 1")
   if arch.kind == main_chain.KIND:
     main_chain.chain_view(arch)  # ValueError naming the layer that breaks the main-chain rules
-  return models.network_nodes(arch), tuple(int(d) for d in input_shape), int(num_outputs)
+  return arch_net.network_nodes(arch), tuple(int(d) for d in input_shape), int(num_outputs)
 
 
 def _ceil_div(n: int, s: int) -> int:
   return -(-n // s)
 
 
-def _decision_outputs(node: models.Node, num_outputs: int) -> int:
+def _decision_outputs(node: arch_net.Node, num_outputs: int) -> int:
   return num_outputs if node.label == "softmax" else 1
 
 
-def _where(node: models.Node) -> str:
+def _where(node: arch_net.Node) -> str:
   return f"arch: layer slot {node.slot} ({node.label})"
 
 
-def _concat(node: models.Node, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+def _concat(node: arch_net.Node, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
   """The shape of the concatenation of a cnn layer's parents on their last axis."""
   if len({s[:-1] for s in shapes}) > 1:
     raise ValueError(f"{_where(node)}: its parents give shapes {shapes}; a concatenation needs one size")
@@ -136,8 +136,8 @@ def _dense(n_in: int, n_out: int) -> tuple[int, int]:
   return n_in * n_out + n_out, n_in * n_out
 
 
-def _image_layer(node: models.Node, shape: tuple[int, ...], num_outputs: int) -> tuple[tuple[int, ...], int, int]:
-  """One cnn processing or decision layer (`models._layer`) on its concatenated input: (output shape,
+def _image_layer(node: arch_net.Node, shape: tuple[int, ...], num_outputs: int) -> tuple[tuple[int, ...], int, int]:
+  """One cnn processing or decision layer (`arch_net._layer`) on its concatenated input: (output shape,
   params, MACs)."""
   if node.role in (Role.CONV, Role.RES, Role.POOL) and len(shape) != 3:
     raise ValueError(f"{_where(node)}: its input has shape {shape}; it needs an image [H, W, C]")
@@ -160,9 +160,9 @@ def _image_layer(node: models.Node, shape: tuple[int, ...], num_outputs: int) ->
 
 
 def _autokeras_layer(
-  node: models.Node, parents: list[models.Node], ins: list[tuple[int, ...]], num_outputs: int
+  node: arch_net.Node, parents: list[arch_net.Node], ins: list[tuple[int, ...]], num_outputs: int
 ) -> tuple[tuple[int, ...], int, int]:
-  """One autokeras vertex (`models._autokeras_layer`): (output shape, params, MACs)."""
+  """One autokeras vertex (`arch_net._autokeras_layer`): (output shape, params, MACs)."""
   if node.role == Role.SKIP:  # passes its start on; the block it merges into runs its 1x1 conv
     return ins[0], 0, 0
   if node.role == Role.CONV:
@@ -184,7 +184,7 @@ def _autokeras_layer(
   return _image_layer(node, ins[0], num_outputs)
 
 
-def _peak_elements(nodes: tuple[models.Node, ...], sizes: list[int], owner: list[int]) -> int:
+def _peak_elements(nodes: tuple[arch_net.Node, ...], sizes: list[int], owner: list[int]) -> int:
   """The peak, over a topological walk, of the live tensors' elements (module docstring).
 
   Args:
@@ -204,7 +204,7 @@ def _peak_elements(nodes: tuple[models.Node, ...], sizes: list[int], owner: list
   return peak
 
 
-def _image_costs(kind: str, nodes: tuple[models.Node, ...], input_shape: tuple[int, ...], num_outputs: int) -> Costs:
+def _image_costs(kind: str, nodes: tuple[arch_net.Node, ...], input_shape: tuple[int, ...], num_outputs: int) -> Costs:
   """Costs of a cnn or autokeras network: a walk over output shapes."""
   shapes: list[tuple[int, ...]] = []
   sizes, owner = [], []
@@ -228,7 +228,7 @@ def _image_costs(kind: str, nodes: tuple[models.Node, ...], input_shape: tuple[i
   return Costs(params, 2 * macs, _peak_elements(nodes, sizes, owner) * _BYTES / _MIB)
 
 
-def _mlp_costs(arch: Architecture, nodes: tuple[models.Node, ...], num_inputs: int, num_outputs: int) -> Costs:
+def _mlp_costs(arch: Architecture, nodes: tuple[arch_net.Node, ...], num_inputs: int, num_outputs: int) -> Costs:
   """Costs of an mlp network from `padded_mlp`'s Layout: each dense layer's input rows and units."""
   decisions = [n for n in nodes if n.role == Role.DECISION]
   k = _decision_outputs(decisions[0], num_outputs) if decisions else 1
@@ -258,7 +258,7 @@ def network_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs:
   Args:
     arch: one unbatched Architecture of kind "cnn", "mlp" or "autokeras".
     input_shape: one example's shape: (H, W, C) for cnn and autokeras, (D,) for mlp; e.g.
-      (8, 8, 1) or (64,) for digits (`input_spec`).
+      (8, 8, 1) or (64,) for digits (`training.datasets.input_spec`).
     num_outputs: classes of a softmax decision layer (a linear one always has one output).
 
   Returns:
@@ -282,21 +282,7 @@ def network_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs:
   return costs
 
 
-def input_spec(data: datasets.Dataset) -> tuple[tuple[int, ...], int]:
-  """(one example's input shape, num_outputs) as training builds the model for `data`.
-
-  Training (`training.evaluate`) builds `ArchNet(num_outputs=max(num_classes, 1))`: the class count
-  for classification, 1 for regression.
-
-  Returns:
-    E.g. ((8, 8, 1), 10) for cnn digits, ((64,), 10) for mlp digits, ((10,), 1) for diabetes.
-  """
-  if not isinstance(data, datasets.Dataset):
-    raise ValueError(f"data: got a {type(data).__name__}; expected a datasets.Dataset")
-  return tuple(int(d) for d in data.input_shape), max(int(data.num_classes), 1)
-
-
-def _forward(model: models.ArchNet):
+def _forward(model: arch_net.ArchNet):
   return jax.jit(functools.partial(model.apply, train=False))
 
 
@@ -314,7 +300,7 @@ def xla_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs: int
     that only see padding, so its flops differ from `network_costs`'.
   """
   nodes, shape, k = _check(arch, input_shape, num_outputs)
-  model = models.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=k)
+  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=k)
   x = jax.ShapeDtypeStruct((1, *shape), jnp.float32)
   variables = jax.eval_shape(functools.partial(model.init, train=False), jax.random.key(0), x)
   params = sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(variables["params"]))
@@ -326,11 +312,11 @@ def xla_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs: int
 
 @functools.lru_cache(maxsize=256)
 def _latency(
-  kind: str, nodes: tuple[models.Node, ...], input_shape: tuple[int, ...], num_outputs: int, batch: int, repeats: int
+  kind: str, nodes: tuple[arch_net.Node, ...], input_shape: tuple[int, ...], num_outputs: int, batch: int, repeats: int
 ) -> float:
-  model = models.ArchNet(nodes=nodes, kind=kind, num_outputs=num_outputs)
+  model = arch_net.ArchNet(nodes=nodes, kind=kind, num_outputs=num_outputs)
   x = jnp.zeros((batch, *input_shape), jnp.float32)
-  variables = models.init_variables(model, jax.random.key(0), x)
+  variables = arch_net.init_variables(model, jax.random.key(0), x)
   run = _forward(model).lower(variables, x).compile()
   for _ in range(3):  # warm up: first-call allocations, caches
     jax.block_until_ready(run(variables, x))

@@ -6,7 +6,7 @@ also a second conv (`conv_b`), a projection and their batch norms (`bn_b`, `bn_p
 over the slot's input grid and bias. The decision layers' kernels span what they read
 (`Padding.decision_input`). Pools have none. `to_padded` and `to_specialised` copy `ArchNet`
 variables in and out along the `Place`s of `padded_cnn.encode`; `init_variables` draws what
-`models.init_variables` draws.
+`arch_net.init_variables` draws.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.tasks import cnn_padding, models, padded_cnn
-from nas_jax.tasks.cnn_padding import BITS
+from nas_jax.models import arch_net, cnn_padding, padded_cnn
+from nas_jax.models.cnn_padding import BITS
 
 __all__ = ["param_shapes", "to_padded", "to_specialised", "init_variables"]
 
@@ -146,10 +146,10 @@ def init_variables(
   image_shape: Sequence[int],
   num_outputs: int,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-  """Padded (params, batch_stats) initialised exactly as `models.init_variables` initialises the
+  """Padded (params, batch_stats) initialised exactly as `arch_net.init_variables` initialises the
   `ArchNet`: the same kernel draws from the same key, in its order (the variable tree's sorted
   paths); batch norm scales and running variances 1, every other leaf 0."""
-  draw = models.kernel_sampler(key)
+  draw = arch_net.kernel_sampler(key)
   shapes = _tree((src, np.zeros(shape, np.float32)) for src, shape, _, _ in _pairs(places, padding.kernels))
   paths, tree = jax.tree_util.tree_flatten_with_path(shapes)
   ones = ("scale", "var")

@@ -21,7 +21,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import models
+from nas_jax.models import arch_net
 
 __all__ = [
   "ACTIVATION_NAMES",
@@ -46,7 +46,7 @@ __all__ = [
 Role = labels_lib.Role
 # A slot's activation is an index into this tuple; crelu also writes relu(-z) to the second half.
 ACTIVATION_NAMES = ("relu", "crelu", "leaky-relu", "softplus", "elu", "logistic", "tanh")
-_FIRST_HALF = tuple(models.ACTIVATIONS["relu" if n == "crelu" else n] for n in ACTIVATION_NAMES)
+_FIRST_HALF = tuple(arch_net.ACTIVATIONS["relu" if n == "crelu" else n] for n in ACTIVATION_NAMES)
 _CRELU = ACTIVATION_NAMES.index("crelu")
 
 
@@ -121,10 +121,10 @@ def check_fits(padding: NamedTuple, expected: type, needs: Sequence[int]) -> Non
       raise ValueError(f"padding.{field}: the network needs {got}, the padding has {have}; use padding_for")
 
 
-def _mlp_nodes(arch: Architecture) -> tuple[models.Node, ...]:
+def _mlp_nodes(arch: Architecture) -> tuple[arch_net.Node, ...]:
   if getattr(arch, "kind", None) != "mlp":
     raise ValueError(f"padded_mlp: a {getattr(arch, 'kind', type(arch).__name__)!r} network; it runs mlp networks")
-  return models.network_nodes(arch)
+  return arch_net.network_nodes(arch)
 
 
 def padding_for(archs: Sequence[Architecture]) -> Padding:
@@ -336,9 +336,9 @@ def to_specialised(params: dict[str, Any], layout: Layout) -> dict[str, dict[str
 
 
 def init_params(key: jax.Array, layout: Layout, padding: Padding, num_inputs: int) -> dict[str, Any]:
-  """Padded params initialised exactly as `models.init_variables` initialises the `ArchNet`: the
+  """Padded params initialised exactly as `arch_net.init_variables` initialises the `ArchNet`: the
   same kernel draws from the same key (in the order of the sorted parameter names), zero biases."""
-  draw = models.kernel_sampler(key)
+  draw = arch_net.kernel_sampler(key)
   shapes = {name: (len(rows), units) for name, rows, units in zip(layout.names, layout.rows, layout.units)}
   params = {
     name: {"kernel": draw(shapes[name]), "bias": np.zeros(shapes[name][1], np.float32)} for name in sorted(shapes)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn import datasets as sk_datasets
 
-__all__ = ["Dataset", "TASKS", "digits", "diabetes", "load_table", "get_dataset"]
+__all__ = ["Dataset", "TASKS", "input_spec", "digits", "diabetes", "load_table", "get_dataset"]
 
 TASKS = ("classification", "regression")
 _SPLIT = (0.6, 0.2)  # train, validation; the test split takes the rest
@@ -45,6 +45,18 @@ class Dataset(NamedTuple):
   def input_shape(self) -> tuple[int, ...]:
     """Shape of one example: (H, W, C) or (D,)."""
     return tuple(self.x_train.shape[1:])
+
+
+def input_spec(data: Dataset) -> tuple[tuple[int, ...], int]:
+  """(one example's input shape, num_outputs): the shapes every model of `data` is built for, with
+  `num_outputs` the class count for classification and 1 for regression.
+
+  Returns:
+    E.g. ((8, 8, 1), 10) for cnn digits, ((64,), 10) for mlp digits, ((10,), 1) for diabetes.
+  """
+  if not isinstance(data, Dataset):
+    raise ValueError(f"data: got a {type(data).__name__}; expected a datasets.Dataset")
+  return tuple(int(d) for d in data.input_shape), max(int(data.num_classes), 1)
 
 
 def _standardise(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:

@@ -8,151 +8,36 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import math
 import sys
 import time
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import checkpoints, early_stopping, models, train_steps, warm_start
-from nas_jax.tasks.datasets import TASKS, Dataset
+from nas_jax.models import arch_net
+from nas_jax.training import checkpoints, train_steps, warm_start
+from nas_jax.training.datasets import TASKS, Dataset
+from nas_jax.training.train_config import TrainConfig, check_config, make_optimizer
+from nas_jax.training.train_loop import EvalResult, best_epoch, epoch_record, result_of, stops
 
-__all__ = [
-  "TrainConfig",
-  "EvalResult",
-  "OPTIMIZERS",
-  "SCHEDULES",
-  "make_optimizer",
-  "check_config",
-  "check_match",
-  "best_epoch",
-  "evaluate",
-  "train_until",
-  "epoch_record",
-  "stops",
-  "result_of",
-]
+__all__ = ["check_match", "evaluate", "train_until"]
 
-OPTIMIZERS = {
-  "adam": optax.adam,
-  "sgd": optax.sgd,
-  "momentum": functools.partial(optax.sgd, momentum=0.9),
-}
-SCHEDULES = ("constant", "cosine")
 _MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform.startswith("linux") else None  # glibc
 
 
-class TrainConfig(NamedTuple):
-  """How to train a network. The defaults train a pool CNN on digits in seconds on a CPU.
-
-  Attributes:
-    epochs: passes over the training split; the validation error is measured after each.
-    batch_size: minibatch size; the remainder of each shuffled epoch is dropped.
-    learning_rate: initial step size.
-    optimizer: a key of `OPTIMIZERS` ("adam", "sgd", "momentum").
-    schedule: "constant", or "cosine" (decay to 0 over all steps: the paper's "reduced gradually").
-    weight_decay: L2 coefficient added to the gradient (0 = none).
-    eval_batch_size: batch size of the (padded) evaluation passes.
-    patience: stop after this many consecutive epochs whose validation loss does not beat the
-      best by `min_delta` (`early_stopping.should_stop`); 0 trains all `epochs`.
-    min_delta: the smallest decrease of the validation loss that counts as an improvement.
-  """
-
-  epochs: int = 8
-  batch_size: int = 32
-  learning_rate: float = 1e-3
-  optimizer: str = "adam"
-  schedule: str = "cosine"
-  weight_decay: float = 0.0
-  eval_batch_size: int = 256
-  patience: int = 0
-  min_delta: float = 1e-4
-
-
-class EvalResult(NamedTuple):
-  """The outcome of `evaluate`. Errors are 1 - accuracy (classification) or MSE on standardised
-  targets (regression); lower is better. Metrics with NaN mean training diverged.
-
-  Attributes:
-    task: "classification" or "regression".
-    val_error: the minimum validation error over epochs: the paper's score.
-    val_loss: validation loss at the best epoch (cross-entropy, or MSE).
-    test_error: test error of the parameters of the best epoch.
-    best_epoch: 1-based epoch of `val_error`; 0 when every epoch gave NaN.
-    epochs: epochs trained: fewer than the config's when early stopping ended training.
-    train_seconds: wall time of the training epochs, without compilation or evaluation.
-    eval_seconds: wall time of the evaluation passes.
-    compile_seconds: wall time of initialisation and of compiling the epoch and the evaluation.
-    val_errors: the validation error after each trained epoch.
-    variables: with `keep_variables`, the host numpy {"params", "batch_stats"} of the best epoch
-      (None when every epoch gave NaN); else None.
-  """
-
-  task: str
-  val_error: float
-  val_loss: float
-  test_error: float
-  best_epoch: int
-  epochs: int
-  train_seconds: float
-  eval_seconds: float
-  compile_seconds: float
-  val_errors: tuple[float, ...]
-  variables: Any = None
-
-  @property
-  def val_accuracy(self) -> float:
-    """1 - val_error for classification; NaN for regression."""
-    return 1.0 - self.val_error if self.task == "classification" else math.nan
-
-  @property
-  def seconds_per_epoch(self) -> float:
-    return self.train_seconds / self.epochs
-
-
-def _check_number(name: str, value: Any, kinds: tuple[type, ...], what: str, ok: Callable[[Any], bool]) -> None:
-  """TypeError unless `value` is one of `kinds` (never a bool); ValueError unless `ok(value)`."""
-  if isinstance(value, bool) or not isinstance(value, kinds):
-    raise TypeError(f"train_config.{name}: {value!r} is a {type(value).__name__}; expected {what}")
-  if not ok(value):
-    raise ValueError(f"train_config.{name}: {value!r}; expected {what}")
-
-
-def check_config(config: TrainConfig) -> None:
-  """TypeError / ValueError, naming the field, unless `config` is a valid TrainConfig."""
-  if not isinstance(config, TrainConfig):
-    raise TypeError(f"train_config: got {type(config).__name__}; expected a TrainConfig")
-  for name in ("epochs", "batch_size", "eval_batch_size"):
-    _check_number(name, getattr(config, name), (int, np.integer), "an integer >= 1", lambda v: v >= 1)
-  _check_number("patience", config.patience, (int, np.integer), "an integer >= 0", lambda v: v >= 0)
-  _check_number(
-    "learning_rate", config.learning_rate, (int, float), "a finite number > 0", lambda v: math.isfinite(v) and v > 0
-  )
-  for name in ("weight_decay", "min_delta"):
-    _check_number(
-      name, getattr(config, name), (int, float), "a finite number >= 0", lambda v: math.isfinite(v) and v >= 0
-    )
-  if config.optimizer not in OPTIMIZERS:
-    raise ValueError(f"train_config.optimizer: {config.optimizer!r} is unknown; choose one of: {', '.join(OPTIMIZERS)}")
-  if config.schedule not in SCHEDULES:
-    raise ValueError(f"train_config.schedule: {config.schedule!r} is unknown; choose one of: {', '.join(SCHEDULES)}")
-
-
-def check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple[models.Node, ...]:
+def check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple[arch_net.Node, ...]:
   """The architecture must fit the data: its kind the input rank, its decision layer the task.
 
-  Returns the architecture's layers (`models.network_nodes`)."""
+  Returns the architecture's layers (`arch_net.network_nodes`)."""
   if not isinstance(data, Dataset):
     raise TypeError(f"dataset: got {type(data).__name__}; expected a Dataset")
   if data.task not in TASKS:
     raise ValueError(f"dataset.task: {data.task!r} is unknown; allowed: {', '.join(TASKS)}")
-  nodes = models.network_nodes(arch)
+  nodes = arch_net.network_nodes(arch)
   shape = data.x_train.shape
   if arch.kind != "mlp" and len(shape) != 4:
     raise ValueError(
@@ -176,27 +61,11 @@ def check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple
   return nodes
 
 
-def make_optimizer(config: TrainConfig, total_steps: int) -> optax.GradientTransformation:
-  """The optax transformation of `config`: L2 weight decay, then the optimizer with its schedule."""
-  lr = config.learning_rate
-  if config.schedule == "cosine":
-    lr = optax.cosine_decay_schedule(lr, max(total_steps, 1))
-  parts = [optax.add_decayed_weights(config.weight_decay)] if config.weight_decay else []
-  return optax.chain(*parts, OPTIMIZERS[config.optimizer](lr))
-
-
 def _release_freed_memory() -> None:
   """Hands memory that glibc keeps after frees back to the OS (a no-op elsewhere). XLA frees
   ~250 MB after compiling a pool CNN; without this, C10's peak RSS on digits was 950 MiB, not 833."""
   if _MALLOC_TRIM is not None:
     _MALLOC_TRIM(0)
-
-
-def best_epoch(val_errors: list[float]) -> int:
-  """1-based epoch of the smallest validation error, the earliest on ties; NaN epochs never win;
-  0 when every epoch is NaN."""
-  finite = [(e, k) for k, e in enumerate(val_errors, start=1) if not math.isnan(e)]
-  return min(finite)[1] if finite else 0
 
 
 def evaluate(
@@ -218,7 +87,7 @@ def evaluate(
   Args:
     arch: one unbatched Architecture whose kind fits the data (cnn: images, mlp: vectors) and
       whose decision layers fit the task (softmax: classification, linear: regression).
-    dataset: the data, from `nas_jax.tasks.datasets`.
+    dataset: the data, from `datasets`.
     train_config: a TrainConfig.
     key: a jax PRNG key.
     init_variables: Flax variables {"params": ..., "batch_stats": ...} of exactly this network's
@@ -235,7 +104,7 @@ def evaluate(
   """
   check_config(train_config)
   nodes = check_match(arch, dataset, train_config)
-  model = models.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
+  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
   result, _ = _train(model, dataset, train_config, key, init_variables, keep_variables)
   _release_freed_memory()  # a worker that evaluates many networks starts each one lean
   return result
@@ -280,7 +149,7 @@ def train_until(
     resume = None  # nothing to continue, or it went as far or further: its state cannot be rewound
   if resume is not None and stops(list(resume.records), train_config):
     return result_of(dataset.task, list(resume.records), 0.0, 0.0, 0.0), resume, resume.epochs
-  model = models.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
+  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
   result, (checkpoint, continued) = _train(
     model, dataset, train_config, key, None, False, epochs=int(epochs), resume=resume
   )
@@ -289,7 +158,7 @@ def train_until(
 
 
 def _train(
-  model: models.ArchNet,
+  model: arch_net.ArchNet,
   dataset: Dataset,
   train_config: TrainConfig,
   key: jax.Array,
@@ -332,7 +201,7 @@ def _train(
   records = [] if state is None else list(resume.records)  # per epoch: (val error, val loss, test error)
   continued = len(records)  # 0 from scratch, also when `resume`'s state does not fit the network
   if state is None and warm is None:
-    state = train_steps.initial_state(tx, models.init_variables(model, init_key, x_one))
+    state = train_steps.initial_state(tx, arch_net.init_variables(model, init_key, x_one))
   elif state is None:  # jnp.array copies: the donated state must not alias the caller's arrays
     state = train_steps.initial_state(tx, jax.tree.map(lambda a: jnp.array(a, jnp.float32), warm))
   compile_seconds = time.perf_counter() - t0
@@ -356,42 +225,3 @@ def _train(
   if epochs is None:
     return result, (None, 0)
   return result, (checkpoints.capture(state, records), continued)
-
-
-def epoch_record(loss, err, n_val_batches: int, n_val: int, n_test: int) -> tuple[float, float, float]:
-  """(validation error, validation loss, test error) of one epoch from `train_steps.eval_sums`'
-  per-batch sums over the validation batches and then the test batches."""
-  loss, err = np.asarray(loss, np.float64), np.asarray(err, np.float64)
-  nv = n_val_batches
-  return float(err[:nv].sum() / n_val), float(loss[:nv].sum() / n_val), float(err[nv:].sum() / n_test)
-
-
-def stops(records: list[tuple[float, float, float]], train_config: TrainConfig) -> bool:
-  """Whether early stopping ends training after these epochs' records (their validation losses)."""
-  return early_stopping.should_stop([r[1] for r in records], train_config.patience, train_config.min_delta)
-
-
-def result_of(
-  task: str,
-  records: list[tuple[float, float, float]],
-  train_seconds: float,
-  eval_seconds: float,
-  compile_seconds: float,
-  variables: Any = None,
-) -> EvalResult:
-  """The EvalResult of the epochs' `epoch_record`s: the best validation epoch's metrics."""
-  best = best_epoch([r[0] for r in records])
-  val_error, val_loss, test_error = records[best - 1] if best else (math.nan,) * 3
-  return EvalResult(
-    task=task,
-    val_error=float(val_error),
-    val_loss=float(val_loss),
-    test_error=float(test_error),
-    best_epoch=best,
-    epochs=len(records),
-    train_seconds=train_seconds,
-    eval_seconds=eval_seconds,
-    compile_seconds=compile_seconds,
-    val_errors=tuple(float(r[0]) for r in records),
-    variables=variables,
-  )

@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple, Sequence
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import cnn_padding, padded_cnn, padded_cnn_variables, padded_mlp
-from nas_jax.tasks.datasets import Dataset
+from nas_jax.models import cnn_padding, padded_cnn, padded_cnn_variables, padded_mlp
 
-__all__ = ["PaddedModel", "KINDS", "model_for", "data_shapes", "padding_of"]
+__all__ = ["PaddedModel", "KINDS", "model_for"]
 
 
 class PaddedModel(NamedTuple):
@@ -26,7 +25,7 @@ class PaddedModel(NamedTuple):
     variable_shapes: (padding, input_shape, num_outputs) -> (params, batch_stats) ShapeDtypeStructs.
     net_shapes: (padding, input_shape) -> the net's ShapeDtypeStructs.
     init: (key, layout, padding, input_shape, num_outputs) -> (params, batch_stats), drawn as
-      `models.init_variables` draws the specialised network's.
+      `arch_net.init_variables` draws the specialised network's.
     to_specialised: (params, batch_stats, layout) -> the `ArchNet` variables.
     macs: (padding, input_shape, num_outputs) -> one example's forward multiply-accumulates.
     layout_macs: (layout) -> the specialised network's.
@@ -78,15 +77,3 @@ def model_for(kind: str) -> PaddedModel:
   if kind not in _MODELS:
     raise ValueError(f"padded trainer: a {kind!r} network; it trains {' and '.join(KINDS)} networks")
   return _MODELS[kind]
-
-
-def data_shapes(dataset: Dataset) -> tuple[tuple[int, ...], int]:
-  """(input_shape, K): one example's shape, and the decision outputs (the class count for
-  classification, 1 for regression)."""
-  k = dataset.num_classes if dataset.task == "classification" else 1
-  return tuple(int(d) for d in dataset.x_train.shape[1:]), k
-
-
-def padding_of(arch: Architecture, dataset: Dataset) -> Any:
-  """The padding a network trains in by default on `dataset` (its own needs, rounded up)."""
-  return model_for(arch.kind).padding_for([arch], data_shapes(dataset)[0])

@@ -1,5 +1,5 @@
-"""Which program trains a network: its own compiled one ("specialised", `training.evaluate`), the
-shared padded one ("padded", `padded_training`), or the cheaper of the two by an estimate ("auto").
+"""Which program trains a network: its own compiled one ("specialised", `specialised.evaluate`), the
+shared padded one ("padded", `population`), or the cheaper of the two by an estimate ("auto").
 
 The padded program is compiled once per padding in a process but does the arithmetic of the whole
 padding; the specialised one does only the network's arithmetic but compiles for every network.
@@ -32,8 +32,11 @@ import jax
 import jax.numpy as jnp
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import padded_models, padded_training, training
-from nas_jax.tasks.datasets import Dataset
+from nas_jax.models import padded_model
+from nas_jax.training import population, specialised
+from nas_jax.training.datasets import Dataset, input_spec
+from nas_jax.training.train_config import TrainConfig
+from nas_jax.training.train_loop import EvalResult
 
 __all__ = [
   "TRAINERS",
@@ -48,6 +51,7 @@ __all__ = [
   "groups",
   "macs_per_second",
   "measured_costs",
+  "padding_of",
   "record",
   "train_group",
 ]
@@ -97,10 +101,15 @@ class Costs(NamedTuple):
 GPU_COSTS = {"mlp": Costs(4.2, 7.7e10), "cnn": Costs(4.4, 2.2e11)}
 
 
+def padding_of(arch: Architecture, dataset: Dataset) -> Any:
+  """The padding a network trains in by default on `dataset` (its own needs, rounded up)."""
+  return padded_model.model_for(arch.kind).padding_for([arch], input_spec(dataset)[0])
+
+
 def allowed(kind: str) -> tuple[str, ...]:
   """The trainers a network kind can use: all for the kinds with a padded model (mlp and cnn), not
   "padded" for the others."""
-  return TRAINERS if kind in padded_models.KINDS else tuple(t for t in TRAINERS if t != "padded")
+  return TRAINERS if kind in padded_model.KINDS else tuple(t for t in TRAINERS if t != "padded")
 
 
 @functools.lru_cache(maxsize=1)
@@ -140,9 +149,9 @@ def measured_costs(kind: str) -> Costs:
 
 def record(
   kind: str,
-  results: Sequence[training.EvalResult],
+  results: Sequence[EvalResult],
   dataset: Dataset,
-  train_config: training.TrainConfig,
+  train_config: TrainConfig,
   padding_macs: float | None = None,
 ) -> None:
   """Adds what one program's training measured to `measured_costs`: `results` are its networks'
@@ -159,12 +168,12 @@ def record(
     rates.append(3 * len(results) * padding_macs * _examples(dataset, train_config) * epochs / trained)
 
 
-def _examples(dataset: Dataset, train_config: training.TrainConfig) -> int:
+def _examples(dataset: Dataset, train_config: TrainConfig) -> int:
   """The training examples of one epoch (whole batches)."""
   return (dataset.x_train.shape[0] // train_config.batch_size) * train_config.batch_size
 
 
-def _seconds(macs: float, costs: Costs, dataset: Dataset, train_config: training.TrainConfig) -> float:
+def _seconds(macs: float, costs: Costs, dataset: Dataset, train_config: TrainConfig) -> float:
   """Seconds that `macs` more multiply-accumulates per example take over a training (forward and
   backward, 3x the forward, on every epoch's examples) at the padded program's rate."""
   return 3 * macs * _examples(dataset, train_config) * train_config.epochs / costs.macs_per_second
@@ -174,7 +183,7 @@ def choose(
   trainer: str,
   arch: Architecture,
   dataset: Dataset,
-  train_config: training.TrainConfig,
+  train_config: TrainConfig,
   *,
   seen: Sequence[Any] = (),
   costs: Costs | None = None,
@@ -195,18 +204,18 @@ def choose(
   """
   if trainer not in TRAINERS:
     raise ValueError(f"trainer: {trainer!r} is unknown; choose one of: {', '.join(TRAINERS)}")
-  if arch.kind not in padded_models.KINDS:
+  if arch.kind not in padded_model.KINDS:
     if trainer == "padded":
       raise ValueError(
-        f"trainer: 'padded' trains {' and '.join(padded_models.KINDS)} networks, not {arch.kind} ones"
+        f"trainer: 'padded' trains {' and '.join(padded_model.KINDS)} networks, not {arch.kind} ones"
         " (use specialised or auto)"
       )
     return "specialised", None
   if trainer == "specialised":
     return "specialised", None
-  model = padded_models.model_for(arch.kind)
-  input_shape, num_outputs = padded_models.data_shapes(dataset)
-  own = padded_models.padding_of(arch, dataset)
+  model = padded_model.model_for(arch.kind)
+  input_shape, num_outputs = input_spec(dataset)
+  own = padding_of(arch, dataset)
   fitting = []
   for padding in dict.fromkeys(p for p in seen if type(p) is type(own)):
     try:
@@ -227,7 +236,7 @@ def choose(
 
 
 def groups(
-  archs: Sequence[Architecture], dataset: Dataset, train_config: training.TrainConfig, costs: Costs | None = None
+  archs: Sequence[Architecture], dataset: Dataset, train_config: TrainConfig, costs: Costs | None = None
 ) -> list[list[int]]:
   """Which networks of one kind train together as populations (each group one program, in the
   padding of its members): indices into `archs`, in order.
@@ -243,8 +252,8 @@ def groups(
   kinds = sorted({a.kind for a in archs})
   if len(kinds) != 1:
     raise ValueError(f"groups: networks of kinds {kinds}; a population is of one kind")
-  model = padded_models.model_for(kinds[0])
-  input_shape, num_outputs = padded_models.data_shapes(dataset)
+  model = padded_model.model_for(kinds[0])
+  input_shape, num_outputs = input_spec(dataset)
   costs = default_costs(kinds[0]) if costs is None else costs
 
   def cost(members):  # the population's multiply-accumulates per example, in its members' padding
@@ -264,41 +273,41 @@ def groups(
 
 
 def evaluate(
-  trainer: str, arch: Architecture, dataset: Dataset, train_config: training.TrainConfig, key: jax.Array
-) -> tuple[training.EvalResult, str]:
+  trainer: str, arch: Architecture, dataset: Dataset, train_config: TrainConfig, key: jax.Array
+) -> tuple[EvalResult, str]:
   """Trains `arch` with the trainer and padding `choose` picks, given the paddings of the networks
   this process trained before and its `measured_costs`; returns the result and that trainer's name,
   and `record`s what the training measured."""
-  padded_kind = arch.kind in padded_models.KINDS
+  padded_kind = arch.kind in padded_model.KINDS
   costs = measured_costs(arch.kind) if padded_kind and trainer != "specialised" else None
   chosen, padding = choose(trainer, arch, dataset, train_config, seen=_SEEN, costs=costs)
   if padded_kind:
-    used = padding if chosen == "padded" else padded_models.padding_of(arch, dataset)
+    used = padding if chosen == "padded" else padding_of(arch, dataset)
     if used not in _SEEN:
       _SEEN.append(used)
   if chosen == "padded":
-    result = padded_training.evaluate(arch, dataset, train_config, key, padding=padding)
+    result = population.evaluate(arch, dataset, train_config, key, padding=padding)
     record(arch.kind, [result], dataset, train_config, _padding_macs(arch.kind, padding, dataset))
   else:
-    result = training.evaluate(arch, dataset, train_config, key)
+    result = specialised.evaluate(arch, dataset, train_config, key)
     if padded_kind:
       record(arch.kind, [result], dataset, train_config)
   return result, chosen
 
 
 def train_group(
-  archs: Sequence[Architecture], dataset: Dataset, train_config: training.TrainConfig, keys: Sequence[jax.Array]
-) -> list[training.EvalResult]:
-  """`padded_training.train_population` of networks of one kind in the padding of them all (a
+  archs: Sequence[Architecture], dataset: Dataset, train_config: TrainConfig, keys: Sequence[jax.Array]
+) -> list[EvalResult]:
+  """`population.train_population` of networks of one kind in the padding of them all (a
   group of `groups`), `record`ing what it measured. (The padding refuses networks of another
   kind than the first's, with one line.)"""
   kind = archs[0].kind
-  padding = padded_models.model_for(kind).padding_for(archs, padded_models.data_shapes(dataset)[0])
-  results = padded_training.train_population(archs, dataset, train_config, keys, padding=padding)
+  padding = padded_model.model_for(kind).padding_for(archs, input_spec(dataset)[0])
+  results = population.train_population(archs, dataset, train_config, keys, padding=padding)
   record(kind, results, dataset, train_config, _padding_macs(kind, padding, dataset))
   return results
 
 
 def _padding_macs(kind: str, padding: Any, dataset: Dataset) -> int:
   """One example's forward multiply-accumulates in `padding`."""
-  return padded_models.model_for(kind).macs(padding, *padded_models.data_shapes(dataset))
+  return padded_model.model_for(kind).macs(padding, *input_spec(dataset))

@@ -1,11 +1,11 @@
 """Trains populations of networks through one compiled program (a padded model under `jax.vmap`).
 
-`training.evaluate` compiles a program per network. Here the networks are data (`padded_mlp`,
+`specialised.evaluate` compiles a program per network. Here the networks are data (`padded_mlp`,
 `padded_cnn`): P networks of one kind and padding train together, each with its own key, data
 order and early stopping, through programs compiled once per (kind, padding, data shapes,
 TrainConfig, P) in a process and reused by every later population of that shape. Each network's
 result equals training it alone with the same key (the same initial kernels and shuffles as
-`training.evaluate`, to float tolerance).
+`specialised.evaluate`, to float tolerance).
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.tasks import padded_models, train_steps, training
-from nas_jax.tasks.datasets import Dataset
+from nas_jax.models import padded_model
+from nas_jax.training import specialised, train_loop, train_steps
+from nas_jax.training.datasets import Dataset, input_spec
+from nas_jax.training.train_config import TrainConfig, check_config, make_optimizer
 
 __all__ = ["train_population", "evaluate", "memory_limit"]
 
@@ -33,8 +35,8 @@ def _programs(kind, padding, num_outputs, classification, train_config, steps, p
   shapes: ((n, ...) training inputs, (nb, b, ...) evaluation batches); the compiled programs take
   stacked states, nets and permutations (leading axis `population`).
   """
-  model = padded_models.model_for(kind)
-  tx = training.make_optimizer(train_config, steps * train_config.epochs)
+  model = padded_model.model_for(kind)
+  tx = make_optimizer(train_config, steps * train_config.epochs)
   decision = "softmax" if classification else "linear"
   input_shape = shapes[0][1:]
 
@@ -107,21 +109,21 @@ def _stack(trees: Sequence[Any]) -> Any:
 def train_population(
   archs: Sequence[Architecture],
   dataset: Dataset,
-  train_config: training.TrainConfig,
+  train_config: TrainConfig,
   keys: Sequence[jax.Array],
   *,
   padding: Any = None,
   keep_variables: bool = False,
-) -> list[training.EvalResult]:
-  """Trains networks together and scores each by its best validation error, as `training.evaluate`.
+) -> list[train_loop.EvalResult]:
+  """Trains networks together and scores each by its best validation error, as `specialised.evaluate`.
 
   Args:
-    archs: P unbatched Architectures of one kind with a padded model (`padded_models.KINDS`)
-      that fit the dataset (`training.check_match`).
+    archs: P unbatched Architectures of one kind with a padded model (`padded_model.KINDS`)
+      that fit the dataset (`specialised.check_match`).
     dataset: the data.
     train_config: a TrainConfig, shared by the population.
     keys: P jax PRNG keys; network i's initialisation and shuffles derive from keys[i] exactly as
-      in `training.evaluate(archs[i], ..., keys[i])`.
+      in `specialised.evaluate(archs[i], ..., keys[i])`.
     padding: the padding to run them in (`padded_mlp.Padding` or `cnn_padding.Padding`); the
       model's `padding_for(archs)` when None.
     keep_variables: return each network's best-epoch `ArchNet` variables in `EvalResult.variables`.
@@ -135,7 +137,7 @@ def train_population(
       model, a network that does not fit the data or the padding, or keys that do not match the
       networks.
   """
-  training.check_config(train_config)
+  check_config(train_config)
   archs = list(archs)
   if not archs or len(keys) != len(archs):
     raise ValueError(
@@ -144,10 +146,10 @@ def train_population(
   kinds = sorted({getattr(a, "kind", type(a).__name__) for a in archs})
   if len(kinds) != 1:
     raise ValueError(f"train_population: networks of kinds {kinds}; a population is of one kind")
-  model = padded_models.model_for(kinds[0])
+  model = padded_model.model_for(kinds[0])
   for arch in archs:
-    training.check_match(arch, dataset, train_config)
-  input_shape, num_outputs = padded_models.data_shapes(dataset)
+    specialised.check_match(arch, dataset, train_config)
+  input_shape, num_outputs = input_spec(dataset)
   padding = model.padding_for(archs, input_shape) if padding is None else padding
   _check_memory(model, padding, input_shape, num_outputs, len(archs))
   classification = dataset.task == "classification"
@@ -193,17 +195,17 @@ def train_population(
     eval_s += time.perf_counter() - t1
     train_s += t1 - t0
     for i in running:
-      records[i].append(training.epoch_record(loss[i], err[i], n_val_batches, n_val, n_test))
-      if keep_variables and training.best_epoch([r[0] for r in records[i]]) == epoch:
+      records[i].append(train_loop.epoch_record(loss[i], err[i], n_val_batches, n_val, n_test))
+      if keep_variables and train_loop.best_epoch([r[0] for r in records[i]]) == epoch:
         mine = jax.tree.map(lambda a, i=i: np.array(a[i]), (state.params, state.batch_stats))
         kept[i] = model.to_specialised(*mine, layouts[i])
     # A stopped network's state keeps changing with the population's, but its records are closed.
-    running = [i for i in running if not training.stops(records[i], train_config)]
+    running = [i for i in running if not train_loop.stops(records[i], train_config)]
     if not running:
       break
   share = 1.0 / len(archs)
   return [
-    training.result_of(dataset.task, r, train_s * share, eval_s * share, compile_s * share, v)
+    train_loop.result_of(dataset.task, r, train_s * share, eval_s * share, compile_s * share, v)
     for r, v in zip(records, kept)
   ]
 
@@ -211,10 +213,10 @@ def train_population(
 def evaluate(
   arch: Architecture,
   dataset: Dataset,
-  train_config: training.TrainConfig,
+  train_config: TrainConfig,
   key: jax.Array,
   *,
   padding: Any = None,
-) -> training.EvalResult:
-  """`training.evaluate` through the padded program: a population of one."""
+) -> train_loop.EvalResult:
+  """`specialised.evaluate` through the padded program: a population of one."""
   return train_population([arch], dataset, train_config, [key], padding=padding)[0]

@@ -1,10 +1,10 @@
 """Datasets: the 0.6/0.2/0.2 seeded split, standardisation with training statistics, shapes for
-CNNs and MLPs, CSV/NPZ tables, and errors that name the problem."""
+CNNs and MLPs, CSV/NPZ tables, the shapes models are built for, and errors that name the problem."""
 
 import numpy as np
 import pytest
 
-from nas_jax.tasks import datasets
+from nas_jax.training import datasets
 
 
 def _write_csv(path, header, rows):
@@ -131,3 +131,14 @@ def test_get_dataset_resolves_names_and_paths(tmp_path):
     datasets.digits("rnn")
   with pytest.raises(ValueError, match="seed: -1"):
     datasets.diabetes(seed=-1)
+
+
+def test_input_spec_matches_how_training_builds_the_model():
+  assert datasets.input_spec(datasets.digits("cnn")) == ((8, 8, 1), 10)
+  assert datasets.input_spec(datasets.digits("mlp")) == ((64,), 10)
+  assert datasets.input_spec(datasets.diabetes()) == ((10,), 1)
+
+
+def test_input_spec_rejects_a_non_dataset():
+  with pytest.raises(ValueError, match=r"^data: got a tuple; expected a datasets.Dataset"):
+    datasets.input_spec(((8, 8, 1), 10))
