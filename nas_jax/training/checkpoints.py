@@ -25,7 +25,7 @@ class Checkpoint(NamedTuple):
     state: the `train_steps.TrainState` (params, batch_stats, optimizer state with its step count,
       which drives the schedule) as a Flax state dict (`flax.serialization.to_state_dict`) of host
       numpy arrays: nested dicts, as msgpack stores them.
-    records: the `epoch_record` of each epoch trained, in order; their number is the epochs done.
+    records: the `train_loop.Record` of each epoch trained, in order; their number is the epochs done.
   """
 
   state: Any

@@ -17,6 +17,7 @@ canonical key, so a point trains the same whichever batch it is in.
 from __future__ import annotations
 
 import functools
+import math
 import time
 from typing import NamedTuple
 
@@ -27,7 +28,7 @@ import optax
 
 from nas_jax.arch import conditional_point as cond_point
 from nas_jax.models import chain_mlp
-from nas_jax.training import train_steps
+from nas_jax.training import train_loop, train_steps
 from nas_jax.training.datasets import TASKS, Dataset, input_spec
 
 __all__ = ["PointResults", "train_points", "evaluate_point"]
@@ -132,15 +133,6 @@ def _point_keys(points: cond_point.ConditionalPoint, spec: cond_point.Conditiona
   return jax.vmap(lambda d: jax.random.split(jax.random.fold_in(key, d), 3))(digests)
 
 
-def _best(val: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-  """Errors [B] of each row's smallest finite validation error (earliest on ties), NaN if none."""
-  finite = ~np.isnan(val)
-  best = np.argmin(np.where(finite, val, np.inf), axis=1)
-  rows = np.arange(len(val))
-  ok = finite.any(axis=1)
-  return np.where(ok, val[rows, best], np.nan), np.where(ok, test[rows, best], np.nan)
-
-
 def train_points(
   points: cond_point.ConditionalPoint,
   spec: cond_point.ConditionalSpec,
@@ -176,20 +168,24 @@ def train_points(
   keys = _point_keys(points, spec, key)
   data = tuple(jnp.asarray(a) for a in dataset[:6])
   size = min(chunk, n_points)
-  val, test = [], []
+  records: list[list[train_loop.Record]] = []
   for start in range(0, n_points, size):
     rows = np.minimum(np.arange(start, start + size), n_points - 1)
     s = jax.tree.map(lambda a: jnp.asarray(a[rows]), settings)
     state = _init_chunk(s, keys[rows, 0], d_in, input_spec(dataset)[1])
-    errors = []
-    for epoch in range(epochs):
-      state, e = _epoch_chunk(s, state, keys[rows, 1:], jnp.int32(epoch), data, classification, micro)
-      errors.append(e)
-    val.append(np.stack([np.asarray(e[0]) for e in errors], axis=1))
-    test.append(np.stack([np.asarray(e[1]) for e in errors], axis=1))
-  val_errors = np.concatenate(val)[:n_points].astype(np.float64)
-  val_error, test_error = _best(val_errors, np.concatenate(test)[:n_points].astype(np.float64))
-  return PointResults(val_error, test_error, val_errors, time.perf_counter() - t0)
+    # The state carries the errors of the epoch just trained, which its jitted epoch measured.
+    run_epoch = lambda state, epoch, s=s, rows=rows: _epoch_chunk(
+      s, state[0], keys[rows, 1:], jnp.int32(epoch), data, classification, micro
+    )
+    evaluate = lambda state: [(float(v), math.nan, float(t)) for v, t in zip(*map(np.asarray, state[1]))]
+    records += train_loop.train_epochs(run_epoch, evaluate, (state, None), range(epochs), [[] for _ in rows]).records
+  results = [train_loop.result_of(dataset.task, r, 0.0, 0.0, 0.0) for r in records[:n_points]]
+  return PointResults(
+    np.array([r.val_error for r in results]),
+    np.array([r.test_error for r in results]),
+    np.array([r.val_errors for r in results]),
+    time.perf_counter() - t0,
+  )
 
 
 def evaluate_point(

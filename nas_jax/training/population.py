@@ -156,18 +156,14 @@ def train_population(
   encoded = [model.encode(a, padding, input_shape, num_outputs) for a in archs]
   nets, layouts = _stack([e[0] for e in encoded]), [e[1] for e in encoded]
   steps = dataset.x_train.shape[0] // train_config.batch_size
-  n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
-  batch = min(train_config.eval_batch_size, max(n_val, n_test))
-  x_eval, y_eval, valid, (_, n_val_batches, _) = train_steps.padded_batches(
-    [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch
-  )
+  splits = train_loop.eval_splits(dataset, train_config)
   # The dtypes the programs were compiled for, whatever the data's (and jax_enable_x64).
   y_dtype = jnp.int32 if classification else jnp.float32
   x_train, y_train = jnp.asarray(dataset.x_train, jnp.float32), jnp.asarray(dataset.y_train, y_dtype)
   x_eval, y_eval, valid = (
-    jnp.asarray(x_eval, jnp.float32),
-    jnp.asarray(y_eval, y_dtype),
-    jnp.asarray(valid, jnp.float32),
+    jnp.asarray(splits.x, jnp.float32),
+    jnp.asarray(splits.y, y_dtype),
+    jnp.asarray(splits.valid, jnp.float32),
   )
 
   t0 = time.perf_counter()
@@ -182,31 +178,28 @@ def train_population(
   n = x_train.shape[0]
   shuffle_keys = jnp.stack([k[1] for k in split])
 
-  records = [[] for _ in archs]
-  kept: list[Any] = [None] * len(archs)
-  running = list(range(len(archs)))
-  train_s = eval_s = 0.0
-  for epoch in range(1, train_config.epochs + 1):
-    t0 = time.perf_counter()
-    perms = _epoch_orders(shuffle_keys, epoch, n)
-    state, _ = jax.block_until_ready(run_epoch(state, nets, x_train, y_train, perms))
-    t1 = time.perf_counter()
+  def evaluate(state):
     loss, err = (np.asarray(v) for v in run_eval(state, nets, x_eval, y_eval, valid))
-    eval_s += time.perf_counter() - t1
-    train_s += t1 - t0
-    for i in running:
-      records[i].append(train_loop.epoch_record(loss[i], err[i], n_val_batches, n_val, n_test))
-      if keep_variables and train_loop.best_epoch([r[0] for r in records[i]]) == epoch:
-        mine = jax.tree.map(lambda a, i=i: np.array(a[i]), (state.params, state.batch_stats))
-        kept[i] = model.to_specialised(*mine, layouts[i])
-    # A stopped network's state keeps changing with the population's, but its records are closed.
-    running = [i for i in running if not train_loop.stops(records[i], train_config)]
-    if not running:
-      break
+    return [splits.record(loss[i], err[i]) for i in range(len(archs))]
+
+  def keep(state, i):
+    return model.to_specialised(*jax.tree.map(lambda a: np.array(a[i]), (state.params, state.batch_stats)), layouts[i])
+
+  trained = train_loop.train_epochs(
+    lambda state, epoch: run_epoch(state, nets, x_train, y_train, _epoch_orders(shuffle_keys, epoch, n))[0],
+    evaluate,
+    state,
+    range(1, train_config.epochs + 1),
+    [[] for _ in archs],
+    stop=lambda records: train_loop.stops(records, train_config),
+    keep=keep if keep_variables else None,
+  )
   share = 1.0 / len(archs)
   return [
-    train_loop.result_of(dataset.task, r, train_s * share, eval_s * share, compile_s * share, v)
-    for r, v in zip(records, kept)
+    train_loop.result_of(
+      dataset.task, r, trained.train_seconds * share, trained.eval_seconds * share, compile_s * share, v
+    )
+    for r, v in zip(trained.records, trained.kept)
   ]
 
 

@@ -19,10 +19,10 @@ import numpy as np
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
 from nas_jax.models import arch_net
-from nas_jax.training import checkpoints, train_steps, warm_start
-from nas_jax.training.datasets import TASKS, Dataset
+from nas_jax.training import checkpoints, train_loop, train_steps, warm_start
+from nas_jax.training.datasets import TASKS, Dataset, input_spec
 from nas_jax.training.train_config import TrainConfig, check_config, make_optimizer
-from nas_jax.training.train_loop import EvalResult, best_epoch, epoch_record, result_of, stops
+from nas_jax.training.train_loop import EvalResult, result_of, stops
 
 __all__ = ["check_match", "evaluate", "train_until"]
 
@@ -104,7 +104,7 @@ def evaluate(
   """
   check_config(train_config)
   nodes = check_match(arch, dataset, train_config)
-  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
+  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=input_spec(dataset)[1])
   result, _ = _train(model, dataset, train_config, key, init_variables, keep_variables)
   _release_freed_memory()  # a worker that evaluates many networks starts each one lean
   return result
@@ -149,7 +149,7 @@ def train_until(
     resume = None  # nothing to continue, or it went as far or further: its state cannot be rewound
   if resume is not None and stops(list(resume.records), train_config):
     return result_of(dataset.task, list(resume.records), 0.0, 0.0, 0.0), resume, resume.epochs
-  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=max(dataset.num_classes, 1))
+  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=input_spec(dataset)[1])
   result, (checkpoint, continued) = _train(
     model, dataset, train_config, key, None, False, epochs=int(epochs), resume=resume
   )
@@ -176,11 +176,7 @@ def _train(
   tx = make_optimizer(train_config, steps * train_config.epochs)
   init_key, shuffle_key = jax.random.split(key)
   x_train, y_train = jnp.asarray(dataset.x_train), jnp.asarray(dataset.y_train)
-  n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
-  batch = min(train_config.eval_batch_size, max(n_val, n_test))
-  x_eval, y_eval, valid, (_, n_val_batches, _) = train_steps.padded_batches(
-    [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch
-  )
+  splits = train_loop.eval_splits(dataset, train_config)
 
   t0 = time.perf_counter()
   x_one = x_train[:1]
@@ -195,7 +191,7 @@ def _train(
   # Donating the state lets XLA update parameters and optimizer moments in place.
   run_epoch = jax.jit(epoch_fn, donate_argnums=0).lower(abstract, x_train, y_train, perm(0)).compile()
   eval_fn = functools.partial(train_steps.eval_sums, apply, classification)
-  run_eval = jax.jit(eval_fn).lower(abstract, x_eval, y_eval, valid).compile()
+  run_eval = jax.jit(eval_fn).lower(abstract, splits.x, splits.y, splits.valid).compile()
   _release_freed_memory()
   state = None if resume is None else checkpoints.restore_state(abstract, resume.state)
   records = [] if state is None else list(resume.records)  # per epoch: (val error, val loss, test error)
@@ -206,22 +202,20 @@ def _train(
     state = train_steps.initial_state(tx, jax.tree.map(lambda a: jnp.array(a, jnp.float32), warm))
   compile_seconds = time.perf_counter() - t0
 
-  train_s = eval_s = 0.0
-  kept = None
-  for epoch in range(continued + 1, (train_config.epochs if epochs is None else epochs) + 1):
-    t0 = time.perf_counter()
-    state, _ = jax.block_until_ready(run_epoch(state, x_train, y_train, perm(epoch)))
-    t1 = time.perf_counter()
-    loss, err = jax.block_until_ready(run_eval(state, x_eval, y_eval, valid))
-    eval_s += time.perf_counter() - t1
-    train_s += t1 - t0
-    records.append(epoch_record(loss, err, n_val_batches, n_val, n_test))
-    if keep_variables and best_epoch([r[0] for r in records]) == epoch:
-      # Copies, not views: the state's buffers are donated to (and overwritten by) the next epoch.
-      kept = jax.tree.map(np.array, {"params": state.params, "batch_stats": state.batch_stats})
-    if stops(records, train_config):
-      break
-  result = result_of(dataset.task, records, train_s, eval_s, compile_seconds, kept)
+  # Copies, not views: the state's buffers are donated to (and overwritten by) the next epoch.
+  keep = lambda state, _: jax.tree.map(np.array, {"params": state.params, "batch_stats": state.batch_stats})
+  trained = train_loop.train_epochs(
+    lambda state, epoch: run_epoch(state, x_train, y_train, perm(epoch))[0],
+    lambda state: [splits.record(*run_eval(state, splits.x, splits.y, splits.valid))],
+    state,
+    range(continued + 1, (train_config.epochs if epochs is None else epochs) + 1),
+    [records],
+    stop=lambda records: stops(records, train_config),
+    keep=keep if keep_variables else None,
+  )
+  result = result_of(
+    dataset.task, records, trained.train_seconds, trained.eval_seconds, compile_seconds, trained.kept[0]
+  )
   if epochs is None:
     return result, (None, 0)
-  return result, (checkpoints.capture(state, records), continued)
+  return result, (checkpoints.capture(trained.state, records), continued)

@@ -1,21 +1,43 @@
-"""The training loop's records: an epoch's (validation error, validation loss, test error), the
-best epoch among them, early stopping on them, and the `EvalResult` they give."""
+"""The one training loop: epochs of a compiled pass, each followed by an evaluation that gives
+every trained network (one, or a population's) a record of (validation error, validation loss,
+test error); each network's best epoch, its early stopping, and the `EvalResult` of its records.
+
+The trainers differ only in the passes they hand it: `specialised` a network's own compiled
+epoch, `population` one vmapped over a population of padded networks, `conditional` a vmapped
+chunk of conditional points.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+import time
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
+import jax
 import numpy as np
 
-from nas_jax.training import early_stopping
+from nas_jax.training import early_stopping, train_steps
+from nas_jax.training.datasets import Dataset
 from nas_jax.training.train_config import TrainConfig
 
-__all__ = ["EvalResult", "best_epoch", "epoch_record", "stops", "result_of"]
+__all__ = [
+  "Record",
+  "EvalResult",
+  "EvalSplits",
+  "Trained",
+  "eval_splits",
+  "train_epochs",
+  "best_epoch",
+  "stops",
+  "result_of",
+]
+
+# One epoch of one network: (validation error, validation loss, test error).
+Record = tuple[float, float, float]
 
 
 class EvalResult(NamedTuple):
-  """The outcome of `evaluate`. Errors are 1 - accuracy (classification) or MSE on standardised
+  """The outcome of training one network. Errors are 1 - accuracy (classification) or MSE on standardised
   targets (regression); lower is better. Metrics with NaN mean training diverged.
 
   Attributes:
@@ -62,28 +84,121 @@ def best_epoch(val_errors: list[float]) -> int:
   return min(finite)[1] if finite else 0
 
 
-def epoch_record(loss, err, n_val_batches: int, n_val: int, n_test: int) -> tuple[float, float, float]:
-  """(validation error, validation loss, test error) of one epoch from `train_steps.eval_sums`'
-  per-batch sums over the validation batches and then the test batches."""
-  loss, err = np.asarray(loss, np.float64), np.asarray(err, np.float64)
-  nv = n_val_batches
-  return float(err[:nv].sum() / n_val), float(loss[:nv].sum() / n_val), float(err[nv:].sum() / n_test)
+class EvalSplits(NamedTuple):
+  """The validation and test splits as zero-padded batches of one evaluation pass.
+
+  Attributes:
+    x: [nb, b, ...] inputs; y: [nb, b] targets; valid: [nb, b] float32, 1 for real examples.
+    n_val_batches: the first n_val_batches batches are the validation split's, the rest the test's.
+    n_val, n_test: the examples of each split.
+  """
+
+  x: np.ndarray
+  y: np.ndarray
+  valid: np.ndarray
+  n_val_batches: int
+  n_val: int
+  n_test: int
+
+  def record(self, loss, err) -> Record:
+    """One epoch's Record from `train_steps.eval_sums`' per-batch sums, loss and err: [nb]."""
+    loss, err = np.asarray(loss, np.float64), np.asarray(err, np.float64)
+    nv = self.n_val_batches
+    return float(err[:nv].sum() / self.n_val), float(loss[:nv].sum() / self.n_val), float(err[nv:].sum() / self.n_test)
 
 
-def stops(records: list[tuple[float, float, float]], train_config: TrainConfig) -> bool:
+def eval_splits(dataset: Dataset, train_config: TrainConfig) -> EvalSplits:
+  """`dataset`'s validation and test splits in batches of `train_config.eval_batch_size` (at most
+  the larger split)."""
+  n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
+  batch = min(train_config.eval_batch_size, max(n_val, n_test))
+  x, y, valid, (_, n_val_batches, _) = train_steps.padded_batches(
+    [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch
+  )
+  return EvalSplits(x, y, valid, n_val_batches, n_val, n_test)
+
+
+class Trained(NamedTuple):
+  """What `train_epochs` returns.
+
+  Attributes:
+    state: the state after the last epoch trained.
+    records: per network, the Records of its epochs (those it was given, then those trained).
+    kept: per network, `keep(state, i)` after its best epoch so far; None without `keep`.
+    train_seconds: wall time of the training passes.
+    eval_seconds: wall time of the evaluation passes.
+  """
+
+  state: Any
+  records: list[list[Record]]
+  kept: list[Any]
+  train_seconds: float
+  eval_seconds: float
+
+
+def train_epochs(
+  run_epoch: Callable[[Any, int], Any],
+  evaluate: Callable[[Any], Sequence[Record]],
+  state: Any,
+  epochs: Iterable[int],
+  records: list[list[Record]],
+  *,
+  stop: Callable[[list[Record]], bool] = lambda records: False,
+  keep: Callable[[Any, int], Any] | None = None,
+) -> Trained:
+  """Trains the networks of `state` over `epochs`, evaluating each after every epoch.
+
+  Args:
+    run_epoch: (state, epoch) -> the state after training epoch `epoch` (the number it derives
+      that epoch's data order from).
+    evaluate: state -> each network's Record of the epoch just trained.
+    state: the state before the first of `epochs`: of one network, or of a population.
+    epochs: the epoch numbers to train, in order.
+    records: per network, the Records of the epochs it has already trained (empty lists for a
+      fresh start), extended in place.
+    stop: a network's Records -> whether early stopping ends it. A stopped network's state may
+      keep changing with its population's, but its records are closed; the loop ends when every
+      network has stopped.
+    keep: (state, i) -> what to keep of network i when an epoch is its best so far (e.g. its
+      variables, as host copies: the next epoch may overwrite the state's buffers).
+
+  Returns:
+    Trained: the final state, the records, what `keep` kept, and the timings.
+  """
+  kept: list[Any] = [None] * len(records)
+  running = [i for i, r in enumerate(records) if not stop(r)]
+  train_s = eval_s = 0.0
+  for epoch in epochs:
+    if not running:
+      break
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(run_epoch(state, epoch))
+    t1 = time.perf_counter()
+    scores = evaluate(state)
+    eval_s += time.perf_counter() - t1
+    train_s += t1 - t0
+    for i in running:
+      records[i].append(scores[i])
+      if keep is not None and best_epoch([r[0] for r in records[i]]) == len(records[i]):
+        kept[i] = keep(state, i)
+    running = [i for i in running if not stop(records[i])]
+  return Trained(state, records, kept, train_s, eval_s)
+
+
+def stops(records: list[Record], train_config: TrainConfig) -> bool:
   """Whether early stopping ends training after these epochs' records (their validation losses)."""
   return early_stopping.should_stop([r[1] for r in records], train_config.patience, train_config.min_delta)
 
 
 def result_of(
   task: str,
-  records: list[tuple[float, float, float]],
+  records: list[Record],
   train_seconds: float,
   eval_seconds: float,
   compile_seconds: float,
   variables: Any = None,
 ) -> EvalResult:
-  """The EvalResult of the epochs' `epoch_record`s: the best validation epoch's metrics."""
+  """The EvalResult of a network's Records: the best validation epoch's metrics."""
   best = best_epoch([r[0] for r in records])
   val_error, val_loss, test_error = records[best - 1] if best else (math.nan,) * 3
   return EvalResult(
