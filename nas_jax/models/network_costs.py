@@ -3,8 +3,7 @@ and measured latency, for budget constraints and multi-objective search.
 
 `network_costs` is a pure host computation from `arch_net.network_nodes(arch)` and the input shape:
 it walks the layers in topological order with each layer's output shape, following `ArchNet`'s
-layer semantics (`arch_net`). It compiles nothing (~0.5 ms a cnn, ~1 ms an mlp on CPU)
-and is cached.
+layer semantics (`arch_net`). It compiles nothing.
 
 What is counted, for ONE example:
 
@@ -39,7 +38,6 @@ What is counted, for ONE example:
 
 from __future__ import annotations
 
-import collections
 import functools
 import math
 import statistics
@@ -61,7 +59,6 @@ Role = labels_lib.Role
 KINDS = ("cnn", "mlp", main_chain.KIND)
 _BYTES = 4  # float32 activations
 _MIB = 2**20
-_CACHE_SIZE = 4096
 
 
 class Costs(NamedTuple):
@@ -246,14 +243,11 @@ def _mlp_costs(arch: Architecture, nodes: tuple[arch_net.Node, ...], num_inputs:
   return Costs(params, 2 * padded_mlp.layout_macs(layout), peak * _BYTES / _MIB)
 
 
-_COSTS: collections.OrderedDict[tuple, Costs] = collections.OrderedDict()
-
-
 def network_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs: int) -> Costs:
   """Parameters, FLOPs and estimated peak activation memory of one network, for one example.
 
-  Pure host computation (no compile); results are cached per (kind, layers, shapes), the last
-  4096 kept.
+  Pure host computation (no compile). A search costs each candidate once: the constrained space
+  keeps the costs of the points it has seen (`spaces.constrained`).
 
   Args:
     arch: one unbatched Architecture of kind "cnn", "mlp" or "autokeras".
@@ -268,18 +262,9 @@ def network_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs:
     ValueError: naming `arch`, `input_shape` or `num_outputs` when one is not allowed.
   """
   nodes, shape, k = _check(arch, input_shape, num_outputs)
-  key = (arch.kind, nodes, shape, k)
-  if key in _COSTS:
-    _COSTS.move_to_end(key)
-    return _COSTS[key]
   if arch.kind == "mlp":
-    costs = _mlp_costs(arch, nodes, shape[0], k)
-  else:
-    costs = _image_costs(arch.kind, nodes, shape, k)
-  _COSTS[key] = costs
-  if len(_COSTS) > _CACHE_SIZE:
-    _COSTS.popitem(last=False)
-  return costs
+    return _mlp_costs(arch, nodes, shape[0], k)
+  return _image_costs(arch.kind, nodes, shape, k)
 
 
 def _forward(model: arch_net.ArchNet):

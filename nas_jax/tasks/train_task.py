@@ -39,7 +39,9 @@ class TrainEvaluate(NamedTuple):
   """Task.evaluate of `train_task`: `(arch_json, seed[, fidelity]) -> TaskResult` (a NamedTuple
   of plain values, so it pickles into workers). `seed` seeds initialisation and shuffling; the data
   split depends on `data_seed` only, so every trial sees the same split. `many` evaluates a batch
-  (for `PopulationExecutor`): with the padded trainer, mlp networks of one padding train together.
+  (for `PopulationExecutor`): with the padded trainer, networks of one padding train together.
+  `memory` is the trainer choice's memory of this evaluate's trainings in its process
+  (`trainer_choice.TrainerMemory`; a worker that is sent the evaluate keeps its own copy);
   `fidelities` and `checkpoint_dir` are `train_task`'s."""
 
   name: str
@@ -49,6 +51,7 @@ class TrainEvaluate(NamedTuple):
   target: str
   task: str
   trainer: str
+  memory: trainer_choice.TrainerMemory
   fidelities: tuple[float, ...] = ()
   checkpoint_dir: str = ""
 
@@ -71,7 +74,8 @@ class TrainEvaluate(NamedTuple):
       )
     arch, data = self._read(arch_json)
     if fidelity is None and not self.fidelities:
-      result, chosen = trainer_choice.evaluate(self.trainer, arch, data, self.train_config, jax.random.key(seed))
+      key = jax.random.key(seed)
+      result, chosen = trainer_choice.evaluate(self.trainer, arch, data, self.train_config, key, self.memory)
       return task_result(result, data, trainer=chosen)
     epochs = self.train_config.epochs if fidelity is None else int(fidelity)
     path, meta = self._checkpoint_path(arch, seed), self._run_meta(arch, seed)
@@ -98,19 +102,19 @@ class TrainEvaluate(NamedTuple):
 
   def many(self, calls: list[tuple]) -> list[TaskResult]:
     """The results of [(arch_json, seed) or (arch_json, seed, fidelity), ...], in order: with
-    trainer "padded", the networks of each group (`trainer_choice.groups`, by this process's
-    `trainer_choice.measured_costs`) train as one population in the padding of them all, each as if
-    alone (`trainer_choice.train_group`);
+    trainer "padded", the networks of each group (`trainer_choice.groups`, by the costs `memory`
+    measured) train as one population in the padding of them all, each as if alone
+    (`trainer_choice.train_group`);
     with another trainer, or fidelities, each trains as `__call__` trains it."""
     if self.trainer != "padded" or self.fidelities or any(len(c) > 2 and c[2] is not None for c in calls):
       return [self(*c) for c in calls]
     read = [self._read(c[0]) for c in calls]
     results: list[TaskResult | None] = [None] * len(calls)
     data = read[0][1]
-    costs = trainer_choice.measured_costs(self.kind)
+    costs = self.memory.costs(self.kind)
     for members in trainer_choice.groups([arch for arch, _ in read], data, self.train_config, costs):
       archs, keys = [read[i][0] for i in members], [jax.random.key(calls[i][1]) for i in members]
-      trained = trainer_choice.train_group(archs, data, self.train_config, keys)
+      trained = trainer_choice.train_group(archs, data, self.train_config, keys, self.memory)
       for i, r in zip(members, trained):
         results[i] = task_result(r, data, trainer="padded", population=len(members))
     return results
@@ -224,6 +228,17 @@ def train_task(
   return Task(
     name=f"train-{data.name}-{kind}",
     goal=goal,
-    evaluate=TrainEvaluate(dataset, kind, train_config, data_seed, target, task, trainer, fidelities, checkpoint_dir),
+    evaluate=TrainEvaluate(
+      dataset,
+      kind,
+      train_config,
+      data_seed,
+      target,
+      task,
+      trainer,
+      trainer_choice.TrainerMemory(),
+      fidelities,
+      checkpoint_dir,
+    ),
     fidelities=fidelities,
   )

@@ -11,13 +11,12 @@ cheapest such padding when that program's extra arithmetic, in seconds at the pa
 training rate, costs less than a compile. "padded" takes that padding too when its extra arithmetic
 over the network's own padding costs less than a compile, and its own padding otherwise.
 
-Both sides of that rule are `Costs`. `default_costs` are constants measured by
-benchmarks/bench_padded.py: on a GPU those of an H200 (`GPU_COSTS`), elsewhere those of a 2-core
-CPU (a compile, `SPECIALISED_COMPILE_SECONDS`, and the padded program's share of a matrix product's
-rate timed on the device, `TRAINING_EFFICIENCY`). Neither carries over exactly to another machine
-(on the H200, pool CNNs C1-C3 compiled in 5.5-11.7 s each and small random CNNs in 4.4 s, and a
-padded CNN trained at 0.2-2 TMAC/s), so `evaluate` and `train_group` `record` what each training
-measured, and `measured_costs` (what a search's workers choose with) takes the medians of those
+Both sides of that rule are `Costs`. `default_costs` are constants that benchmarks/bench_padded.py
+measures: on a GPU those of an H200 (`GPU_COSTS`), elsewhere those of a 2-core CPU (a compile,
+`SPECIALISED_COMPILE_SECONDS`, and the padded program's share of a matrix product's rate timed on
+the device, `TRAINING_EFFICIENCY`). They do not carry over exactly to another machine, so a
+`TrainerMemory`, which its owner (a train task's evaluate) keeps for its lifetime, remembers the
+paddings its trainings used and what each training measured, and chooses by the medians of those
 once there are any.
 """
 
@@ -44,36 +43,26 @@ __all__ = [
   "SPECIALISED_COMPILE_SECONDS",
   "TRAINING_EFFICIENCY",
   "Costs",
+  "TrainerMemory",
   "allowed",
   "choose",
   "default_costs",
   "evaluate",
   "groups",
   "macs_per_second",
-  "measured_costs",
   "padding_of",
-  "record",
   "train_group",
 ]
 
 TRAINERS = ("specialised", "padded", "auto")
-# Per kind. mlp: compiling one pool MLP's epoch and evaluation for diabetes took 1.1-1.7 s on the
-# 2-core CPU of benchmarks/bench_padded.py (jax 0.10, quiet machine). cnn: 3.2 s a network for
-# `--kind=cnn`'s six small random CNNs on digits (19.1 s for six), 19-32 s for pool CNNs
-# (bench_train.py). A lower bound elsewhere: bigger inputs and networks compile longer.
+# Per kind: a specialised program's compile seconds on the CPU that bench_padded.py measures, its
+# quickest networks' (a lower bound elsewhere: bigger inputs and networks compile longer).
 SPECIALISED_COMPILE_SECONDS = {"mlp": 1.2, "cnn": 3.0}
-# Per kind. mlp: a padded training step of a pool MLP reaches 20-27% of a lone [256, 512] x
-# [512, 512] product's rate on that CPU (22-29 GMAC/s against 109: the backward pass, Adam on every
-# padded parameter); 0.15 leaves a margin, so that auto errs towards the specialised program.
-# cnn: the padded CNN trained `--kind=cnn`'s six small networks at 7.1 GMAC/s (68 GMAC in 9.5 s),
-# 7% of that product's 99 GMAC/s, with each slot at its own kinds, channels and grid (16.5 GMAC/s
-# when every slot ran at the padding's width on the whole image: bigger products run nearer the
-# peak); 0.07 errs towards the specialised program.
+# Per kind: the padded program's training rate as a share of a lone [256, 512] x [512, 512]
+# product's rate on that CPU (its backward pass and Adam on every padded parameter make it a
+# fraction), set below what bench_padded.py measures so that auto errs towards the specialised
+# program.
 TRAINING_EFFICIENCY = {"mlp": 0.15, "cnn": 0.07}
-# The paddings of the networks `evaluate` has trained in this process (a worker's history), in order.
-_SEEN: list = []
-# Per kind, the compile seconds and padded training rates this process measured (`record`).
-_MEASURED: dict[str, tuple[list[float], list[float]]] = {}
 
 
 class Costs(NamedTuple):
@@ -91,13 +80,9 @@ class Costs(NamedTuple):
 
 
 # Per kind, on a GPU (`jax.default_backend() == "gpu"`), where a timed matrix product says little
-# of a small network's rate (on an H200 the [256, 512] x [512, 512] product takes a few
-# microseconds, mostly the kernel launch). Measured on one NVIDIA H200 (jax 0.11.2; README, "Padded
-# training"), the lowest of each: a compile of 4.2 s per pool MLP (41.9 s for the 10) and 4.4 s per
-# small random CNN (26.3 s for six; pool CNNs 5.5-11.7 s); a padded program's rate, one network at a
-# time, of 77 GMAC/s for the first pool MLP (3.80 networks/s over 50 epochs of diabetes) and 0.22
-# TMAC/s for the first random CNN of `bench_padded.py --kind=cnn --max_units=512` (0.98 for C1).
-# Low compiles and low rates err towards the specialised program, as on the CPU.
+# of a small network's rate (it is mostly the kernel launch): the lowest compile seconds and padded
+# training rates bench_padded.py measured on an H200. Low compiles and low rates err towards the
+# specialised program, as on the CPU.
 GPU_COSTS = {"mlp": Costs(4.2, 7.7e10), "cnn": Costs(4.4, 2.2e11)}
 
 
@@ -136,36 +121,66 @@ def default_costs(kind: str, platform: str | None = None) -> Costs:
   return Costs(SPECIALISED_COMPILE_SECONDS[kind], macs_per_second() * TRAINING_EFFICIENCY[kind])
 
 
-def measured_costs(kind: str) -> Costs:
-  """The median compile seconds and padded training rate of the kind's trainings that this process
-  `record`ed, each the `default_costs` one until there is one."""
-  compiles, rates = _MEASURED.get(kind, ((), ()))
-  default = default_costs(kind)
-  return Costs(
-    statistics.median(compiles) if compiles else default.compile_seconds,
-    statistics.median(rates) if rates else default.macs_per_second,
-  )
+class TrainerMemory:
+  """What one trainer remembers of the networks it trained: the paddings they trained in, in
+  order (`seen`), and per kind the compile seconds and padded training rates its trainings
+  measured (`record`), whose medians replace the `default_costs` (`costs`).
 
+  Its owner creates it and keeps it for as long as the programs it describes stay compiled: a
+  train task's evaluate holds one. It describes this process's programs, so a copy pickled into
+  another process starts empty there.
+  """
 
-def record(
-  kind: str,
-  results: Sequence[EvalResult],
-  dataset: Dataset,
-  train_config: TrainConfig,
-  padding_macs: float | None = None,
-) -> None:
-  """Adds what one program's training measured to `measured_costs`: `results` are its networks'
-  (one, or a population's), `padding_macs` one example's forward multiply-accumulates in its
-  padding (None for a specialised program, which gives a compile only). A program this process had
-  compiled before (0 compile seconds) gives no compile."""
-  compiles, rates = _MEASURED.setdefault(kind, ([], []))
-  compiled = sum(r.compile_seconds for r in results)
-  if compiled > 0:
-    compiles.append(compiled)
-  trained = sum(r.train_seconds for r in results)
-  if padding_macs is not None and trained > 0:
-    epochs = max(r.epochs for r in results)  # the population runs until its last network stops
-    rates.append(3 * len(results) * padding_macs * _examples(dataset, train_config) * epochs / trained)
+  def __init__(self) -> None:
+    self.seen: list[Any] = []
+    self._measured: dict[str, tuple[list[float], list[float]]] = {}
+
+  def __reduce__(self):
+    return TrainerMemory, ()
+
+  def __eq__(self, other: object) -> bool:
+    """Memories are equal, as their copies are: what a trainer remembers is no part of which
+    trainer it is (two train tasks of one configuration are equal)."""
+    return isinstance(other, TrainerMemory)
+
+  def __hash__(self) -> int:
+    return hash(TrainerMemory)
+
+  def remember(self, padding: Any) -> None:
+    """Adds the padding a network trained in (or would train in, when it trained specialised)."""
+    if padding not in self.seen:
+      self.seen.append(padding)
+
+  def costs(self, kind: str) -> Costs:
+    """The median compile seconds and padded training rate of the kind's recorded trainings, each
+    the kind's `default_costs` one until there is one."""
+    compiles, rates = self._measured.get(kind, ((), ()))
+    default = default_costs(kind)
+    return Costs(
+      statistics.median(compiles) if compiles else default.compile_seconds,
+      statistics.median(rates) if rates else default.macs_per_second,
+    )
+
+  def record(
+    self,
+    kind: str,
+    results: Sequence[EvalResult],
+    dataset: Dataset,
+    train_config: TrainConfig,
+    padding_macs: float | None = None,
+  ) -> None:
+    """Adds what one program's training measured: `results` are its networks' (one, or a
+    population's), `padding_macs` one example's forward multiply-accumulates in its padding (None
+    for a specialised program, which gives a compile only). A program compiled before (0 compile
+    seconds) gives no compile."""
+    compiles, rates = self._measured.setdefault(kind, ([], []))
+    compiled = sum(r.compile_seconds for r in results)
+    if compiled > 0:
+      compiles.append(compiled)
+    trained = sum(r.train_seconds for r in results)
+    if padding_macs is not None and trained > 0:
+      epochs = max(r.epochs for r in results)  # the population runs until its last network stops
+      rates.append(3 * len(results) * padding_macs * _examples(dataset, train_config) * epochs / trained)
 
 
 def _examples(dataset: Dataset, train_config: TrainConfig) -> int:
@@ -273,38 +288,45 @@ def groups(
 
 
 def evaluate(
-  trainer: str, arch: Architecture, dataset: Dataset, train_config: TrainConfig, key: jax.Array
+  trainer: str,
+  arch: Architecture,
+  dataset: Dataset,
+  train_config: TrainConfig,
+  key: jax.Array,
+  memory: TrainerMemory,
 ) -> tuple[EvalResult, str]:
-  """Trains `arch` with the trainer and padding `choose` picks, given the paddings of the networks
-  this process trained before and its `measured_costs`; returns the result and that trainer's name,
-  and `record`s what the training measured."""
+  """Trains `arch` with the trainer and padding `choose` picks by what `memory` holds (the
+  paddings trained in before, the costs measured); returns the result and that trainer's name,
+  and adds the padding and what the training measured to `memory`."""
   padded_kind = arch.kind in padded_model.KINDS
-  costs = measured_costs(arch.kind) if padded_kind and trainer != "specialised" else None
-  chosen, padding = choose(trainer, arch, dataset, train_config, seen=_SEEN, costs=costs)
+  costs = memory.costs(arch.kind) if padded_kind and trainer != "specialised" else None
+  chosen, padding = choose(trainer, arch, dataset, train_config, seen=memory.seen, costs=costs)
   if padded_kind:
-    used = padding if chosen == "padded" else padding_of(arch, dataset)
-    if used not in _SEEN:
-      _SEEN.append(used)
+    memory.remember(padding if chosen == "padded" else padding_of(arch, dataset))
   if chosen == "padded":
     result = population.evaluate(arch, dataset, train_config, key, padding=padding)
-    record(arch.kind, [result], dataset, train_config, _padding_macs(arch.kind, padding, dataset))
+    memory.record(arch.kind, [result], dataset, train_config, _padding_macs(arch.kind, padding, dataset))
   else:
     result = specialised.evaluate(arch, dataset, train_config, key)
     if padded_kind:
-      record(arch.kind, [result], dataset, train_config)
+      memory.record(arch.kind, [result], dataset, train_config)
   return result, chosen
 
 
 def train_group(
-  archs: Sequence[Architecture], dataset: Dataset, train_config: TrainConfig, keys: Sequence[jax.Array]
+  archs: Sequence[Architecture],
+  dataset: Dataset,
+  train_config: TrainConfig,
+  keys: Sequence[jax.Array],
+  memory: TrainerMemory,
 ) -> list[EvalResult]:
   """`population.train_population` of networks of one kind in the padding of them all (a
-  group of `groups`), `record`ing what it measured. (The padding refuses networks of another
-  kind than the first's, with one line.)"""
+  group of `groups`), adding what it measured to `memory`. (The padding refuses networks of
+  another kind than the first's, with one line.)"""
   kind = archs[0].kind
   padding = padded_model.model_for(kind).padding_for(archs, input_spec(dataset)[0])
   results = population.train_population(archs, dataset, train_config, keys, padding=padding)
-  record(kind, results, dataset, train_config, _padding_macs(kind, padding, dataset))
+  memory.record(kind, results, dataset, train_config, _padding_macs(kind, padding, dataset))
   return results
 
 

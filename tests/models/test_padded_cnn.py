@@ -2,8 +2,7 @@
 a specialised network's variables copied in (random DAGs and a network with every layer kind:
 identity and projection res blocks, strides at odd and even sizes, both pools, concatenations with
 the image, fc after fc, decisions on an image and on an fc), in the padding of them all and in a
-coarse one; whatever sits in the padding changes nothing; it initialises with the same draws; and
-padded training follows specialised training."""
+coarse one; whatever sits in the padding changes nothing; and it initialises with the same draws."""
 
 import functools
 
@@ -17,8 +16,7 @@ from hypothesis import strategies as st
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools, random_arch
 from nas_jax.models import arch_net, cnn_padding, padded_cnn, padded_cnn_variables
-from nas_jax.training import datasets, population, specialised, train_steps, trainer_choice
-from nas_jax.training.train_config import TrainConfig
+from nas_jax.training import train_steps
 
 IMAGE = (7, 6, 2)  # odd and unequal sides: strided layers meet both parities
 K = 5
@@ -311,100 +309,3 @@ def test_a_coarse_padding_computes_archnets_function():
   assert set(coarse.kinds) == {cnn_padding.EVERY} and coarse.layers == 8
   for seed, arch in enumerate(pair):
     _match_archnet(arch, coarse, x, True, seed)
-
-
-DIGITS = datasets.get_dataset("digits", kind="cnn", seed=0)
-SHORT = TrainConfig(epochs=2, batch_size=32)
-TINY = [
-  _narrow(random_arch.random_json("cnn", np.random.default_rng(s), min_layers=5, max_layers=7, max_skips=1))
-  for s in (6, 11)  # conv5 -> res5 on a concatenation -> fc; a strided res5 -> avg-pool -> fc, two softmax
-]
-
-
-def test_padded_training_follows_specialised_training():
-  """Two epochs of Adam as a population of two: the scores of `specialised.evaluate` to float
-  tolerance (a validation error may move by one example of 360), and the best epoch's variables
-  in `ArchNet`'s layout. (That a network trains in a population as alone is the padded trainer's
-  own logic, tested in test_padded_mlp.)"""
-  keys = [jax.random.key(7), jax.random.key(8)]
-  want = [specialised.evaluate(a, DIGITS, SHORT, k) for a, k in zip(TINY, keys)]
-  got = population.train_population(TINY, DIGITS, SHORT, keys, keep_variables=True)
-  for w, g in zip(want, got):
-    np.testing.assert_allclose(g.val_errors, w.val_errors, atol=1.5 / DIGITS.x_val.shape[0])
-    assert g.val_loss == pytest.approx(w.val_loss, rel=1e-3)
-  model = arch_net.build_model(TINY[0], DIGITS.num_classes)
-  shapes = jax.eval_shape(functools.partial(model.init, train=False), keys[0], DIGITS.x_train[:1])
-  for group in ("params", "batch_stats"):
-    assert jax.tree.structure(got[0].variables[group]) == jax.tree.structure(shapes[group])
-
-
-def test_a_padding_beyond_the_devices_memory_fails_in_one_line(monkeypatch):
-  """A pool CNN's coarse padding (32 slots of 1024 channels at 8x8, each computing every kind) needs
-  more than a 24 GiB machine has: the trainer says so before allocating anything, rather than the
-  worker being killed. Its own padding (each slot its layer's kind, channels and grid) fits."""
-  assert population.memory_limit() > 2**30
-  monkeypatch.setattr(population, "memory_limit", lambda: 24 * 2**30)
-  arch = pools.initial_pool("cnn")[6]  # C7: 20.4 GiB of coarsely padded parameters, 81.5 GiB with Adam
-  own = cnn_padding.padding_for([arch], DIGITS.x_train.shape[1:])
-  params = jax.tree.leaves(padded_cnn_variables.param_shapes(own, DIGITS.x_train.shape[1:], 10)[0])
-  assert sum(np.prod(a.shape) for a in params) * 4 / 2**30 < 0.1
-  with pytest.raises(
-    ValueError, match=r"trainer 'padded': 1 network\(s\) in padding .* need 81\.5 GiB .* this device has 24\.0"
-  ):
-    population.evaluate(
-      arch, DIGITS, SHORT, jax.random.key(0), padding=cnn_padding.coarse(own, DIGITS.x_train.shape[1:])
-    )
-
-
-def test_trainer_choice_for_cnns():
-  arch = TINY[0]
-  own = trainer_choice.padding_of(arch, DIGITS)
-  assert trainer_choice.allowed("cnn") == trainer_choice.TRAINERS
-  assert trainer_choice.choose("padded", arch, DIGITS, SHORT) == ("padded", own)
-  assert trainer_choice.choose("auto", arch, DIGITS, SHORT) == ("specialised", None)
-  # In its own padding a pool CNN does 1.3-5x its arithmetic: over 8 epochs more than a compile.
-  pool_cnn = pools.initial_pool("cnn")[0]
-  seen = [trainer_choice.padding_of(pool_cnn, DIGITS)]
-  assert trainer_choice.choose("auto", pool_cnn, DIGITS, SHORT._replace(epochs=8), seen=seen) == ("specialised", None)
-  # A network reuses the padding of one it is aligned into; not one it does not fit.
-  image = DIGITS.x_train.shape[1:]
-  pooled = _chain(("conv3", 8), ("max-pool", None), ("conv3", 8), ("fc", 8))
-  plain = _chain(("conv3", 8), ("conv3", 8), ("fc", 8))
-  both = cnn_padding.padding_for([pooled, plain], image)
-  one = SHORT._replace(epochs=1)
-  assert trainer_choice.choose("auto", plain, DIGITS, one, seen=[both]) == ("padded", both)
-  assert trainer_choice.choose("padded", plain, DIGITS, one, seen=[both]) == ("padded", both)
-  alone = cnn_padding.padding_for([pooled], image)
-  assert trainer_choice.choose("auto", plain, DIGITS, one, seen=[alone]) == ("specialised", None)
-  assert trainer_choice.choose("padded", plain, DIGITS, one, seen=[alone]) == (
-    "padded",
-    cnn_padding.padding_for([plain], image),
-  )
-  # A search trains networks together while the arithmetic their joint padding adds costs less than
-  # a compile: the two small chains for one epoch, not C1 with them, nor the chains over 10^5 epochs.
-  assert trainer_choice.groups([pooled, plain, pool_cnn], DIGITS, one) == [[0, 1], [2]]
-  assert trainer_choice.groups([pooled, plain], DIGITS, one._replace(epochs=10**5)) == [[0], [1]]
-  with pytest.raises(ValueError, match=r"groups: networks of kinds \['cnn', 'mlp'\]; a population is of one kind"):
-    trainer_choice.groups([plain, pools.initial_pool("mlp")[0]], DIGITS, one)
-
-
-def test_default_costs_follow_the_platform(monkeypatch):
-  monkeypatch.setattr(trainer_choice, "macs_per_second", lambda: 1e11)  # the CPU rule's product, not timed
-  cpu = trainer_choice.Costs(
-    trainer_choice.SPECIALISED_COMPILE_SECONDS["cnn"], 1e11 * trainer_choice.TRAINING_EFFICIENCY["cnn"]
-  )
-  assert trainer_choice.default_costs("cnn", "cpu") == cpu
-  assert trainer_choice.default_costs("cnn", "tpu") == cpu  # nothing measured on a TPU: the CPU rule
-  assert (
-    trainer_choice.default_costs("cnn", "gpu") == trainer_choice.GPU_COSTS["cnn"] == trainer_choice.Costs(4.4, 2.2e11)
-  )
-  assert (
-    trainer_choice.default_costs("mlp", "gpu") == trainer_choice.GPU_COSTS["mlp"] == trainer_choice.Costs(4.2, 7.7e10)
-  )
-  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-  assert trainer_choice.default_costs("cnn") == trainer_choice.measured_costs("cnn") == trainer_choice.GPU_COSTS["cnn"]
-  # On the H200, pool CNNs C1-C3 compiled in 18.1 s as one population against 24.1 s as three
-  # specialised programs: over 8 epochs a GPU's first round groups them, a CPU's keeps them apart.
-  c1_c3, eight = pools.initial_pool("cnn")[:3], SHORT._replace(epochs=8)
-  assert trainer_choice.groups(c1_c3, DIGITS, eight) == [[0, 1, 2]]
-  assert trainer_choice.groups(c1_c3, DIGITS, eight, cpu) == [[0], [1], [2]]

@@ -1,7 +1,7 @@
 """The padded MLP computes ArchNet's function: the same outputs and gradients with a specialised
 network's variables copied in (pools and random DAGs, linear and softmax, crelu, concatenation,
-several decision layers); whatever sits in the padding changes nothing; it initialises with the
-same draws; and padded training follows specialised training, alone or in a population."""
+several decision layers); whatever sits in the padding changes nothing; and it initialises with
+the same draws."""
 
 import functools
 
@@ -12,12 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from nas_jax.arch import morphism
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools, random_arch
-from nas_jax.models import arch_net, padded_mlp, padded_model
-from nas_jax.training import datasets, population, specialised, train_loop, train_steps, trainer_choice
-from nas_jax.training.train_config import TrainConfig
+from nas_jax.models import arch_net, padded_mlp
 
 D = 12
 RANDOM = [
@@ -133,120 +130,3 @@ def test_padding_rounds_up_and_rejects_what_does_not_fit():
     padded_mlp.encode(DAG, padding._replace(crelu=False), D, 1)
   with pytest.raises(ValueError, match=r"a 'cnn' network; it runs mlp networks"):
     padded_mlp.padding_for([pools.initial_pool("cnn")[0]])
-
-
-DIABETES = datasets.get_dataset("diabetes", kind="mlp", seed=0)
-SHORT = TrainConfig(epochs=3, batch_size=32)
-
-
-def test_padded_training_follows_specialised_training():
-  for i in (0, 3):
-    arch = pools.initial_pool("mlp")[i]
-    spec = specialised.evaluate(arch, DIABETES, SHORT, jax.random.key(i))
-    padded = population.evaluate(arch, DIABETES, SHORT, jax.random.key(i))
-    np.testing.assert_allclose(padded.val_errors, spec.val_errors, rtol=1e-4)
-    assert padded.test_error == pytest.approx(spec.test_error, rel=1e-4)
-
-
-def test_a_population_draws_each_networks_data_order_as_alone():
-  keys = jnp.stack([jax.random.split(jax.random.key(i))[1] for i in range(5)])
-  for epoch in (1, 7):
-    together = np.asarray(population._epoch_orders(keys, epoch, 300))
-    alone = np.stack([np.asarray(train_steps.epoch_order(k, epoch, 300)) for k in keys])
-    np.testing.assert_array_equal(together, alone)
-    assert together.dtype == np.int32 and len(set(map(tuple, together))) == 5
-
-
-def test_a_population_trains_each_network_as_alone_with_its_own_stopping():
-  archs = [pools.initial_pool("mlp")[0], RANDOM[1], DAG]
-  config = SHORT._replace(epochs=6, patience=1, min_delta=0.05)
-  keys = [jax.random.key(10 + i) for i in range(3)]
-  padding = padded_mlp.padding_for(archs)
-  together = population.train_population(archs, DIABETES, config, keys, keep_variables=True)
-  alone = [population.evaluate(a, DIABETES, config, k, padding=padding) for a, k in zip(archs, keys)]
-  assert len({r.epochs for r in together}) > 1  # early stopping differed between the networks
-  for t, a in zip(together, alone):
-    assert (t.epochs, t.best_epoch) == (a.epochs, a.best_epoch)
-    np.testing.assert_allclose(t.val_errors, a.val_errors, rtol=1e-5)
-  # The kept variables are the best epoch's: ArchNet with them scores the recorded validation loss.
-  for arch, r in zip(archs, together):
-    out = arch_net.build_model(arch).apply(r.variables, DIABETES.x_val, train=False)
-    assert float(jnp.mean((out - DIABETES.y_val) ** 2)) == pytest.approx(r.val_loss, rel=1e-4)
-
-
-def test_trainer_choice():
-  arch = pools.initial_pool("mlp")[0]
-  own = trainer_choice.padding_of(arch, DIABETES)
-  assert trainer_choice.choose("padded", arch, DIABETES, SHORT) == ("padded", own)
-  autokeras = morphism.initial_architectures()[0]
-  assert trainer_choice.choose("auto", autokeras, DIABETES, SHORT) == ("specialised", None)
-  with pytest.raises(ValueError, match=r"trainer: 'padded' trains mlp and cnn networks, not autokeras ones"):
-    trainer_choice.choose("padded", autokeras, DIABETES, SHORT)
-  with pytest.raises(ValueError, match=r"trainer: 'fast' is unknown; choose one of: specialised, padded, auto"):
-    trainer_choice.choose("fast", arch, DIABETES, SHORT)
-  # auto takes the padded program for a network whose padding an earlier network used, while its
-  # extra arithmetic costs less than a compile.
-  one = SHORT._replace(epochs=1)
-  assert trainer_choice.choose("auto", arch, DIABETES, one, seen=[own]) == ("padded", own)
-  assert trainer_choice.choose("auto", arch, DIABETES, one) == ("specialised", None)
-  big = trainer_choice.padding_of(POOL[9], DIABETES)
-  assert trainer_choice.choose("auto", POOL[9], DIABETES, SHORT._replace(epochs=500), seen=[big]) == (
-    "specialised",
-    None,
-  )
-  # A network also reuses a bigger padding it fits, the cheapest of those seen, while the extra
-  # arithmetic costs less than a compile; paddings it does not fit are passed over.
-  pair = padded_mlp.padding_for([arch, POOL[1]])
-  assert pair != own
-  assert trainer_choice.choose("auto", arch, DIABETES, one, seen=[own, pair]) == ("padded", own)
-  assert trainer_choice.choose("auto", arch, DIABETES, one, seen=[pair]) == ("padded", pair)
-  assert trainer_choice.choose("padded", arch, DIABETES, one, seen=[pair]) == ("padded", pair)
-  assert trainer_choice.choose("padded", arch, DIABETES, SHORT._replace(epochs=5000), seen=[pair]) == ("padded", own)
-  assert trainer_choice.choose("auto", POOL[9], DIABETES, one, seen=[own]) == ("specialised", None)
-  picks = [trainer_choice.evaluate("auto", arch, DIABETES, one, jax.random.key(0))[1] for _ in range(2)]
-  assert picks == ["specialised", "padded"] or picks == ["padded", "padded"]  # padded once seen
-
-
-def _result(epochs, train_seconds, compile_seconds):
-  return train_loop.EvalResult(
-    "regression", 1.0, 1.0, 1.0, 1, epochs, train_seconds, 0.0, compile_seconds, (1.0,) * epochs
-  )
-
-
-def test_measured_costs_replace_the_defaults(monkeypatch):
-  monkeypatch.setattr(trainer_choice, "macs_per_second", lambda: 1e9)
-  default = trainer_choice.Costs(
-    trainer_choice.SPECIALISED_COMPILE_SECONDS["mlp"], 1e9 * trainer_choice.TRAINING_EFFICIENCY["mlp"]
-  )
-  assert trainer_choice.default_costs("mlp") == trainer_choice.measured_costs("mlp") == default
-  examples = (DIABETES.x_train.shape[0] // SHORT.batch_size) * SHORT.batch_size
-  # A specialised program gives a compile only; a population of two in a padding of 1000 MACs an
-  # example gives its compile (the members' shares) and its rate over the epochs it ran (its last
-  # network's); a program compiled before (0 s) gives no compile.
-  trainer_choice.record("mlp", [_result(3, 9.0, 5.0)], DIABETES, SHORT)
-  assert trainer_choice.measured_costs("mlp") == trainer_choice.Costs(5.0, default.macs_per_second)
-  trainer_choice.record("mlp", [_result(3, 1.0, 2.0), _result(2, 1.0, 2.0)], DIABETES, SHORT, padding_macs=1000)
-  trainer_choice.record("mlp", [_result(4, 2.0, 0.0)], DIABETES, SHORT, padding_macs=1000)
-  rates = [3 * 2 * 1000 * examples * 3 / 2.0, 3 * 1000 * examples * 4 / 2.0]
-  assert trainer_choice.measured_costs("mlp") == pytest.approx(trainer_choice.Costs(4.5, sum(rates) / 2))
-  assert trainer_choice.measured_costs("cnn").compile_seconds == trainer_choice.SPECIALISED_COMPILE_SECONDS["cnn"]
-  # The choice follows the costs: a padding that adds a long training's arithmetic is taken where a
-  # compile costs more, and networks that the defaults keep apart train together.
-  big, long = trainer_choice.padding_of(POOL[9], DIABETES), SHORT._replace(epochs=500)
-  slow_compile = default._replace(compile_seconds=1e6)
-  assert trainer_choice.choose("auto", POOL[9], DIABETES, long, seen=[big]) == ("specialised", None)
-  assert trainer_choice.choose("auto", POOL[9], DIABETES, long, seen=[big], costs=slow_compile) == ("padded", big)
-  assert trainer_choice.groups(POOL[8:], DIABETES, long) == [[0], [1]]
-  assert trainer_choice.groups(POOL[8:], DIABETES, long, slow_compile) == [[0, 1]]
-
-
-def test_trainings_record_what_they_measured():
-  one = SHORT._replace(epochs=1)
-  result, chosen = trainer_choice.evaluate("specialised", POOL[0], DIABETES, one, jax.random.key(0))
-  assert chosen == "specialised" and trainer_choice.measured_costs("mlp").compile_seconds == result.compile_seconds
-  together = trainer_choice.train_group(POOL[:2], DIABETES, one, [jax.random.key(1), jax.random.key(2)])
-  padding = padded_mlp.padding_for(POOL[:2])
-  examples = (DIABETES.x_train.shape[0] // one.batch_size) * one.batch_size
-  macs = padded_model.model_for("mlp").macs(padding, *datasets.input_spec(DIABETES))
-  rate = 3 * 2 * macs * examples / sum(r.train_seconds for r in together)
-  assert trainer_choice.measured_costs("mlp").macs_per_second == pytest.approx(rate)
