@@ -27,7 +27,7 @@ from nas_jax.models import morph_variables
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 from nas_jax.tasks.train_task import load_dataset, task_result
 from nas_jax.training import specialised, weights
-from nas_jax.training.train_config import TrainConfig
+from nas_jax.training.train_config import TrainConfig, check_config
 
 __all__ = ["morph_train_task", "save_network", "load_network"]
 
@@ -110,8 +110,7 @@ def morph_train_task(
     data_seed: seed of the train/validation/test split.
     noise: the morph noise of spec 2.3 on new weights (the code's default).
   """
-  if not isinstance(train_config, TrainConfig):
-    raise TypeError(f"morph_train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
+  check_config(train_config)
   if not isinstance(weights_dir, str) or not weights_dir:
     raise ValueError(f"morph_train_task: weights_dir={weights_dir!r}; expected a directory path")
   data = load_dataset(dataset, "autokeras", data_seed, "", "classification")

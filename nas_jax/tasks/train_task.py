@@ -211,8 +211,6 @@ def train_task(
   """
   if kind not in ("cnn", "mlp"):
     raise ValueError(f"train_task: kind={kind!r}; allowed: cnn, mlp")
-  if not isinstance(train_config, TrainConfig):
-    raise TypeError(f"train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
   check_config(train_config)
   if trainer not in trainer_choice.allowed(kind):
     allowed = ", ".join(trainer_choice.allowed(kind))

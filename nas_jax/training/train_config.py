@@ -46,32 +46,42 @@ class TrainConfig(NamedTuple):
   min_delta: float = 1e-4
 
 
-def _check_number(name: str, value: Any, kinds: tuple[type, ...], what: str, ok: Callable[[Any], bool]) -> None:
+def _check_number(where: str, value: Any, kinds: tuple[type, ...], what: str, ok: Callable[[Any], bool]) -> None:
   """TypeError unless `value` is one of `kinds` (never a bool); ValueError unless `ok(value)`."""
   if isinstance(value, bool) or not isinstance(value, kinds):
-    raise TypeError(f"train_config.{name}: {value!r} is a {type(value).__name__}; expected {what}")
+    raise TypeError(f"{where}: {value!r} is a {type(value).__name__}; expected {what}")
   if not ok(value):
-    raise ValueError(f"train_config.{name}: {value!r}; expected {what}")
+    raise ValueError(f"{where}: {value!r}; expected {what}")
 
 
-def check_config(config: TrainConfig) -> None:
-  """TypeError / ValueError, naming the field, unless `config` is a valid TrainConfig."""
+def check_config(config: TrainConfig, where: str = "train_config") -> None:
+  """TypeError / ValueError unless `config` is a valid TrainConfig: the one check of its fields,
+  made where a config enters (a task's factory, a config file's check, a trainer's call). Errors
+  name the field as `<where>.<field>`, e.g. "config.task.optimizer" for a config file's."""
   if not isinstance(config, TrainConfig):
-    raise TypeError(f"train_config: got {type(config).__name__}; expected a TrainConfig")
+    raise TypeError(f"{where} is a {type(config).__name__}; expected a TrainConfig")
   for name in ("epochs", "batch_size", "eval_batch_size"):
-    _check_number(name, getattr(config, name), (int, np.integer), "an integer >= 1", lambda v: v >= 1)
-  _check_number("patience", config.patience, (int, np.integer), "an integer >= 0", lambda v: v >= 0)
+    _check_number(f"{where}.{name}", getattr(config, name), (int, np.integer), "an integer >= 1", lambda v: v >= 1)
+  _check_number(f"{where}.patience", config.patience, (int, np.integer), "an integer >= 0", lambda v: v >= 0)
   _check_number(
-    "learning_rate", config.learning_rate, (int, float), "a finite number > 0", lambda v: math.isfinite(v) and v > 0
+    f"{where}.learning_rate",
+    config.learning_rate,
+    (int, float),
+    "a finite number > 0",
+    lambda v: math.isfinite(v) and v > 0,
   )
   for name in ("weight_decay", "min_delta"):
     _check_number(
-      name, getattr(config, name), (int, float), "a finite number >= 0", lambda v: math.isfinite(v) and v >= 0
+      f"{where}.{name}",
+      getattr(config, name),
+      (int, float),
+      "a finite number >= 0",
+      lambda v: math.isfinite(v) and v >= 0,
     )
   if config.optimizer not in OPTIMIZERS:
-    raise ValueError(f"train_config.optimizer: {config.optimizer!r} is unknown; choose one of: {', '.join(OPTIMIZERS)}")
+    raise ValueError(f"{where}.optimizer: {config.optimizer!r} is unknown; choose one of: {', '.join(OPTIMIZERS)}")
   if config.schedule not in SCHEDULES:
-    raise ValueError(f"train_config.schedule: {config.schedule!r} is unknown; choose one of: {', '.join(SCHEDULES)}")
+    raise ValueError(f"{where}.schedule: {config.schedule!r} is unknown; choose one of: {', '.join(SCHEDULES)}")
 
 
 def make_optimizer(config: TrainConfig, total_steps: int) -> optax.GradientTransformation:
