@@ -346,8 +346,8 @@ def init_variables(model: nn.Module, key: jax.Array, x: jax.Array) -> dict[str, 
 
   Kernels get `KERNEL_INIT`'s distribution, N(0, 1/fan_in), from a numpy Generator seeded with the
   key's data, so the result is a function of the key. Biases and batch-norm variables keep their
-  flax values. Why not `model.init`: XLA on CPU compiles each threefry draw for ~0.5 s, so it took
-  ~10 s to initialise a 15-kernel pool network, and its zero-filled intermediate trees cost memory.
+  flax values. Why not `model.init`: XLA on CPU compiles every threefry draw, which makes
+  initialising a pool network slow, and its zero-filled intermediate trees cost memory.
 
   Args:
     model: an ArchNet, or one of its layer modules (anything with a `kernel_init` field whose

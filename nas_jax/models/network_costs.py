@@ -272,7 +272,7 @@ def _forward(model: arch_net.ArchNet):
 
 
 def xla_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs: int) -> dict[str, float]:
-  """The compiled model's own numbers, to check `network_costs` against (compiles; ~1 s on CPU).
+  """The compiled model's own numbers, to check `network_costs` against (it compiles the model).
 
   Args:
     arch, input_shape, num_outputs: as `network_costs`.

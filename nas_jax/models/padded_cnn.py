@@ -18,7 +18,7 @@ increasing slots, not necessarily consecutive ones (`cnn_padding.check_fits` pla
 
 A slot computes the layer kinds the padding lists for it (`kinds`: those some network of the
 padding has there, or all of them in a `coarse` padding) and keeps its network's. The program does
-more arithmetic than a network (`cnn_padding.macs`): 1.3x to 5x for a pool CNN in its own
+more arithmetic than a network (`cnn_padding.macs`): a few times a pool CNN's in its own
 padding, thousands of times in a coarse one. The padded variables, and how a specialised network's
 map into them, are `padded_cnn_variables`'. Tests copy a specialised network's variables in and
 compare outputs, gradients and batch statistics with `ArchNet`'s.
@@ -195,7 +195,7 @@ def _concat(buffer: jax.Array, parents: jax.Array, mask: jax.Array, offsets: jax
   """[P] buffer rows [R, B, h, w, c] -> [B, h, w, c]: the concatenation. Each real parent is written
   whole at its offset, in order, so the next one overwrites its zero channels past its own (absent
   parents are written past c and cut off). A slice update at a traced offset compiles to one
-  instruction; rolling each parent to its offset (vmapped) took 4 of C1's 15 compile seconds."""
+  instruction; rolling each parent to its offset (vmapped) compiles far longer."""
   c = buffer.shape[-1]
   out = jnp.zeros((*buffer.shape[1:-1], 2 * c), buffer.dtype)
   for m in range(parents.shape[0]):
@@ -320,11 +320,10 @@ def apply(
       continue
     gh, gw, _, _ = padding.grids[j]
     # The outputs it can read (`Padding.sources`), each cut or zero-padded to its grid and channels:
-    # gathering from a buffer of every output at the whole image and width made C1's training 7x
-    # slower (86.8 s, not 12.5).
+    # gathering from a buffer of every output at the whole image and width trains far slower.
     rows = _fitted([outs[r] for r in padding.sources[j]], gh, gw, padding.widths[j])
     # One possible parent is read whole at channel 0 (or, where the network has no layer in the
-    # slot, masked by `keep`), so no slice updates: C1's program compiled in 4.2-4.5 s, not 4.6-4.8.
+    # slot, masked by `keep`), so no slice updates, which compile longer.
     h = rows[0] if len(padding.sources[j]) == 1 else _concat(rows, net.parents[j], net.parent_mask[j], net.offsets[j])
     out, stats = _slot(params["slots"][j], batch_stats["slots"][j], net, j, h, train, padding)
     outs.append(out)

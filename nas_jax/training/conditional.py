@@ -153,8 +153,8 @@ def train_points(
     dataset: classification or regression on flat features, at least 128 training examples.
     epochs: passes over the training split.
     key: a jax random key; each point's randomness derives from it and the point's canonical key.
-    chunk: the most points trained at once (memory: about 9 MB of parameters, Adam moments and
-      gradient sums per point at max_depth 3).
+    chunk: the most points trained at once (memory: each point holds its parameters, Adam
+      moments and gradient sums).
 
   Returns:
     PointResults with [B] errors.

@@ -69,9 +69,8 @@ def _programs(kind, padding, num_outputs, classification, train_config, steps, p
 
 @functools.partial(jax.jit, static_argnames="n")
 def _epoch_orders(shuffle_keys: jax.Array, epoch: int, n: int) -> jax.Array:
-  """[P, n] int32: each network's `train_steps.epoch_order`, in one call. Drawn eagerly one network
-  at a time they took 59 ms an epoch at P = 128 on 2 CPU cores (6.7 ms in one call); on an H200 a
-  population's epoch then grew by about 1.9 ms per network from P = 32 to 128."""
+  """[P, n] int32: each network's `train_steps.epoch_order`, in one call: drawn eagerly one network
+  at a time, they would add a dispatch per network to every epoch."""
   return jax.vmap(lambda k: train_steps.epoch_order(k, epoch, n))(shuffle_keys).astype(jnp.int32)
 
 
@@ -85,7 +84,7 @@ def memory_limit() -> int:
 def _check_memory(model, padding, input_shape, num_outputs: int, population: int) -> None:
   """ValueError, before anything is allocated, when the population's parameters, gradients and
   two optimizer moments (4 float32 copies) exceed `memory_limit()`: a pool CNN's padding alone
-  takes 2.5-20 GiB, and running out would kill the worker instead of failing the trial."""
+  takes gigabytes, and running out would kill the worker instead of failing the trial."""
   params = jax.tree.leaves(model.variable_shapes(padding, input_shape, num_outputs)[0])
   need = 4 * 4 * population * sum(int(np.prod(a.shape)) for a in params)
   have = memory_limit()

@@ -62,8 +62,8 @@ def check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple
 
 
 def _release_freed_memory() -> None:
-  """Hands memory that glibc keeps after frees back to the OS (a no-op elsewhere). XLA frees
-  ~250 MB after compiling a pool CNN; without this, C10's peak RSS on digits was 950 MiB, not 833."""
+  """Hands memory that glibc keeps after frees back to the OS (a no-op elsewhere): XLA frees much
+  after compiling a pool CNN, which would otherwise stay in the worker's peak RSS."""
   if _MALLOC_TRIM is not None:
     _MALLOC_TRIM(0)
 

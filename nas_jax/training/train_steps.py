@@ -74,7 +74,7 @@ def train_epoch(apply: Apply, tx, classification, steps, batch_size, state: Trai
     state: the TrainState.
     x: [n, ...] training inputs; y: [n] targets.
     perm: [n] int, this epoch's permutation of the examples. It is drawn outside: a threefry
-      draw inside would add about a second of compilation for every architecture.
+      draw inside would add its compilation to every architecture's.
 
   Returns:
     (new state, [] mean training loss).

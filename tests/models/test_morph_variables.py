@@ -89,7 +89,7 @@ def check_chain_preserves_function(start, seed, steps):
       arch = child
 
 
-# G1 is G0 deepened and skipped (morphs G0 chains also reach), so it runs with --runslow (~18 s).
+# G1 is G0 deepened and skipped (morphs G0 chains also reach), so it runs with --runslow.
 @pytest.mark.parametrize("start", [pytest.param(n, marks=[pytest.mark.slow] if n == "G1" else []) for n in STARTS])
 @hypothesis.settings(max_examples=5, deadline=None, derandomize=True)
 @hypothesis.given(seed=st.integers(0, 2**31 - 1))

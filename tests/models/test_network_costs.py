@@ -151,7 +151,7 @@ def test_memory_grows_with_the_input_image():
   assert large > 4 * small  # the first conv's 64 channels: 16x the pixels
 
 
-# XLA / ours, measured on CPU (jax 0.10.2):
+# XLA / ours on CPU:
 #   cnn pool, 32x32x3: 0.855 - 1.020 (C1-C3, VGG-like: 1.014-1.017; C4-C10: 0.855-0.918, C6 1.020).
 #     Below 1 where images shrink to 2x2 and 1x1 (stride-2 convs, 32 -> 1): there the CPU conv
 #     (`convolution.conv_by_patches`) skips the taps that see only padding (8 of 9 on a 1x1 image), which
@@ -164,7 +164,7 @@ def test_memory_grows_with_the_input_image():
 # second conv, crelu's doubled width, conv output sizes) moves ratios by far more and reorders
 # networks; the small terms (biases, BN) are pinned by the exact parameter counts above.
 XLA_BANDS = {"cnn": (0.8, 1.05), "mlp": (1.0, 1.03), main_chain.KIND: (0.8, 1.05)}
-# A compile takes 1-5 s on a busy 2-core CPU: the default run compiles 3 of the cnn pool, whose
+# Compiles are slow on a busy 2-core CPU: the default run compiles 3 of the cnn pool, whose
 # flops are 1.8x-2.2x apart (C6 71M, C10 128M, C1 287M; max-pool, avg-pool, strided convs, res
 # blocks), more than the ratio spread, so their order is robust; the slow test does all 10 (and
 # 6 autokeras networks against the default's 4).

@@ -302,7 +302,7 @@ def test_a_coarse_padding_computes_archnets_function():
   """Every slot computing every kind at the largest kernel, the padding's width and the whole image
   (one program for any network up to the padding): outputs, statistics and gradients are still
   ArchNet's. The coarse padding of the network with every kind and a random one (8 slots) compiles
-  in less than half the time of the 16 slots of all five (18 s against 42 s on 2 cores)."""
+  in less than half the time of the 16 slots of all five."""
   x = jax.random.normal(jax.random.key(2), (4, *IMAGE))
   pair = (ALL_KINDS, NETWORKS[3])
   coarse = cnn_padding.coarse(cnn_padding.padding_for(pair, IMAGE), IMAGE)

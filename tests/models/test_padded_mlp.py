@@ -67,8 +67,8 @@ def _with_decision(arch, decision):
   [
     ("linear", 1, "small"),
     ("softmax", 5, "small"),
-    # Every pool network, in the pool's padding: 32 unrolled slots take ~10 s to compile, and
-    # the eight pool networks outside SMALL ~25 s more.
+    # Every pool network, in the pool's padding: 32 unrolled slots are slow to compile, and the
+    # eight pool networks outside SMALL slower still.
     pytest.param("linear", 1, "all", marks=pytest.mark.slow),
   ],
 )

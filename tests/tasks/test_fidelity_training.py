@@ -83,7 +83,7 @@ def test_bad_fidelity_calls_and_padded_fidelities_are_refused():
     train_task.train_task("diabetes", "mlp", CONFIG, fidelities=(1, 3), trainer="padded")
 
 
-# One case by default; each trains twice (2-4 s).
+# One case by default; each trains twice.
 @pytest.mark.parametrize(
   "garbage",
   [b"not msgpack at all", pytest.param(b"", marks=pytest.mark.slow), pytest.param(None, marks=pytest.mark.slow)],
