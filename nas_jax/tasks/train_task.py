@@ -40,9 +40,8 @@ class TrainEvaluate(NamedTuple):
   of plain values, so it pickles into workers). `seed` seeds initialisation and shuffling; the data
   split depends on `data_seed` only, so every trial sees the same split. `many` evaluates a batch
   (for `PopulationExecutor`): with the padded trainer, networks of one padding train together.
-  `memory` is the trainer choice's memory of this evaluate's trainings in its process
-  (`trainer_choice.TrainerMemory`; a worker that is sent the evaluate keeps its own copy);
-  `fidelities` and `checkpoint_dir` are `train_task`'s."""
+  `memory` is what its trainer choice remembers (`trainer_choice.TrainerMemory`); `fidelities` and
+  `checkpoint_dir` are `train_task`'s."""
 
   name: str
   kind: str
@@ -222,21 +221,12 @@ def train_task(
     raise TypeError(f"checkpoint_dir: {checkpoint_dir!r} is a {type(checkpoint_dir).__name__}; expected a path or ''")
   data = load_dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
   goal = "max" if data.task == "classification" else "min"
-  fidelities = tuple(float(f) for f in fidelities)
+  fidelities, memory = tuple(float(f) for f in fidelities), trainer_choice.TrainerMemory()
   return Task(
     name=f"train-{data.name}-{kind}",
     goal=goal,
     evaluate=TrainEvaluate(
-      dataset,
-      kind,
-      train_config,
-      data_seed,
-      target,
-      task,
-      trainer,
-      trainer_choice.TrainerMemory(),
-      fidelities,
-      checkpoint_dir,
+      dataset, kind, train_config, data_seed, target, task, trainer, memory, fidelities, checkpoint_dir
     ),
     fidelities=fidelities,
   )

@@ -1,17 +1,14 @@
-"""Trains many points of the conditional space at once: the padded chain MLP
-(`models.chain_mlp`), vmapped over points.
+"""Trains many points of the conditional space at once: the padded chain MLP (`chain_mlp`),
+vmapped over points, through the one epoch loop (`train_loop`).
 
 Optimiser: Adam (optax defaults) with each point's step size. Batch size b: b/16 micro-batches of
 16 (the smallest batch) are accumulated into one Adam step of b examples, the same gradient as one
-batch of b. An epoch is a fresh permutation, cut into n_train // b steps (the remainder dropped,
-as `specialised.evaluate` does), so each point does (n_train // b) * (b / 16) micro-steps; the
-scan runs n_train // 16 of them for every point and the ones past a point's count do nothing.
-Every point thus does one epoch's work, not a padded 128-example step per micro-step.
-
-After every epoch each point's validation and test error are measured (error rate, or MSE on
-standardised targets); a point scores its best validation epoch's errors, as `specialised.evaluate`.
-A point's randomness (initialisation, shuffles, dropout) derives from the key and the point's
-canonical key, so a point trains the same whichever batch it is in.
+batch of b. An epoch is a fresh permutation, cut into n_train // b steps (the remainder dropped),
+so each point does (n_train // b) * (b / 16) micro-steps; the scan runs n_train // 16 of them for
+every point and the ones past a point's count do nothing. After every epoch each point's
+validation and test error are measured (error rate, or MSE on standardised targets); a point
+scores its best validation epoch's. Its randomness (initialisation, shuffles, dropout) derives
+from the key and its canonical key, so a point trains the same whichever batch it is in.
 """
 
 from __future__ import annotations
@@ -83,15 +80,11 @@ def _epoch(s: chain_mlp.Settings, state, keys, epoch, data, classification: bool
   return (params, opt), (error(x_val, y_val), error(x_test, y_test))
 
 
-def _init(s: chain_mlp.Settings, key: jax.Array, d_in: int, n_out: int):
-  """One point's (params, Adam state)."""
-  params = chain_mlp.init_params(s, key, d_in, n_out)
-  return params, _ADAM.init(params)
-
-
 @functools.partial(jax.jit, static_argnames=("d_in", "n_out"))
 def _init_chunk(s: chain_mlp.Settings, keys: jax.Array, d_in: int, n_out: int):
-  return jax.vmap(_init, in_axes=(0, 0, None, None))(s, keys, d_in, n_out)
+  """The points' (params, Adam state), leading axis B."""
+  params = jax.vmap(chain_mlp.init_params, in_axes=(0, 0, None, None))(s, keys, d_in, n_out)
+  return params, jax.vmap(_ADAM.init)(params)
 
 
 # Compiled once per (chunk size, data shapes, task): the epoch index is an argument.

@@ -29,16 +29,18 @@ __all__ = ["train_population", "evaluate", "memory_limit"]
 
 
 @functools.lru_cache(maxsize=16)
-def _programs(kind, padding, num_outputs, classification, train_config, steps, population, shapes):
+def _programs(kind, padding, num_outputs, classification, train_config, steps, population, data):
   """(run_epoch, run_eval, tx): the population's compiled epoch and evaluation, and its optimizer.
 
-  shapes: ((n, ...) training inputs, (nb, b, ...) evaluation batches); the compiled programs take
-  stacked states, nets and permutations (leading axis `population`).
+  data: the ShapeDtypeStructs of x_train [n, ...], y_train [n] and the evaluation batches x, y,
+  valid [nb, b, ...]; the compiled programs take stacked states, nets and permutations (leading
+  axis `population`).
   """
   model = padded_model.model_for(kind)
   tx = make_optimizer(train_config, steps * train_config.epochs)
   decision = "softmax" if classification else "linear"
-  input_shape = shapes[0][1:]
+  x_train, y_train, *evaluation = data
+  input_shape, n = x_train.shape[1:], x_train.shape[0]
 
   def forward(net):
     return lambda params, batch_stats, x, train: model.apply(params, batch_stats, net, x, decision, train, padding)
@@ -49,21 +51,16 @@ def _programs(kind, padding, num_outputs, classification, train_config, steps, p
   def evaluate(state, net, x, y, valid):
     return train_steps.eval_sums(forward(net), classification, state, x, y, valid)
 
-  (n, *_), eval_shape = shapes
   spec = lambda shape, dtype=jnp.float32: jax.ShapeDtypeStruct((population, *shape), dtype)
   stacked = lambda tree: jax.tree.map(lambda a: spec(a.shape, a.dtype), tree)
   params, stats = stacked(model.variable_shapes(padding, input_shape, num_outputs))
   initial = lambda p, s: train_steps.initial_state(tx, {"params": p, "batch_stats": s})
   state = jax.eval_shape(jax.vmap(initial), params, stats)
   net = stacked(model.net_shapes(padding, input_shape))
-  y_dtype = jnp.int32 if classification else jnp.float32
-  x_train, y_train = jax.ShapeDtypeStruct(shapes[0], jnp.float32), jax.ShapeDtypeStruct((n,), y_dtype)
-  x_eval = jax.ShapeDtypeStruct(eval_shape, jnp.float32)
-  y_eval, valid = jax.ShapeDtypeStruct(eval_shape[:2], y_dtype), jax.ShapeDtypeStruct(eval_shape[:2], jnp.float32)
   # Donating the stacked state lets XLA update parameters and optimizer moments in place.
   run_epoch = jax.jit(jax.vmap(epoch, (0, 0, None, None, 0)), donate_argnums=0)
   run_epoch = run_epoch.lower(state, net, x_train, y_train, spec((n,), jnp.int32)).compile()
-  run_eval = jax.jit(jax.vmap(evaluate, (0, 0, None, None, None))).lower(state, net, x_eval, y_eval, valid).compile()
+  run_eval = jax.jit(jax.vmap(evaluate, (0, 0, None, None, None))).lower(state, net, *evaluation).compile()
   return run_epoch, run_eval, tx
 
 
@@ -159,16 +156,12 @@ def train_population(
   # The dtypes the programs were compiled for, whatever the data's (and jax_enable_x64).
   y_dtype = jnp.int32 if classification else jnp.float32
   x_train, y_train = jnp.asarray(dataset.x_train, jnp.float32), jnp.asarray(dataset.y_train, y_dtype)
-  x_eval, y_eval, valid = (
-    jnp.asarray(splits.x, jnp.float32),
-    jnp.asarray(splits.y, y_dtype),
-    jnp.asarray(splits.valid, jnp.float32),
-  )
+  x_eval, y_eval, valid = (jnp.asarray(a, t) for a, t in zip(splits[:3], (jnp.float32, y_dtype, jnp.float32)))
 
   t0 = time.perf_counter()
-  shapes = (tuple(x_train.shape), tuple(x_eval.shape))
+  data = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (x_train, y_train, x_eval, y_eval, valid))
   run_epoch, run_eval, tx = _programs(
-    kinds[0], padding, num_outputs, classification, train_config, steps, len(archs), shapes
+    kinds[0], padding, num_outputs, classification, train_config, steps, len(archs), data
   )
   compile_s = time.perf_counter() - t0
   split = [jax.random.split(k) for k in keys]

@@ -104,8 +104,7 @@ def evaluate(
   """
   check_config(train_config)
   nodes = check_match(arch, dataset, train_config)
-  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=input_spec(dataset)[1])
-  result, _ = _train(model, dataset, train_config, key, init_variables, keep_variables)
+  result, _ = _train(arch.kind, nodes, dataset, train_config, key, init_variables, keep_variables)
   _release_freed_memory()  # a worker that evaluates many networks starts each one lean
   return result
 
@@ -149,16 +148,16 @@ def train_until(
     resume = None  # nothing to continue, or it went as far or further: its state cannot be rewound
   if resume is not None and stops(list(resume.records), train_config):
     return result_of(dataset.task, list(resume.records), 0.0, 0.0, 0.0), resume, resume.epochs
-  model = arch_net.ArchNet(nodes=nodes, kind=arch.kind, num_outputs=input_spec(dataset)[1])
   result, (checkpoint, continued) = _train(
-    model, dataset, train_config, key, None, False, epochs=int(epochs), resume=resume
+    arch.kind, nodes, dataset, train_config, key, None, False, epochs=int(epochs), resume=resume
   )
   _release_freed_memory()
   return result, checkpoint, continued
 
 
 def _train(
-  model: arch_net.ArchNet,
+  kind: str,
+  nodes: tuple[arch_net.Node, ...],
   dataset: Dataset,
   train_config: TrainConfig,
   key: jax.Array,
@@ -171,6 +170,7 @@ def _train(
   """`evaluate` (and `train_until`) after their checks: trains to `epochs` (all by default),
   continuing `resume` when its state fits. Returns the result and, when `epochs` is given, the
   Checkpoint after the last epoch and the epochs taken from `resume`."""
+  model = arch_net.ArchNet(nodes=nodes, kind=kind, num_outputs=input_spec(dataset)[1])
   classification = dataset.task == "classification"
   steps = dataset.x_train.shape[0] // train_config.batch_size
   tx = make_optimizer(train_config, steps * train_config.epochs)

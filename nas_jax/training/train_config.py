@@ -31,7 +31,7 @@ class TrainConfig(NamedTuple):
     weight_decay: L2 coefficient added to the gradient (0 = none).
     eval_batch_size: batch size of the (padded) evaluation passes.
     patience: stop after this many consecutive epochs whose validation loss does not beat the
-      best by `min_delta` (`early_stopping.should_stop`); 0 trains all `epochs`.
+      best by `min_delta` (`train_loop.stops`); 0 trains all `epochs`.
     min_delta: the smallest decrease of the validation loss that counts as an improvement.
   """
 

@@ -1,11 +1,8 @@
 """The one training loop: epochs of a compiled pass, each followed by an evaluation that gives
-every trained network (one, or a population's) a record of (validation error, validation loss,
-test error); each network's best epoch, its early stopping, and the `EvalResult` of its records.
-
-The trainers differ only in the passes they hand it: `specialised` a network's own compiled
-epoch, `population` one vmapped over a population of padded networks, `conditional` a vmapped
-chunk of conditional points.
-"""
+every network trained (one, or a population's) a Record; early stopping on the Records, each
+network's best epoch, and its `EvalResult`. Trainers differ in the passes they hand it:
+`specialised` a network's own program, `population` one vmapped over padded networks,
+`conditional` a vmapped chunk of conditional points."""
 
 from __future__ import annotations
 
@@ -16,7 +13,6 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import jax
 import numpy as np
 
-from nas_jax.training import early_stopping, train_steps
 from nas_jax.training.datasets import Dataset
 from nas_jax.training.train_config import TrainConfig
 
@@ -85,13 +81,9 @@ def best_epoch(val_errors: list[float]) -> int:
 
 
 class EvalSplits(NamedTuple):
-  """The validation and test splits as zero-padded batches of one evaluation pass.
-
-  Attributes:
-    x: [nb, b, ...] inputs; y: [nb, b] targets; valid: [nb, b] float32, 1 for real examples.
-    n_val_batches: the first n_val_batches batches are the validation split's, the rest the test's.
-    n_val, n_test: the examples of each split.
-  """
+  """The validation and test splits as zero-padded batches of one evaluation pass: x [nb, b, ...],
+  y [nb, b], valid [nb, b] float32 (1 for real examples); the first n_val_batches batches are the
+  validation split's (n_val examples), the rest the test split's (n_test)."""
 
   x: np.ndarray
   y: np.ndarray
@@ -108,26 +100,25 @@ class EvalSplits(NamedTuple):
 
 
 def eval_splits(dataset: Dataset, train_config: TrainConfig) -> EvalSplits:
-  """`dataset`'s validation and test splits in batches of `train_config.eval_batch_size` (at most
-  the larger split)."""
+  """`dataset`'s validation and test splits, each zero-padded to whole batches of
+  `train_config.eval_batch_size` (at most the larger split), one after the other."""
   n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
   batch = min(train_config.eval_batch_size, max(n_val, n_test))
-  x, y, valid, (_, n_val_batches, _) = train_steps.padded_batches(
-    [(dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)], batch
-  )
-  return EvalSplits(x, y, valid, n_val_batches, n_val, n_test)
+  parts = []
+  for x, y in ((dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)):
+    nb = -(-x.shape[0] // batch)
+    fill = lambda a, nb=nb: np.concatenate([a, np.zeros((nb * batch - len(a), *a.shape[1:]), a.dtype)]).reshape(
+      nb, batch, *a.shape[1:]
+    )
+    parts.append((fill(x), fill(y), fill(np.ones(x.shape[0], np.float32))))
+  x, y, valid = (np.concatenate(p) for p in zip(*parts))
+  return EvalSplits(x, y, valid, len(parts[0][0]), n_val, n_test)
 
 
 class Trained(NamedTuple):
-  """What `train_epochs` returns.
-
-  Attributes:
-    state: the state after the last epoch trained.
-    records: per network, the Records of its epochs (those it was given, then those trained).
-    kept: per network, `keep(state, i)` after its best epoch so far; None without `keep`.
-    train_seconds: wall time of the training passes.
-    eval_seconds: wall time of the evaluation passes.
-  """
+  """What `train_epochs` returns: the state after the last epoch, per network its Records (those
+  it was given, then those trained) and `keep(state, i)` of its best epoch (None without `keep`),
+  and the wall time of the training and of the evaluation passes."""
 
   state: Any
   records: list[list[Record]]
@@ -146,24 +137,18 @@ def train_epochs(
   stop: Callable[[list[Record]], bool] = lambda records: False,
   keep: Callable[[Any, int], Any] | None = None,
 ) -> Trained:
-  """Trains the networks of `state` over `epochs`, evaluating each after every epoch.
+  """Trains the networks of `state` (one, or a population) over `epochs`, each epoch followed by
+  an evaluation.
 
   Args:
-    run_epoch: (state, epoch) -> the state after training epoch `epoch` (the number it derives
-      that epoch's data order from).
+    run_epoch: (state, epoch) -> the state after training epoch number `epoch`.
     evaluate: state -> each network's Record of the epoch just trained.
-    state: the state before the first of `epochs`: of one network, or of a population.
-    epochs: the epoch numbers to train, in order.
-    records: per network, the Records of the epochs it has already trained (empty lists for a
-      fresh start), extended in place.
+    state, epochs: the state before the first of `epochs`, the epoch numbers to train.
+    records: per network, the Records of the epochs it trained before (extended in place).
     stop: a network's Records -> whether early stopping ends it. A stopped network's state may
-      keep changing with its population's, but its records are closed; the loop ends when every
-      network has stopped.
-    keep: (state, i) -> what to keep of network i when an epoch is its best so far (e.g. its
-      variables, as host copies: the next epoch may overwrite the state's buffers).
-
-  Returns:
-    Trained: the final state, the records, what `keep` kept, and the timings.
+      change on with its population's, but its records are closed; the loop ends when all stopped.
+    keep: (state, i) -> what to keep of network i after its best epoch so far (host copies: the
+      next epoch may overwrite the state's buffers).
   """
   kept: list[Any] = [None] * len(records)
   running = [i for i, r in enumerate(records) if not stop(r)]
@@ -186,8 +171,23 @@ def train_epochs(
 
 
 def stops(records: list[Record], train_config: TrainConfig) -> bool:
-  """Whether early stopping ends training after these epochs' records (their validation losses)."""
-  return early_stopping.should_stop([r[1] for r in records], train_config.patience, train_config.min_delta)
+  """Early stopping on the validation loss (Auto-Keras: stop after tau consecutive epochs whose
+  loss is greater than best - 1e-4): whether training stops after epochs of these Records.
+
+  An epoch improves when its loss is <= best - min_delta, best being the loss of the last
+  improving epoch (inf before the first). As in Auto-Keras and Keras, an epoch that improves by
+  less than min_delta leaves best where it is, so a slow descent still counts once it adds up to
+  min_delta. A NaN or infinite loss never improves. It stops when the last
+  `train_config.patience` epochs (patience >= 1; 0 never stops) all failed to improve by
+  `train_config.min_delta`.
+  """
+  best, stale = math.inf, 0
+  for _, loss, _ in records:
+    if math.isfinite(loss) and loss <= best - train_config.min_delta:
+      best, stale = loss, 0
+    else:
+      stale += 1
+  return train_config.patience > 0 and stale >= train_config.patience
 
 
 def result_of(

@@ -1,5 +1,6 @@
 """The jitted passes of training and the state they carry (spec 10.3): one epoch is a
-`lax.scan` over shuffled minibatches, evaluation a `lax.scan` over zero-padded batches.
+`lax.scan` over shuffled minibatches, evaluation a `lax.scan` over zero-padded batches
+(`train_loop.eval_splits`).
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
   "train_epoch",
   "epoch_order",
   "eval_sums",
-  "padded_batches",
 ]
 
 # apply(params, batch_stats, x, train) -> (outputs, batch_stats): a network's forward pass; in
@@ -112,24 +111,3 @@ def eval_sums(apply: Apply, classification, state: TrainState, x, y, valid):
     return None, (jnp.sum(loss * vb), jnp.sum(err * vb))
 
   return jax.lax.scan(body, None, (x, y, valid))[1]
-
-
-def padded_batches(splits: list[tuple[np.ndarray, np.ndarray]], batch: int):
-  """Batches each (x [n, ...], y [n]) split apart, zero-padded, and concatenates the batches.
-
-  Returns:
-    x [nb, batch, ...], y [nb, batch], valid [nb, batch] float32, and the [len(splits) + 1]
-    batch offsets of the splits.
-  """
-  xs, ys, vs, offsets = [], [], [], [0]
-  for x, y in splits:
-    nb = -(-x.shape[0] // batch)
-    pad = nb * batch - x.shape[0]
-    fill = lambda a, nb=nb, pad=pad: np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)]).reshape(
-      nb, batch, *a.shape[1:]
-    )
-    xs.append(fill(x))
-    ys.append(fill(y))
-    vs.append(fill(np.ones(x.shape[0], np.float32)))
-    offsets.append(offsets[-1] + nb)
-  return np.concatenate(xs), np.concatenate(ys), np.concatenate(vs), offsets

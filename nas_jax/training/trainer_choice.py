@@ -124,12 +124,8 @@ def default_costs(kind: str, platform: str | None = None) -> Costs:
 class TrainerMemory:
   """What one trainer remembers of the networks it trained: the paddings they trained in, in
   order (`seen`), and per kind the compile seconds and padded training rates its trainings
-  measured (`record`), whose medians replace the `default_costs` (`costs`).
-
-  Its owner creates it and keeps it for as long as the programs it describes stay compiled: a
-  train task's evaluate holds one. It describes this process's programs, so a copy pickled into
-  another process starts empty there.
-  """
+  measured (`record`), whose medians replace the `default_costs` (`costs`). A train task's evaluate
+  holds one; it describes programs compiled in this process, so a pickled copy starts empty."""
 
   def __init__(self) -> None:
     self.seen: list[Any] = []
@@ -138,18 +134,11 @@ class TrainerMemory:
   def __reduce__(self):
     return TrainerMemory, ()
 
-  def __eq__(self, other: object) -> bool:
-    """Memories are equal, as their copies are: what a trainer remembers is no part of which
-    trainer it is (two train tasks of one configuration are equal)."""
+  def __eq__(self, other: object) -> bool:  # what a trainer remembers is no part of which it is
     return isinstance(other, TrainerMemory)
 
   def __hash__(self) -> int:
     return hash(TrainerMemory)
-
-  def remember(self, padding: Any) -> None:
-    """Adds the padding a network trained in (or would train in, when it trained specialised)."""
-    if padding not in self.seen:
-      self.seen.append(padding)
 
   def costs(self, kind: str) -> Costs:
     """The median compile seconds and padded training rate of the kind's recorded trainings, each
@@ -302,7 +291,9 @@ def evaluate(
   costs = memory.costs(arch.kind) if padded_kind and trainer != "specialised" else None
   chosen, padding = choose(trainer, arch, dataset, train_config, seen=memory.seen, costs=costs)
   if padded_kind:
-    memory.remember(padding if chosen == "padded" else padding_of(arch, dataset))
+    used = padding if chosen == "padded" else padding_of(arch, dataset)
+    if used not in memory.seen:
+      memory.seen.append(used)
   if chosen == "padded":
     result = population.evaluate(arch, dataset, train_config, key, padding=padding)
     memory.record(arch.kind, [result], dataset, train_config, _padding_macs(arch.kind, padding, dataset))

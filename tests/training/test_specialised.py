@@ -12,7 +12,7 @@ import pytest
 from nas_jax.arch.architecture import Architecture
 from nas_jax.spaces import pools
 from nas_jax.models import arch_net
-from nas_jax.training import datasets, early_stopping, results_table, specialised, train_loop, weights
+from nas_jax.training import datasets, results_table, specialised, train_loop, weights
 from nas_jax.training.train_config import TrainConfig
 
 
@@ -141,7 +141,8 @@ def test_best_epoch_is_the_earliest_smallest_finite_error(val_errors, best):
   ],
 )
 def test_should_stop_after_patience_epochs_without_improvement(losses, patience, min_delta, stop):
-  assert early_stopping.should_stop(losses, patience, min_delta) is stop
+  records = [(0.0, loss, 0.0) for loss in losses]  # only the validation losses count
+  assert train_loop.stops(records, TrainConfig(patience=patience, min_delta=min_delta)) is stop
 
 
 def test_patience_stops_training_and_epochs_counts_the_trained_ones(digits_mlp):
