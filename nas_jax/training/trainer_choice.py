@@ -309,15 +309,16 @@ def train_group(
   dataset: Dataset,
   train_config: TrainConfig,
   keys: Sequence[jax.Array],
-  memory: TrainerMemory,
+  memory: TrainerMemory | None = None,
 ) -> list[EvalResult]:
   """`population.train_population` of networks of one kind in the padding of them all (a
-  group of `groups`), adding what it measured to `memory`. (The padding refuses networks of
-  another kind than the first's, with one line.)"""
+  group of `groups`), adding what it measured to `memory` when one is given. (The padding
+  refuses networks of another kind than the first's, with one line.)"""
   kind = archs[0].kind
   padding = padded_model.model_for(kind).padding_for(archs, input_spec(dataset)[0])
   results = population.train_population(archs, dataset, train_config, keys, padding=padding)
-  memory.record(kind, results, dataset, train_config, _padding_macs(kind, padding, dataset))
+  if memory is not None:
+    memory.record(kind, results, dataset, train_config, _padding_macs(kind, padding, dataset))
   return results
 
 
