@@ -38,7 +38,9 @@ from nas_jax.search.state import Observation, Status  # noqa: E402
 from nas_jax.search.strategies import presets  # noqa: E402
 from nas_jax.arch import morphism  # noqa: E402
 from nas_jax.spaces import morph_space  # noqa: E402
-from nas_jax.tasks import datasets, morph, training  # noqa: E402
+from nas_jax.models import morph_variables as morph  # noqa: E402
+from nas_jax.training import datasets  # noqa: E402
+from nas_jax.training import specialised as training  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("n", 200, "Networks; the matrix has n (n - 1) / 2 distinct pairs.")

@@ -64,7 +64,7 @@ def _networks(kind: str, n_pool: int, n_random: int, max_layers: int, max_units:
 
 
 def _dataset(kind: str):
-  from nas_jax.tasks import datasets
+  from nas_jax.training import datasets
 
   return datasets.get_dataset("diabetes" if kind == "mlp" else "digits", kind=kind, seed=0)
 
@@ -73,7 +73,9 @@ def child(mode: str, epochs: int, kind: str, n_pool: int, n_random: int, max_lay
   """Trains every network with `mode` and prints one JSON line."""
   import jax
 
-  from nas_jax.tasks import padded_training, trainers, training
+  from nas_jax.training import population as padded_training
+  from nas_jax.training import specialised as training
+  from nas_jax.training import trainer_choice as trainers
 
   data = _dataset(kind)
   config = training.TrainConfig(epochs=epochs)
@@ -90,7 +92,8 @@ def child(mode: str, epochs: int, kind: str, n_pool: int, n_random: int, max_lay
   elif mode == "padded":
     results = [padded_training.evaluate(a, data, config, k) for a, k in zip(archs, keys)]
   elif mode == "auto":
-    pairs = [trainers.evaluate("auto", a, data, config, k) for a, k in zip(archs, keys)]
+    memory = trainers.TrainerMemory()  # what "auto" learns from the networks before each one
+    pairs = [trainers.evaluate("auto", a, data, config, k, memory) for a, k in zip(archs, keys)]
     results, chosen = [p[0] for p in pairs], [p[1] for p in pairs]
   else:
     results = [training.evaluate(a, data, config, k) for a, k in zip(archs, keys)]
@@ -112,7 +115,8 @@ def scaling(sizes: list[int], epochs: int, kind: str, n_pool: int, max_layers: i
   `n_pool` > 0, else the first random one), one JSON line."""
   import jax
 
-  from nas_jax.tasks import padded_training, training
+  from nas_jax.training import population as padded_training
+  from nas_jax.training import specialised as training
 
   data = _dataset(kind)
   arch = _networks(kind, min(n_pool, 1), 1, max_layers, max_units)[0]
@@ -135,7 +139,8 @@ def cnn_count(n_random: int) -> tuple[dict, dict]:
   import jax
 
   from nas_jax.spaces import pools, random_arch
-  from nas_jax.tasks import cnn_padding, costs, padded_cnn_variables
+  from nas_jax.models import cnn_padding, padded_cnn_variables
+  from nas_jax.models import network_costs as costs
 
   pool = pools.initial_pool("cnn")
   image = (8, 8, 1)

@@ -27,7 +27,9 @@ def child(index: int, epochs: int, kind: str) -> None:
   import jax  # only children pay for jax; the parent's RSS stays small
 
   from nas_jax.spaces import pools
-  from nas_jax.tasks import datasets, models, training
+  from nas_jax.models import arch_net as models
+  from nas_jax.training import datasets
+  from nas_jax.training import specialised as training
 
   data = datasets.digits(kind)
   arch = pools.initial_pool(kind, decision="softmax")[index]

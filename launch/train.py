@@ -17,7 +17,7 @@ import jax
 from ml_collections import config_flags
 
 from nas_jax.spaces import pools
-from nas_jax.tasks import datasets, results_table, training
+from nas_jax.training import datasets, results_table, specialised
 from nas_jax.wiring import config as search_config
 
 FLAGS = flags.FLAGS
@@ -50,7 +50,7 @@ def main(argv):
   rows = []
   for i in c.indices:
     name = f"{c.kind[0].upper()}{i + 1}"
-    result = training.evaluate(pool[i], data, train_config, jax.random.fold_in(jax.random.key(c.seed), i))
+    result = specialised.evaluate(pool[i], data, train_config, jax.random.fold_in(jax.random.key(c.seed), i))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(results_table.format_row(name, result, rss), flush=True)
     rows.append({"name": name, "index": i, **result._asdict(), "peak_rss_mib": rss})

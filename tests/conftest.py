@@ -1,6 +1,6 @@
-"""Test-wide settings: float64 for GP algebra, a per-process XLA cache, the `slow` marker switch, no
-trainer costs carried between tests, a compile counter, and a lock that keeps the Ray tests apart
-when pytest-xdist runs tests side by side."""
+"""Test-wide settings: float64 for GP algebra, a per-process XLA cache, the `slow` marker switch, a
+compile counter, and a lock that keeps the Ray tests apart when pytest-xdist runs tests side by
+side."""
 
 import os
 
@@ -10,7 +10,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import contextlib  # noqa: E402
 import fcntl  # noqa: E402
 import shutil  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 
@@ -58,16 +57,6 @@ def pytest_collection_modifyitems(config, items):
   for item in items:
     if "slow" in item.keywords:
       item.add_marker(skip_slow)
-
-
-@pytest.fixture(autouse=True)
-def _no_measured_trainer_costs(monkeypatch):
-  """Each test starts with no trainer costs measured (`trainers.measured_costs`): what one test
-  trained, and how long it compiled with the cache warm or cold, must not steer another's choice of
-  program. (A process that has not imported the module yet starts with none anyway.)"""
-  trainers = sys.modules.get("nas_jax.tasks.trainers")
-  if trainers is not None:
-    monkeypatch.setattr(trainers, "_MEASURED", {})
 
 
 @pytest.fixture

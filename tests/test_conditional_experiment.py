@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nas_jax.experiments import conditional_experiment as ce
-from nas_jax.tasks import conditional_training, datasets
+from nas_jax.training import conditional, datasets
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def test_every_point_is_recorded_once_and_read_back(trained, monkeypatch):
   def boom(*args, **kwargs):
     raise AssertionError("a recorded point was trained again")
 
-  monkeypatch.setattr(conditional_training, "train_points", boom)
+  monkeypatch.setattr(conditional, "train_points", boom)
   again = ce.train_cached(workdir, n_points=8, epochs=1, names=("diabetes",), log=lambda s: None)
   np.testing.assert_array_equal(again[("diabetes", True)][1], out[("diabetes", True)][1])
 

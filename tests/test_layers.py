@@ -1,7 +1,8 @@
 """Imports flow one way down the layers: arch -> spaces -> features -> surrogates -> acquisition ->
-search -> tasks -> viz -> wiring -> experiments (then launch/, outside the package). A module never
-imports from a package listed after its own; features and tasks see only `arch` of the earlier
-layers (plus the Task and Observation types for tasks); nothing imports nas_jax by string."""
+search -> models -> training -> tasks -> viz -> wiring -> experiments (then launch/, outside the
+package). A module never imports from a package listed after its own; features, models, training
+and tasks see only `arch` of the earlier layers (plus the Task and Observation types for tasks);
+nothing imports nas_jax by string."""
 
 import ast
 import os
@@ -16,16 +17,21 @@ ORDER = [
   "surrogates",
   "acquisition",
   "search",
+  "models",
+  "training",
   "tasks",
   "viz",
   "wiring",
   "experiments",
 ]
-# Besides their own package, features/ compare points and tasks/ evaluate them, so they read the
-# point types in arch/ and nothing of the spaces that make those points.
+# Besides their own package, features/ compare points, models/ build networks of them, training/
+# trains those networks and tasks/ evaluate points, so they read the point types in arch/ and
+# nothing of the spaces that make those points.
 MAY_IMPORT = {
   "features": ("arch",),
-  "tasks": ("arch", "search.task", "search.state"),
+  "models": ("arch",),
+  "training": ("arch", "models"),
+  "tasks": ("arch", "models", "training", "search.task", "search.state"),
 }
 # Calls that import a module named by a string: they would hide an import from this test.
 DYNAMIC_IMPORTS = {"import_module", "__import__"}
@@ -98,7 +104,7 @@ def test_the_checks_catch_what_they_forbid(tmp_path):
   bad = tmp_path / "bad.py"
   bad.write_text(
     "import importlib\n"
-    "m = importlib.import_module('nas_jax.tasks.training')\n"
+    "m = importlib.import_module('nas_jax.training.specialised')\n"
     "spec = importlib.util.spec_from_file_location('nas_jax.x', 'x.py')\n"
     "from nas_jax.experiments import compare\n"
   )

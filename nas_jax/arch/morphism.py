@@ -2,7 +2,7 @@
 architecture edits, the candidate set Omega(f), replay of an op list, and the initial networks.
 
 Ops address blocks by slot (stable ids: an op appends slots and never renumbers), so an op list
-replays on its ancestor. What the ops do to Flax parameters is `nas_jax.tasks.morph`.
+replays on its ancestor. What the ops do to Flax parameters is `nas_jax.models.morph_variables`.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _why_not(chain: main_chain.Chain, op: Op) -> str:
 
 
 def apply_op(arch: Architecture, op: Op) -> Architecture:
-  """The architecture after one morph (spec 2.3; parameters: `nas_jax.tasks.morph.morph`).
+  """The architecture after one morph (spec 2.3; parameters: `nas_jax.models.morph_variables.morph`).
 
   deep inserts a block after the target block's output, as wide as that output, and the output's
   consumers (the chain, outgoing skips) move to the new block; wide doubles the target's width and that of the add-skips

@@ -27,7 +27,7 @@ from nas_jax.spaces import conditional as cond
 from nas_jax.surrogates import conditional_models as cm
 from nas_jax.surrogates.priors import nasbot_box
 from nas_jax.surrogates.surrogate import gp_surrogate
-from nas_jax.tasks import conditional_training, datasets
+from nas_jax.training import conditional, datasets
 
 __all__ = [
   "TABLE_FILE",
@@ -110,7 +110,7 @@ def train_cached(
       todo = [i for i in range(n_points) if (name, half, i) not in done]
       for start in range(0, len(todo), chunk):
         idx = todo[start : start + chunk]
-        r = conditional_training.train_points(
+        r = conditional.train_points(
           cond_point.stack_points([points[i] for i in idx]),
           spec,
           data,

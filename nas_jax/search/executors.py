@@ -135,6 +135,7 @@ class InlineExecutor:
 
 _READY = b"R"
 _ORPHAN_POLL_S = 0.5
+_KEPT_FUNCTIONS = 4  # functions a worker keeps for the calls that send them again
 
 
 def _die_with(parent: int) -> None:
@@ -150,8 +151,12 @@ def _die_with(parent: int) -> None:
 
 
 def _process_main(conn: mpc.Connection, x64: bool, parent: int) -> None:
-  """A worker process: say `_READY`, then receive a pickled (fn, args) and reply with a pickled
-  (ok, payload, seconds), until an empty message or a closed pipe; it exits when its parent dies."""
+  """A worker process: say `_READY`, then receive a pickled (pickled fn, args) and reply with a
+  pickled (ok, payload, seconds), until an empty message or a closed pipe; it exits when its parent
+  dies. It keeps the last `_KEPT_FUNCTIONS` functions it unpickled, by their bytes, so a function
+  sent again (one that pickles the same) is the same object: what a stateful one holds (a train
+  task's trainer memory) lasts as long as the worker."""
+  kept: collections.OrderedDict[bytes, Callable] = collections.OrderedDict()
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
   _die_with(parent)
   worker_setup(x64)
@@ -167,7 +172,13 @@ def _process_main(conn: mpc.Connection, x64: bool, parent: int) -> None:
     if not msg:
       return
     try:
-      fn, args = pickle.loads(msg)
+      fn_bytes, args = pickle.loads(msg)
+      fn = kept.pop(fn_bytes, None)
+      if fn is None:
+        fn = pickle.loads(fn_bytes)
+      kept[fn_bytes] = fn  # the most recently sent last
+      if len(kept) > _KEPT_FUNCTIONS:
+        kept.popitem(last=False)
       ok, payload, seconds = call(fn, args)
     except Exception:  # unpickling failed: e.g. the task's module does not import here
       ok, payload, seconds = False, traceback.format_exc(), 0.0
@@ -224,7 +235,7 @@ class ProcessExecutor:
 
   def submit(self, fn: Callable, *args: Any) -> int:
     """Queues fn(*args). Raises (here, in the caller) if fn or args do not pickle."""
-    payload = pickle.dumps((fn, args))
+    payload = pickle.dumps((pickle.dumps(fn), args))
     ticket = next(self._tickets)
     self._queue.append((ticket, payload))
     self._dispatch()

@@ -9,7 +9,7 @@ redraw, evolution and mutation-based optimisers mutate again, local search skips
 neighbours, and the initial pool keeps its feasible members. The model-based strategy (`bo`)
 also scores an infeasible candidate of its optimiser (tree search's morphs, a gradient's point)
 below every feasible one and never proposes it. A sampler that finds no feasible point says so
-in one line. The cost function is the caller's (`nas_jax.tasks.costs`
+in one line. The cost function is the caller's (`nas_jax.models.network_costs`
 for layer graphs, the table for NAS-Bench-201); costs are kept by canonical key, so a candidate
 seen again is not costed again.
 """

@@ -7,7 +7,7 @@ architecture's costs (`info["costs"]`) and the chosen cost metrics as `TaskResul
 beyond its limits: a second guard behind the constrained space (`spaces.constrained`, whose
 `violation` the wiring passes as `check`), so that an infeasible network is never trained
 whatever proposed it. Cost functions map interchange JSON to {metric: value}:
-`layer_graph_costs` (`tasks.costs`) and `tabular.nb201_costs` (the table's parameter counts).
+`layer_graph_costs` (`models.network_costs`) and `tabular.nb201_costs` (the table's parameter counts).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable, Mapping, NamedTuple
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import costs as costs_lib
+from nas_jax.models import network_costs
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
 __all__ = ["CostEvaluate", "with_costs", "layer_graph_costs", "arch_costs"]
@@ -28,11 +28,11 @@ def arch_costs(
   arch: Architecture, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = _CHEAP
 ) -> dict[str, float]:
   """{metric: value} of a layer-graph architecture: params, flops and memory_mb always (cheap,
-  `costs.network_costs`), latency_ms when `metrics` asks for it (a compile and timed runs)."""
-  c = costs_lib.network_costs(arch, tuple(input_shape), int(num_outputs))
+  `network_costs.network_costs`), latency_ms when `metrics` asks for it (a compile and timed runs)."""
+  c = network_costs.network_costs(arch, tuple(input_shape), int(num_outputs))
   out = {"params": float(c.params), "flops": float(c.flops), "memory_mb": float(c.memory_mb)}
   if "latency_ms" in metrics:
-    out["latency_ms"] = float(costs_lib.latency_ms(arch, tuple(input_shape), int(num_outputs)))
+    out["latency_ms"] = float(network_costs.latency_ms(arch, tuple(input_shape), int(num_outputs)))
   return out
 
 

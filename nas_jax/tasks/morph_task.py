@@ -23,10 +23,11 @@ from nas_jax.arch import morphism
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import morph as morph_lib
-from nas_jax.tasks import training, weights
+from nas_jax.models import morph_variables
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 from nas_jax.tasks.train_task import load_dataset, task_result
+from nas_jax.training import specialised, weights
+from nas_jax.training.train_config import TrainConfig, check_config
 
 __all__ = ["morph_train_task", "save_network", "load_network"]
 
@@ -65,7 +66,7 @@ def load_network(weights_dir: str, name: str) -> tuple[Architecture, dict]:
 
 def _evaluate(
   name: str,
-  train_config: training.TrainConfig,
+  train_config: TrainConfig,
   data_seed: int,
   weights_dir: str,
   noise: bool,
@@ -81,18 +82,18 @@ def _evaluate(
   if morph is not None:
     parent_arch, parent_vars = load_network(weights_dir, morph["parent"])
     ops = [morphism.Op.from_json(o) for o in morph["ops"]]
-    child, init = morph_lib.replay_morphs(parent_arch, parent_vars, ops, k_morph, noise=noise)
+    child, init = morph_variables.replay_morphs(parent_arch, parent_vars, ops, k_morph, noise=noise)
     if child.to_json() != arch.to_json():
       raise ValueError(
         f"morph: replaying ops {morph['ops']} on parent {morph['parent']} does not give this architecture"
       )
-  r = training.evaluate(arch, data, train_config, k_train, init_variables=init, keep_variables=True)
+  r = specialised.evaluate(arch, data, train_config, k_train, init_variables=init, keep_variables=True)
   stored = save_network(weights_dir, body, r.variables, seed) if r.variables is not None else None
   return task_result(r, data, weights=stored, warm_start=morph is not None)
 
 
 def morph_train_task(
-  dataset: str, train_config: training.TrainConfig, weights_dir: str, *, data_seed: int = 0, noise: bool = True
+  dataset: str, train_config: TrainConfig, weights_dir: str, *, data_seed: int = 0, noise: bool = True
 ) -> Task:
   """A Task that trains autokeras networks on a classification dataset, warm-started from their
   parent when their JSON names one (`arch.morph_point.MorphPoint`), and stores every trained network.
@@ -104,13 +105,12 @@ def morph_train_task(
 
   Args:
     dataset: "digits" or a classification table path.
-    train_config: a `training.TrainConfig`.
+    train_config: a `TrainConfig`.
     weights_dir: where trained networks are stored and parents are read.
     data_seed: seed of the train/validation/test split.
     noise: the morph noise of spec 2.3 on new weights (the code's default).
   """
-  if not isinstance(train_config, training.TrainConfig):
-    raise TypeError(f"morph_train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
+  check_config(train_config)
   if not isinstance(weights_dir, str) or not weights_dir:
     raise ValueError(f"morph_train_task: weights_dir={weights_dir!r}; expected a directory path")
   data = load_dataset(dataset, "autokeras", data_seed, "", "classification")

@@ -1,10 +1,10 @@
-"""Training as a search Task: `nas_jax.tasks.training.evaluate` scores an architecture by its best
+"""Training as a search Task: `training.specialised.evaluate` scores an architecture by its best
 validation metric (accuracy, maximised, for classification; MSE, minimised, for regression).
 
 With fidelities (epochs), a network can be trained to a few epochs and later, with the same seed,
 to more: a checkpoint of its training state, `<checkpoint_dir>/<weights_id>-<seed>.msgpack`
 (written atomically by `weights.save_variables`), lets the later call train only the epochs
-missing (`training.train_until`).
+missing (`specialised.train_until`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ import numpy as np
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
-from nas_jax.tasks import checkpoints, datasets, trainers, training, weights
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
+from nas_jax.training import checkpoints, datasets, specialised, trainer_choice, weights
+from nas_jax.training.train_config import TrainConfig, check_config
+from nas_jax.training.train_loop import EvalResult
 
 __all__ = ["train_task", "TrainEvaluate", "task_result", "load_dataset"]
 
@@ -37,16 +39,18 @@ class TrainEvaluate(NamedTuple):
   """Task.evaluate of `train_task`: `(arch_json, seed[, fidelity]) -> TaskResult` (a NamedTuple
   of plain values, so it pickles into workers). `seed` seeds initialisation and shuffling; the data
   split depends on `data_seed` only, so every trial sees the same split. `many` evaluates a batch
-  (for `PopulationExecutor`): with the padded trainer, mlp networks of one padding train together.
-  `fidelities` and `checkpoint_dir` are `train_task`'s."""
+  (for `PopulationExecutor`): with the padded trainer, networks of one padding train together.
+  `memory` is what its trainer choice remembers (`trainer_choice.TrainerMemory`); `fidelities` and
+  `checkpoint_dir` are `train_task`'s."""
 
   name: str
   kind: str
-  train_config: training.TrainConfig
+  train_config: TrainConfig
   data_seed: int
   target: str
   task: str
   trainer: str
+  memory: trainer_choice.TrainerMemory
   fidelities: tuple[float, ...] = ()
   checkpoint_dir: str = ""
 
@@ -69,12 +73,13 @@ class TrainEvaluate(NamedTuple):
       )
     arch, data = self._read(arch_json)
     if fidelity is None and not self.fidelities:
-      result, chosen = trainers.evaluate(self.trainer, arch, data, self.train_config, jax.random.key(seed))
+      key = jax.random.key(seed)
+      result, chosen = trainer_choice.evaluate(self.trainer, arch, data, self.train_config, key, self.memory)
       return task_result(result, data, trainer=chosen)
     epochs = self.train_config.epochs if fidelity is None else int(fidelity)
     path, meta = self._checkpoint_path(arch, seed), self._run_meta(arch, seed)
     resume = _load_checkpoint(path, meta) if path else None
-    result, checkpoint, continued = training.train_until(
+    result, checkpoint, continued = specialised.train_until(
       arch, data, self.train_config, jax.random.key(seed), epochs, resume=resume
     )
     # The full fidelity has no continuation; a checkpoint that was just returned is already stored.
@@ -96,19 +101,19 @@ class TrainEvaluate(NamedTuple):
 
   def many(self, calls: list[tuple]) -> list[TaskResult]:
     """The results of [(arch_json, seed) or (arch_json, seed, fidelity), ...], in order: with
-    trainer "padded", the networks of each group (`trainers.groups`, by this process's
-    `trainers.measured_costs`) train as one population in the padding of them all, each as if
-    alone (`trainers.train_group`);
+    trainer "padded", the networks of each group (`trainer_choice.groups`, by the costs `memory`
+    measured) train as one population in the padding of them all, each as if alone
+    (`trainer_choice.train_group`);
     with another trainer, or fidelities, each trains as `__call__` trains it."""
     if self.trainer != "padded" or self.fidelities or any(len(c) > 2 and c[2] is not None for c in calls):
       return [self(*c) for c in calls]
     read = [self._read(c[0]) for c in calls]
     results: list[TaskResult | None] = [None] * len(calls)
     data = read[0][1]
-    costs = trainers.measured_costs(self.kind)
-    for members in trainers.groups([arch for arch, _ in read], data, self.train_config, costs):
+    costs = self.memory.costs(self.kind)
+    for members in trainer_choice.groups([arch for arch, _ in read], data, self.train_config, costs):
       archs, keys = [read[i][0] for i in members], [jax.random.key(calls[i][1]) for i in members]
-      trained = trainers.train_group(archs, data, self.train_config, keys)
+      trained = trainer_choice.train_group(archs, data, self.train_config, keys, self.memory)
       for i, r in zip(members, trained):
         results[i] = task_result(r, data, trainer="padded", population=len(members))
     return results
@@ -145,7 +150,7 @@ def _check_fidelities(fidelities, epochs: int) -> None:
     raise ValueError(f"fidelities: {fidelities!r}; the last must be the full fidelity, train_config.epochs={epochs}")
 
 
-def task_result(r: training.EvalResult, data: datasets.Dataset, **extra) -> TaskResult:
+def task_result(r: EvalResult, data: datasets.Dataset, **extra) -> TaskResult:
   """The TaskResult of a training run: accuracies (classification) or MSEs (regression), with the
   run's epochs and timings (and `extra`) as info, and its learning curve ((1.0, metric after
   epoch 1), ..., (epochs trained, ...)) in the same units (NaN where an epoch diverged)."""
@@ -167,7 +172,7 @@ def task_result(r: training.EvalResult, data: datasets.Dataset, **extra) -> Task
 def train_task(
   dataset: str,
   kind: str,
-  train_config: training.TrainConfig,
+  train_config: TrainConfig,
   *,
   data_seed: int = 0,
   target: str = "",
@@ -185,11 +190,11 @@ def train_task(
   Args:
     dataset: "digits", "diabetes", or a .csv/.npz table path (`datasets.get_dataset`).
     kind: "cnn" or "mlp"; the architectures' kind (and how digits are shaped).
-    train_config: a `training.TrainConfig`.
+    train_config: a `TrainConfig`.
     data_seed: seed of the train/validation/test split.
     target, task: for tables only: the target column and "regression" or "classification".
     trainer: "specialised" (a program compiled per network), "padded" (networks through one
-      program per padding, `padded_training`) or "auto" (`trainers.choose`); the info of each
+      program per padding, `population`) or "auto" (`trainer_choice.choose`); the info of each
       result names the trainer used.
     fidelities: epochs a network may be evaluated at, e.g. (1, 3, 9): whole numbers >= 1,
       strictly increasing, the last `train_config.epochs`; () for full runs only. Training to f
@@ -205,11 +210,9 @@ def train_task(
   """
   if kind not in ("cnn", "mlp"):
     raise ValueError(f"train_task: kind={kind!r}; allowed: cnn, mlp")
-  if not isinstance(train_config, training.TrainConfig):
-    raise TypeError(f"train_task: train_config is a {type(train_config).__name__}; expected a TrainConfig")
-  training.check_config(train_config)
-  if trainer not in trainers.allowed(kind):
-    allowed = ", ".join(trainers.allowed(kind))
+  check_config(train_config)
+  if trainer not in trainer_choice.allowed(kind):
+    allowed = ", ".join(trainer_choice.allowed(kind))
     raise ValueError(f"train_task: trainer={trainer!r}; for {kind} networks choose one of: {allowed}")
   _check_fidelities(fidelities, train_config.epochs)
   if fidelities and trainer == "padded":
@@ -218,10 +221,12 @@ def train_task(
     raise TypeError(f"checkpoint_dir: {checkpoint_dir!r} is a {type(checkpoint_dir).__name__}; expected a path or ''")
   data = load_dataset(dataset, kind, data_seed, target, task)  # fails here on a bad name, not per trial
   goal = "max" if data.task == "classification" else "min"
-  fidelities = tuple(float(f) for f in fidelities)
+  fidelities, memory = tuple(float(f) for f in fidelities), trainer_choice.TrainerMemory()
   return Task(
     name=f"train-{data.name}-{kind}",
     goal=goal,
-    evaluate=TrainEvaluate(dataset, kind, train_config, data_seed, target, task, trainer, fidelities, checkpoint_dir),
+    evaluate=TrainEvaluate(
+      dataset, kind, train_config, data_seed, target, task, trainer, memory, fidelities, checkpoint_dir
+    ),
     fidelities=fidelities,
   )

@@ -11,7 +11,9 @@ import ml_collections
 
 from nas_jax.search.strategies.schedulers import MODELS, PROMOTE
 from nas_jax.spaces.constrained import METRICS
-from nas_jax.tasks import synthetic, tabular, trainers, training
+from nas_jax.tasks import synthetic, tabular
+from nas_jax.training import trainer_choice
+from nas_jax.training.train_config import TrainConfig, check_config
 from nas_jax.wiring.parts import SCHEDULERS, SPACES, STRATEGIES
 from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS, fidelities_of
 
@@ -95,27 +97,13 @@ def _check_train(c: Any, kind: str) -> None:
     c.dataset,
     "expected 'digits', 'diabetes' or a path to a .csv/.npz table",
   )
-  for f in ("epochs", "batch_size"):
-    _need_count(f"task.{f}", c[f], 1)
   _need_count("task.data_seed", c.data_seed, 0)
-  for f, positive in (("learning_rate", True), ("weight_decay", False)):
-    v = c[f]
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    _need(
-      ok and (v > 0 if positive else v >= 0),
-      f"task.{f}",
-      v,
-      f"expected a finite number {'> 0' if positive else '>= 0'}",
-    )
-  _need(
-    c.optimizer in training.OPTIMIZERS,
-    "task.optimizer",
-    c.optimizer,
-    f"choose one of: {', '.join(training.OPTIMIZERS)}",
-  )
-  _need(
-    c.schedule in training.SCHEDULES, "task.schedule", c.schedule, f"choose one of: {', '.join(training.SCHEDULES)}"
-  )
+  fields = ("epochs", "batch_size", "learning_rate", "optimizer", "schedule", "weight_decay")
+  train_config = TrainConfig(**{f: c[f] for f in fields}, patience=c.get("patience", 0))
+  try:  # the fields' one check
+    check_config(train_config, where="config.task")
+  except TypeError as e:  # a config's every error is a ValueError
+    raise ValueError(str(e)) from None
   _need(isinstance(c.target, str), "task.target", c.target, "expected a column name ('' for digits, diabetes)")
   _need(
     c.task_type in ("regression", "classification"),
@@ -124,7 +112,7 @@ def _check_train(c: Any, kind: str) -> None:
     "choose one of: regression, classification (used for tables)",
   )
   trainer = c.get("trainer", "specialised")
-  allowed = trainers.allowed(kind)
+  allowed = trainer_choice.allowed(kind)
   _need(
     trainer in allowed,
     "task.trainer",
@@ -132,7 +120,6 @@ def _check_train(c: Any, kind: str) -> None:
     f"choose one of: {', '.join(allowed)}",
   )
   # Layer-graph spaces give CNNs softmax and MLPs linear decision layers.
-  _need_count("task.patience", c.get("patience", 0), 0, " (0: no early stopping)")
   problem = {"digits": "classification", "diabetes": "regression"}.get(c.dataset, c.task_type)
   want = "regression" if kind == "mlp" else "classification"
   _need(

@@ -10,7 +10,9 @@ from nas_jax.search.population_executor import PopulationExecutor
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.task import Task
 from nas_jax.spaces.constrained import METRICS
-from nas_jax.tasks import conditional_training, cost_task, costs, morph_task, synthetic, tabular, train_task, training
+from nas_jax.tasks import conditional_task, cost_task, morph_task, synthetic, tabular, train_task
+from nas_jax.training.datasets import input_spec
+from nas_jax.training.train_config import TrainConfig
 
 __all__ = ["TASKS", "COSTS", "EXECUTORS", "train_config_of", "fidelities_of"]
 
@@ -35,9 +37,9 @@ def _synthetic_task(c: Any, kind: str) -> Task:
   return synthetic.synthetic_task(c.function, delay_s=float(c.delay_s), fidelities=fidelities_of(c))
 
 
-def train_config_of(c: Any) -> training.TrainConfig:
+def train_config_of(c: Any) -> TrainConfig:
   """The `TrainConfig` of a config section with the task.train fields (patience optional)."""
-  return training.TrainConfig(
+  return TrainConfig(
     epochs=c.epochs,
     batch_size=c.batch_size,
     learning_rate=float(c.learning_rate),
@@ -71,7 +73,7 @@ def _morph_train_task(c: Any, kind: str) -> Task:
 
 
 def _conditional_task(c: Any, kind: str) -> Task:
-  return conditional_training.conditional_task(c.dataset, epochs=c.epochs, data_seed=c.data_seed, max_depth=c.max_depth)
+  return conditional_task.conditional_task(c.dataset, epochs=c.epochs, data_seed=c.data_seed, max_depth=c.max_depth)
 
 
 def _nb201_task(c: Any, kind: str) -> Task:
@@ -93,9 +95,7 @@ def _layer_graph_costs(c: Any, kind: str, metrics: tuple[str, ...]) -> Callable[
     input_shape, num_outputs = SYNTHETIC_SHAPES[kind]
   else:
     task_type = "classification" if c.name == "morph_train" else c.task_type
-    input_shape, num_outputs = costs.input_spec(
-      train_task.load_dataset(c.dataset, kind, c.data_seed, c.target, task_type)
-    )
+    input_shape, num_outputs = input_spec(train_task.load_dataset(c.dataset, kind, c.data_seed, c.target, task_type))
   return functools.partial(
     cost_task.layer_graph_costs, input_shape=input_shape, num_outputs=num_outputs, metrics=metrics
   )

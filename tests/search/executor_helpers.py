@@ -30,3 +30,14 @@ def x64_enabled():
   import jax  # pylint: disable=g-import-not-at-top
 
   return bool(jax.config.jax_enable_x64)
+
+
+class Counter:
+  """Counts its calls from `start`: a function with state, as a train task's evaluate has."""
+
+  def __init__(self, start=0):
+    self.calls = start
+
+  def __call__(self):
+    self.calls += 1
+    return self.calls

@@ -1,5 +1,6 @@
 """Executors: results, exceptions as text, NaN passed through, timeouts that kill the worker,
-crashed workers reported (never a hang), parallel workers, x64 copied into workers; Ray likewise."""
+crashed workers reported (never a hang), parallel workers, functions kept by a worker, x64 copied
+into workers; Ray likewise."""
 
 import os
 import subprocess
@@ -88,6 +89,17 @@ def test_process_workers_run_in_parallel():
     done = wait_all(ex, 2)
     assert sorted(done[t].result for t in tickets) == [0, 1]
     assert time.monotonic() - t0 < 2.8  # one worker would take 3 s
+
+
+def test_a_worker_keeps_a_function_sent_again_with_its_state():
+  """A worker keeps the functions it was sent, by their pickle: a stateful one counts on across
+  calls (a train task's trainer memory lasts as long as the worker), another starts afresh."""
+  with ProcessExecutor(num_workers=1) as ex:
+    counter, other = h.Counter(), h.Counter(100)
+    tickets = [ex.submit(counter), ex.submit(counter), ex.submit(other), ex.submit(counter)]
+    done = wait_all(ex, 4)
+    assert [done[t].result for t in tickets] == [1, 2, 101, 3]
+    assert counter.calls == 0  # the caller's copy never ran
 
 
 def test_process_submit_raises_on_unpicklable_call():

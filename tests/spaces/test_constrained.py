@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from nas_jax.spaces import cells
 from nas_jax.spaces.constrained import METRICS, check_limits, constrained, violation
 from nas_jax.spaces.space import layer_graph_space
-from nas_jax.tasks import costs as costs_lib
+from nas_jax.models import network_costs as costs_lib
 
 DIGITS = ((8, 8, 1), 10)
 SPACE = cells.nb201_space()

@@ -9,7 +9,8 @@ from nas_jax.arch.json_io import to_json
 from nas_jax.search.task import Task, TaskResult
 from nas_jax.spaces.constrained import violation
 from nas_jax.spaces.pools import initial_pool
-from nas_jax.tasks import cost_task, costs, tabular
+from nas_jax.models import network_costs
+from nas_jax.tasks import cost_task, tabular
 
 NB201 = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "nasbench201")
 DIGITS = ((8, 8, 1), 10)
@@ -37,7 +38,7 @@ def test_results_carry_the_costs_and_the_cost_objectives():
   assert task.objectives == (("params", "min"), ("flops", "min"))
   arch_json = _pool()[0]
   r = task.evaluate(arch_json, 7)
-  want = costs.network_costs(initial_pool("cnn")[0], *DIGITS)
+  want = network_costs.network_costs(initial_pool("cnn")[0], *DIGITS)
   assert r.objectives == {"params": want.params, "flops": want.flops}
   assert r.info == {"trained": True, "costs": {"params": want.params, "flops": want.flops, "memory_mb": want.memory_mb}}
   assert calls == [7]
@@ -45,7 +46,7 @@ def test_results_carry_the_costs_and_the_cost_objectives():
 
 def test_an_architecture_beyond_a_limit_is_refused_before_it_is_evaluated():
   calls = []
-  params = [costs.network_costs(a, *DIGITS).params for a in initial_pool("cnn")]
+  params = [network_costs.network_costs(a, *DIGITS).params for a in initial_pool("cnn")]
   limit = sorted(params)[len(params) // 2]
   check = functools.partial(violation, limits={"params": limit})
   task = cost_task.with_costs(Task("t", "max", functools.partial(_evaluate, calls)), _cnn_costs, check=check)

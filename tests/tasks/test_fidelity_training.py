@@ -10,14 +10,15 @@ import pickle
 import numpy as np
 import pytest
 
-from nas_jax.tasks import train_task, training
+from nas_jax.tasks import train_task
+from nas_jax.training.train_config import TrainConfig
 
 MLP = {
   "kind": "mlp",
   "layers": [{"label": "ip"}, {"label": "relu", "units": 8}, {"label": "linear"}, {"label": "op"}],
   "edges": [[0, 1], [1, 2], [2, 3]],
 }
-CONFIG = training.TrainConfig(epochs=3, batch_size=32, learning_rate=3e-3)
+CONFIG = TrainConfig(epochs=3, batch_size=32, learning_rate=3e-3)
 FIDELITIES = (1, 2, 3)
 
 
@@ -82,7 +83,7 @@ def test_bad_fidelity_calls_and_padded_fidelities_are_refused():
     train_task.train_task("diabetes", "mlp", CONFIG, fidelities=(1, 3), trainer="padded")
 
 
-# One case by default; each trains twice (2-4 s).
+# One case by default; each trains twice.
 @pytest.mark.parametrize(
   "garbage",
   [b"not msgpack at all", pytest.param(b"", marks=pytest.mark.slow), pytest.param(None, marks=pytest.mark.slow)],
@@ -112,7 +113,7 @@ def test_a_checkpoint_of_a_higher_fidelity_is_not_rewound(tmp_path, full):
 
 def test_an_early_stopped_run_is_returned_without_training(tmp_path):
   # No epoch after the first improves the validation MSE by min_delta=1: patience 1 stops at epoch 2.
-  config = training.TrainConfig(epochs=4, batch_size=32, patience=1, min_delta=1.0)
+  config = TrainConfig(epochs=4, batch_size=32, patience=1, min_delta=1.0)
   task = _task(str(tmp_path), config=config, fidelities=(3, 4))
   low = task.evaluate(MLP, 3, 3.0)
   assert low.info["epochs"] == 2
@@ -122,7 +123,7 @@ def test_an_early_stopped_run_is_returned_without_training(tmp_path):
 
 
 def test_single_fidelity_results_carry_their_curve_and_the_task_pickles():
-  config = training.TrainConfig(epochs=2, batch_size=32)
+  config = TrainConfig(epochs=2, batch_size=32)
   task = train_task.train_task("digits", "mlp", config)
   arch = {**MLP, "layers": [{"label": "ip"}, {"label": "relu", "units": 8}, {"label": "softmax"}, {"label": "op"}]}
   r = task.evaluate(arch, 0)

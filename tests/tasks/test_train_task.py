@@ -1,5 +1,5 @@
 """The training Task: goals and names per dataset, argument checks, and (slow) values equal to
-`training.evaluate`'s on the same seed: accuracy for classification, MSE for regression."""
+`specialised.evaluate`'s on the same seed: accuracy for classification, MSE for regression."""
 
 import pickle
 
@@ -8,7 +8,9 @@ import pytest
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.search.task import TaskResult
-from nas_jax.tasks import datasets, train_task, training
+from nas_jax.tasks import train_task
+from nas_jax.training import datasets, specialised
+from nas_jax.training.train_config import TrainConfig
 
 TINY_MLP = {
   "kind": "mlp",
@@ -27,7 +29,7 @@ TINY_CNN = {
   ],
   "edges": [[i, i + 1] for i in range(5)],
 }
-ONE_EPOCH = training.TrainConfig(epochs=1, batch_size=32)
+ONE_EPOCH = TrainConfig(epochs=1, batch_size=32)
 
 
 def test_goal_follows_the_dataset_and_the_task_pickles():
@@ -58,7 +60,7 @@ def test_an_architecture_of_the_other_kind_fails_before_training():
 def test_values_are_training_metrics_of_the_same_seed(dataset, kind, arch):
   task = train_task.train_task(dataset, kind, ONE_EPOCH)
   result = task.evaluate(arch, 11)
-  ref = training.evaluate(
+  ref = specialised.evaluate(
     Architecture.from_json(arch), datasets.get_dataset(dataset, kind=kind), ONE_EPOCH, jax.random.key(11)
   )
   assert isinstance(result, TaskResult)
