@@ -52,7 +52,6 @@ __all__ = [
   "fit",
   "predict",
   "mean_at",
-  "capacity",
   "value_model",
   "value_predictive",
 ]
@@ -89,11 +88,6 @@ class Fitted:
   state: Any
   state_p: Any
   capacity: int
-
-
-def capacity(n: int, minimum: int) -> int:
-  """The next power of two >= n, at least `minimum`."""
-  return max(minimum, next_power_of_two(max(n, 1)))
 
 
 def _fixed_gp(kernel: Any) -> Surrogate:
@@ -244,7 +238,7 @@ def fit(
   if warm is not None and model.surrogate.refit is None:
     raise ValueError(f"fit: warm given, but surrogate {model.name!r} has no warm refit (a GP with fitted hypers has)")
   n = len(train)
-  c = capacity(n, model.min_train)
+  c = next_power_of_two(n, model.min_train)
   pair, _ = model.featurizer.pairs(cache, train, [])
   inputs = _inputs(model, pair, c, c)
   y = np.zeros(c)
@@ -284,10 +278,10 @@ def predict(
   model that also holds the pending points, mean and std [m] (or [S, m] for hyper-parameter
   samples) on the score scale. joint=True also fills GP samples (Thompson sampling): it needs the
   candidates' features against each other. padded=True returns them at all
-  `capacity(m, min_candidates)` candidate slots instead (filler after the first m): what a
+  `next_power_of_two(m, min_candidates)` candidate slots instead (filler after the first m): what a
   caller that computes on them eagerly wants, since each new m would compile its programs anew."""
   model, m = fitted.model, len(candidates)
-  r = capacity(m, model.min_candidates)
+  r = next_power_of_two(m, model.min_candidates)
   _, cross = model.featurizer.pairs(fitted.cache, fitted.train, candidates)
   inputs = _inputs(model, cross, r, fitted.capacity)
   if joint and not model.vectors:

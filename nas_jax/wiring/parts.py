@@ -192,16 +192,7 @@ def _bananas(config, space, task) -> Strategy:
     raise ValueError(f"strategy_config.candidates: {candidates!r} is unknown; choose one of: mutation, random")
   if candidates == "random":
     o["optimiser"] = optimizers.random_search(n_candidates=n_random or chosen["n_random_candidates"])
-  if "encoding" in o:
-    o["encoding_name"] = o.pop("encoding")
   return _preset(presets.bananas, o, space, task)
-
-
-def _gp_bo(config, space, task) -> Strategy:
-  o = _options(config)
-  if "encoding" in o:
-    o["encoding_name"] = o.pop("encoding")
-  return _preset(presets.gp_bo, o, space, task)
 
 
 def _autokeras(config, space, task) -> Strategy:
@@ -257,7 +248,7 @@ STRATEGIES: dict[str, Callable[..., Strategy]] = {
   "nasbot": _nasbot,
   "rand": functools.partial(_nasbot, acquisition="random"),
   "bananas": _bananas,
-  "gp_bo": _gp_bo,
+  "gp_bo": lambda config, space, task: _preset(presets.gp_bo, _options(config), space, task),
   "autokeras": _autokeras,
   "conditional_bo": _conditional_bo,
 }

@@ -43,7 +43,7 @@ def test_presets_differ_exactly_as_spec_14():
   "kw, match",
   [
     ({"preset": "naszilla"}, "preset"),
-    ({"encoding_name": "gcn"}, "encoding"),
+    ({"encoding": "gcn"}, "encoding"),
     ({"k": 0}, "k="),
     ({"n_init": 0}, "n_init="),
     ({"n_parents": 0}, "n_parents="),

@@ -24,7 +24,6 @@ __all__ = [
   "fitness",
   "observe",
   "notes_reader",
-  "strategy_options",
   "fresh",
   "step_key",
   "host_rng",
@@ -107,12 +106,6 @@ def observe(state: Any, space: Any, goal: str, observations: Sequence[Observatio
 def notes_reader(space: Any):
   """`Strategy.notes` for states keeping `notes` by canonical key."""
   return lambda state, point: state.notes.get(space.canonical_key(point), {})
-
-
-def strategy_options(config: Any) -> dict:
-  """`config.strategy_config` as keyword arguments (empty when absent)."""
-  sc = config.get("strategy_config", None) if hasattr(config, "get") else None
-  return sc.to_dict() if hasattr(sc, "to_dict") else dict(sc or {})
 
 
 def fresh(space: Any, candidates: Iterable, exclude: set) -> list:

@@ -13,7 +13,7 @@ from nas_jax.acquisition.acq_optimiser import check_counts
 from nas_jax.acquisition.conditional_search import per_depth
 from nas_jax.acquisition.functions import ei, independent_thompson, ucb, uniform
 from nas_jax.acquisition.optimizers import ea, mutation_search, tree
-from nas_jax.features.featurizers import arc, edit, encoding, otmann
+from nas_jax.features import featurizers as feat
 from nas_jax.features.otmann import KERNEL_NU_STR
 from nas_jax.search.strategies.bo import bo
 from nas_jax.search.strategies.initial import pool, random_design
@@ -65,7 +65,7 @@ def nasbot(
   return bo(
     space,
     goal,
-    featurizer=otmann(nu_str=nu_str, solver=solver, params=otmann_params, chunk_size=chunk_size),
+    featurizer=feat.otmann(nu_str=nu_str, solver=solver, params=otmann_params, chunk_size=chunk_size),
     surrogate=gp(
       kernel=kernel,
       p=p,
@@ -93,7 +93,7 @@ def bananas(
   goal: str = "max",
   *,
   preset: str = "code",
-  encoding_name: str | None = None,
+  encoding: str | None = None,
   acquisition: Any = None,
   ddof: int | None = None,
   optimiser: Any = None,
@@ -112,7 +112,7 @@ def bananas(
 ) -> Strategy:
   """BANANAS: n_init random cells, then batches of k chosen by one acquisition of an ensemble on
   the cells' encoding, fitted to error_offset - score (the val error in % for accuracies in %).
-  `preset` fills what is None (encoding_name, acquisition, ddof: `BANANAS_PRESETS`); the optimiser
+  `preset` fills what is None (encoding, acquisition, ddof: `BANANAS_PRESETS`); the optimiser
   mutates the n_parents best cells unless another is given (random_search: the ablation)."""
   if preset not in BANANAS_PRESETS:
     raise ValueError(f"bananas: preset={preset!r}; allowed: {', '.join(BANANAS_PRESETS)}")
@@ -121,7 +121,7 @@ def bananas(
   return bo(
     space,
     goal,
-    featurizer=encoding(encoding_name or chosen["encoding"]),
+    featurizer=feat.encoding(encoding or chosen["encoding"]),
     surrogate=ensemble(
       n_members=n_members,
       hidden=hidden,
@@ -144,7 +144,7 @@ def gp_bo(
   space: Any,
   goal: str = "max",
   *,
-  encoding_name: str = "path",
+  encoding: str = "path",
   alpha: float = 1.5,
   lengthscale: float = 3.0,
   beta: float = 0.5,
@@ -159,7 +159,7 @@ def gp_bo(
   return bo(
     space,
     goal,
-    featurizer=encoding(encoding_name),
+    featurizer=feat.encoding(encoding),
     surrogate=gp_fixed(kernel="hamming", variance=alpha**2, length_scale=lengthscale**2, target_offset=error_offset),
     acquisition=ucb(kappa=beta),
     optimiser=mutation_search(n_parents=5, n_scored=n_scored),
@@ -201,7 +201,7 @@ def autokeras(
     space,
     goal,
     featurizer=featurizer
-    or edit(num_classes=num_classes, lam=lam, layer_match=layer_match, bourgain_repeat=bourgain_repeat),
+    or feat.edit(num_classes=num_classes, lam=lam, layer_match=layer_match, bourgain_repeat=bourgain_repeat),
     surrogate=surrogate or gp_fixed(kernel="matern12", target_offset=offset),
     acquisition=ucb(kappa=beta),
     optimiser=optimiser or tree(n_children=n_children, t0=t0, r=r, t_low=t_low, variant=variant, max_ops=max_ops),
@@ -233,7 +233,7 @@ def conditional_bo(
   return bo(
     space,
     goal,
-    featurizer=featurizer or arc(),
+    featurizer=featurizer or feat.arc(),
     surrogate=gp(n_starts=n_starts_fit, fit_steps=fit_steps),
     acquisition=acquisition or ei(),
     optimiser=per_depth(

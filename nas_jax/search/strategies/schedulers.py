@@ -123,11 +123,18 @@ class _Scheduler(NamedTuple):
   brackets: tuple
 
 
-def _scheduler(brackets_of: Callable, sampler, space, goal, fidelities, *, eta, min_points, model, promote) -> Strategy:
+def _scheduler(brackets_of: Callable, sampler, space, goal, fidelities, options: dict) -> Strategy:
+  """The scheduler whose synchronous brackets are brackets_of(rungs, eta) (none: ASHA)."""
+  defaults = dict(eta=3, min_points=10, model="fidelity", promote="value")
+  unknown = sorted(set(options) - set(defaults))
+  if unknown:
+    raise ValueError(f"scheduler: options {unknown} are unknown; allowed: {', '.join(defaults)}")
+  o = {**defaults, **options}
   fidelities = tuple(float(f) for f in fidelities)
-  _check(eta, min_points, fidelities, model, promote, sampler)
+  _check(o["eta"], o["min_points"], fidelities, o["model"], o["promote"], sampler)
+  brackets = brackets_of(len(fidelities), o["eta"])
   s = _Scheduler(
-    sampler, space, goal, fidelities, eta, min_points, model == "joint", promote, brackets_of(fidelities, eta)
+    sampler, space, goal, fidelities, o["eta"], o["min_points"], o["model"] == "joint", o["promote"], brackets
   )
   return Strategy(
     init=lambda key: SchedulerState(key=key, sampler=sampler.init(key)),
@@ -137,17 +144,7 @@ def _scheduler(brackets_of: Callable, sampler, space, goal, fidelities, *, eta, 
   )
 
 
-def successive_halving(
-  sampler: Strategy,
-  space: Any,
-  goal: str,
-  fidelities: Sequence[float],
-  *,
-  eta: int = 3,
-  min_points: int = 10,
-  model: str = "fidelity",
-  promote: str = "value",
-) -> Strategy:
+def successive_halving(sampler: Strategy, space: Any, goal: str, fidelities: Sequence[float], **options) -> Strategy:
   """Wraps `sampler` in successive halving: one bracket of eta^(R-1) networks over the R rungs.
 
   Args:
@@ -155,49 +152,26 @@ def successive_halving(
     space: the Space of its points.
     goal: the task's goal.
     fidelities: the task's fidelities, increasing (`Task.fidelities`): the rungs.
-    eta: each rung promotes its best 1/eta (at least one network in a synchronous bracket).
-    min_points: successful evaluations a fidelity needs before the sampler models it ("fidelity").
-    model: "fidelity" (the sampler sees the model fidelity) or "joint" (it sees every observation
-      at its fidelity; `sampler` must be built on `fidelity_space(space, fidelities)`).
-    promote: "value" (a rung's networks ranked by their values there) or "model" (with model="joint":
-      ranked by the sampler's predicted score at the full fidelity, which reads every network at
-      every fidelity; by their values while the sampler has no model yet).
+    **options: eta (3): each rung promotes its best 1/eta (at least one network in a synchronous
+      bracket). min_points (10): successful evaluations a fidelity needs before the sampler models
+      it. model ("fidelity"): the sampler sees the model fidelity; "joint": it sees every
+      observation at its fidelity (`sampler` built on `fidelity_space(space, fidelities)`).
+      promote ("value"): a rung's networks ranked by their values there; "model" (with
+      model="joint"): by the sampler's predicted score at the full fidelity, which reads every
+      network at every fidelity (by their values while the sampler has no model yet).
   """
-  options = dict(eta=eta, min_points=min_points, model=model, promote=promote)
-  return _scheduler(lambda f, e: sh_brackets(len(f), e), sampler, space, goal, fidelities, **options)
+  return _scheduler(sh_brackets, sampler, space, goal, fidelities, options)
 
 
-def hyperband(
-  sampler: Strategy,
-  space: Any,
-  goal: str,
-  fidelities: Sequence[float],
-  *,
-  eta: int = 3,
-  min_points: int = 10,
-  model: str = "fidelity",
-  promote: str = "value",
-) -> Strategy:
+def hyperband(sampler: Strategy, space: Any, goal: str, fidelities: Sequence[float], **options) -> Strategy:
   """Wraps `sampler` in Hyperband's brackets (`hyperband_brackets`); arguments of `successive_halving`."""
-  options = dict(eta=eta, min_points=min_points, model=model, promote=promote)
-  return _scheduler(lambda f, e: hyperband_brackets(len(f), e), sampler, space, goal, fidelities, **options)
+  return _scheduler(hyperband_brackets, sampler, space, goal, fidelities, options)
 
 
-def asha(
-  sampler: Strategy,
-  space: Any,
-  goal: str,
-  fidelities: Sequence[float],
-  *,
-  eta: int = 3,
-  min_points: int = 10,
-  model: str = "fidelity",
-  promote: str = "value",
-) -> Strategy:
+def asha(sampler: Strategy, space: Any, goal: str, fidelities: Sequence[float], **options) -> Strategy:
   """Wraps `sampler` in ASHA: a network is promoted as soon as it is in the best 1/eta of those
   finished at its rung; arguments of `successive_halving`."""
-  options = dict(eta=eta, min_points=min_points, model=model, promote=promote)
-  return _scheduler(lambda f, e: (), sampler, space, goal, fidelities, **options)
+  return _scheduler(lambda rungs, eta: (), sampler, space, goal, fidelities, options)
 
 
 def _model_fidelity(s: _Scheduler, state: SchedulerState) -> float:
