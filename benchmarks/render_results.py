@@ -152,20 +152,21 @@ def render_commands(records: dict) -> str:
   main, tests = records["main_command"], records["test_command"]
   return (
     f"Measured on {main['machine']}: the main job {main['figures']['wall time']} cold (a fresh clone and"
-    f" virtualenv, no pip cache, the install included; {main['date'][:10]}, commit {main['commit']}),"
-    f" printing `{main['figures']['printed']}`; the tests {tests['figures']['pytest time']} on two"
-    f" processes, {tests['figures']['with the install']} with the install ({tests['date'][:10]},"
-    f" commit {tests['commit']}). Which worker finishes first decides what the GP sees, so another"
-    " machine may pick other networks."
+    f" virtualenv, no pip cache, the install included), printing `{main['figures']['printed']}`; the tests"
+    f" {tests['figures']['pytest time']} on two processes, {tests['figures']['with the install']} with the"
+    " install (the date and commit of each: [docs/results.md](docs/results.md)). Which worker finishes first"
+    " decides what the GP sees, so another machine may pick other networks."
   )
 
 
 def render_table(records: dict) -> str:
-  lines = _table(["result", "figure", "measured"], [])
+  lines = _table(["result", "figure"], [])
   for what, name, shown in README_ROWS:
-    record = records[name]
-    lines.append(f"| {what} | {_figure(record, shown)} | {record['date'][:10]}, {record['backend']} |")
-  return "\n".join(lines) + "\n\nEvery figure, its command and machine: [docs/results.md](docs/results.md)."
+    lines.append(f"| {what} | {_figure(records[name], shown)} |")
+  return (
+    "\n".join(lines)
+    + "\n\nEvery figure with its command, date, machine and commit: [docs/results.md](docs/results.md)."
+  )
 
 
 def render_readme(text: str, records: dict) -> str:

@@ -1,2 +1,2 @@
-"""Figures and reports on top of the pipeline: architecture drawings, distance plots, search
-curves and the HTML report of a search. Nothing in the pipeline imports this package."""
+"""Figures on top of the pipeline: architecture drawings, distance plots and search curves (the
+HTML report of a search is `nas_jax.experiments.report`)."""

@@ -1,2 +1,2 @@
-"""Config wiring: strings of an `ml_collections` config resolved into a space, task, strategy and
-executor, and the search run in its workdir."""
+"""Config wiring, the one place where names become objects: the tables of spaces, parts,
+strategies, schedulers, tasks and executors, the config checks, and the search run in its workdir."""

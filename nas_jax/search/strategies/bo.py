@@ -110,7 +110,8 @@ def bo(
   """BO over `space` from parts; every part is checked against the others here, before any evaluation.
 
   Args:
-    space: a Space; goal: the task's goal (the model reads `to_score`, so it always maximises).
+    space: a Space.
+    goal: the task's goal (the model reads `to_score`, so it always maximises).
     featurizer: a featurizer part (`features.featurizers`: otmann(), encoding("path"), ...).
     surrogate: a surrogate part (`surrogates.point_model`: gp(), gp_fixed(), ensemble()).
     acquisition: an acquisition (`acquisition.functions`: ei(), ucb(kappa=...), ...); uniform()
@@ -118,7 +119,8 @@ def bo(
     optimiser: an acquisition optimiser (`acquisition.optimizers`: ea(), mutation_search(), ...).
     initial: the initial design (`initial.pool()` by default, or `initial.random_design(n=...)`).
     objective: what is modelled (`objectives.single()` by default, `parego(...)`, `ehvi(...)`).
-    batch: points per optimisation; refit_every: see the module docstring (1: the full fit always).
+    batch: points per optimisation.
+    refit_every: warm GP refits between full fits (the module docstring); 1: the full fit always.
   """
   if goal not in GOALS:
     raise ValueError(f"bo: goal={goal!r}; allowed: {', '.join(GOALS)}")
