@@ -4,6 +4,7 @@ Static choices are `pytree_node=False` fields. Each kernel also gives `diag(pair
 prior variance of the pair's first points, and `bounds(...)`, its default log-uniform prior box.
 """
 
+import functools
 from typing import Any, Callable
 
 import flax.struct
@@ -91,14 +92,22 @@ def _scaled_sq_dist(kernel: Any, pair: Any, log_length_scale: jax.Array) -> jax.
   return jnp.maximum(r2, 0.0)
 
 
-def _stationary_bounds(cls: type, dim: int | None, variance, length_scale) -> tuple[Any, Any]:
+# What the stationary kernels share; each assigns them in its body (diag also serves ArcKernel).
+def _variance_diag(self, pair: Any) -> jax.Array:
+  """sigma^2 at each of the pair's first points: [n1]."""
+  return jnp.full(pair.shape[0], jnp.exp(self.log_variance))
+
+
+def _create(cls, variance=1.0, length_scale=1.0):
+  """From positive values; length_scale: scalar or [D]. Raises ValueError."""
+  return cls(_positive("variance", variance), _positive("length_scale", length_scale))
+
+
+def _bounds(cls, dim=None, *, variance=(0.01, 100.0), length_scale=(0.01, 100.0)):
+  """(lower, upper) kernels of a log-uniform box; dim=None: one length-scale, else [dim]."""
   v0, v1 = _range("variance", variance, None)
   l0, l1 = _range("length_scale", length_scale, dim)
   return cls(v0, l0), cls(v1, l1)
-
-
-def _stationary_diag(log_variance: jax.Array, pair: Any) -> jax.Array:
-  return jnp.full(pair.shape[0], jnp.exp(log_variance))
 
 
 @typed_dataclass
@@ -115,18 +124,9 @@ class ExpSquared:
     r2 = _scaled_sq_dist(self, pair, self.log_length_scale)
     return jnp.exp(self.log_variance) * exp_squared_profile(r2)
 
-  def diag(self, pair: VectorPair | DistancePair) -> jax.Array:
-    return _stationary_diag(self.log_variance, pair)
-
-  @classmethod
-  def create(cls, variance=1.0, length_scale=1.0) -> "ExpSquared":
-    """From positive values; length_scale: scalar or [D]. Raises ValueError."""
-    return cls(_positive("variance", variance), _positive("length_scale", length_scale))
-
-  @classmethod
-  def bounds(cls, dim=None, *, variance=(0.01, 100.0), length_scale=(0.01, 100.0)):
-    """(lower, upper) kernels of a log-uniform box; dim=None: one length-scale, else [dim]."""
-    return _stationary_bounds(cls, dim, variance, length_scale)
+  diag = _variance_diag
+  create = classmethod(_create)
+  bounds = classmethod(_bounds)
 
 
 @typed_dataclass
@@ -150,18 +150,9 @@ class Matern12:
       r2 = _scaled_sq_dist(self, pair, self.log_length_scale)
     return jnp.exp(self.log_variance) * matern12_profile(r2)
 
-  def diag(self, pair: VectorPair | DistancePair) -> jax.Array:
-    return _stationary_diag(self.log_variance, pair)
-
-  @classmethod
-  def create(cls, variance=1.0, length_scale=1.0) -> "Matern12":
-    """From positive values; length_scale: scalar or [D]. Raises ValueError."""
-    return cls(_positive("variance", variance), _positive("length_scale", length_scale))
-
-  @classmethod
-  def bounds(cls, dim=None, *, variance=(0.01, 100.0), length_scale=(0.01, 100.0)):
-    """(lower, upper) kernels of a log-uniform box; dim=None: one length-scale, else [dim]."""
-    return _stationary_bounds(cls, dim, variance, length_scale)
+  diag = _variance_diag
+  create = classmethod(_create)
+  bounds = classmethod(_bounds)
 
 
 @typed_dataclass
@@ -178,18 +169,9 @@ class Matern52:
     r2 = _scaled_sq_dist(self, pair, self.log_length_scale)
     return jnp.exp(self.log_variance) * matern52_profile(r2)
 
-  def diag(self, pair: VectorPair | DistancePair) -> jax.Array:
-    return _stationary_diag(self.log_variance, pair)
-
-  @classmethod
-  def create(cls, variance=1.0, length_scale=1.0) -> "Matern52":
-    """From positive values; length_scale: scalar or [D]. Raises ValueError."""
-    return cls(_positive("variance", variance), _positive("length_scale", length_scale))
-
-  @classmethod
-  def bounds(cls, dim=None, *, variance=(0.01, 100.0), length_scale=(0.01, 100.0)):
-    """(lower, upper) kernels of a log-uniform box; dim=None: one length-scale, else [dim]."""
-    return _stationary_bounds(cls, dim, variance, length_scale)
+  diag = _variance_diag
+  create = classmethod(_create)
+  bounds = classmethod(_bounds)
 
 
 @typed_dataclass
@@ -209,18 +191,9 @@ class Hamming:
     mismatch = (pair.x1 @ w)[:, None] + (pair.x2 @ w)[None, :] - 2.0 * (pair.x1 * w) @ pair.x2.T
     return jnp.exp(self.log_variance) * jnp.exp(-jnp.maximum(mismatch, 0.0))
 
-  def diag(self, pair: VectorPair) -> jax.Array:
-    return _stationary_diag(self.log_variance, pair)
-
-  @classmethod
-  def create(cls, variance=1.0, length_scale=1.0) -> "Hamming":
-    """From positive values; length_scale: scalar or [D]. Raises ValueError."""
-    return cls(_positive("variance", variance), _positive("length_scale", length_scale))
-
-  @classmethod
-  def bounds(cls, dim=None, *, variance=(0.01, 100.0), length_scale=(0.1, 100.0)):
-    """(lower, upper) kernels of a log-uniform box; dim=None: one length-scale, else [dim]."""
-    return _stationary_bounds(cls, dim, variance, length_scale)
+  diag = _variance_diag
+  create = classmethod(_create)
+  bounds = classmethod(functools.partial(_bounds, length_scale=(0.1, 100.0)))
 
 
 def _check_powers(p, p_bar) -> None:
@@ -333,8 +306,7 @@ class ArcKernel:
   def __call__(self, pair: ArcPair) -> jax.Array:
     return jnp.exp(self.log_variance) * self.profile(self.sq_dist(pair))
 
-  def diag(self, pair: ArcPair) -> jax.Array:
-    return _stationary_diag(self.log_variance, pair)
+  diag = _variance_diag
 
   @classmethod
   def create(cls, variance, omega, rho, *, profile=exp_squared_profile) -> "ArcKernel":
