@@ -13,22 +13,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch.architecture import next_power_of_two
+from nas_jax.features.featurizer import arc_to_pair, vector_to_pair
 from nas_jax.features.featurizers import POOR_MAN_FILL
-from nas_jax.features.pairwise import ArcPair, VectorPair
-from nas_jax.surrogates.priors import arc_box, poor_man_box
+from nas_jax.surrogates.priors import arc_box, vector_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 
-__all__ = [
-  "MODELS",
-  "POOR_MAN_FILL",
-  "fit_predict",
-  "check_model_names",
-  "check_points",
-  "check_targets",
-  "poor_man_embedding",
-  "arc_box",
-  "poor_man_box",
-]
+__all__ = ["MODELS", "fit_predict", "check_model_names", "check_points", "check_targets", "poor_man_embedding"]
 
 _RIDGE = 1e-6
 # Smallest padded GP size: patterns hold few points, and one compile should serve them all.
@@ -63,14 +53,6 @@ def _linear(key, train, y_train, test, options) -> np.ndarray:
   return y_mean + (x_test - x_mean) @ w
 
 
-def _vector_pair(a: tuple, b: tuple) -> VectorPair:
-  return VectorPair(jnp.asarray(poor_man_embedding(*a)), jnp.asarray(poor_man_embedding(*b)))
-
-
-def _arc_pair(a: tuple, b: tuple) -> ArcPair:
-  return ArcPair(jnp.asarray(a[0]), jnp.asarray(a[1]), jnp.asarray(b[0]), jnp.asarray(b[1]))
-
-
 def _gp_mean(key, box, make_pair, train, y_train, test, options) -> np.ndarray:
   """Posterior mean [m] of a maximum-likelihood GP; train and test padded to powers of two."""
   n, m = len(y_train), len(test[0])
@@ -89,12 +71,13 @@ def _vector_gp(key, train, y_train, test, options) -> np.ndarray:
   add 0 to every distance and their length-scales have no effect on the likelihood: per
   pattern this is exactly the ARD kernel on the active coordinates, with one shape for all.
   """
-  return _gp_mean(key, poor_man_box(train[0].shape[1]), _vector_pair, train, y_train, test, options)
+  to_pair = lambda a, b: vector_to_pair((poor_man_embedding(*a),), (poor_man_embedding(*b),))
+  return _gp_mean(key, vector_box(train[0].shape[1]), to_pair, train, y_train, test, options)
 
 
 def _arc_gp(key, train, y_train, test, options) -> np.ndarray:
   """ArcKernel (exp-squared profile, l = 1; omega_i, rho_i, variance, noise fitted): mean [m]."""
-  return _gp_mean(key, arc_box(train[0].shape[1]), _arc_pair, train, y_train, test, options)
+  return _gp_mean(key, arc_box(train[0].shape[1]), arc_to_pair, train, y_train, test, options)
 
 
 def _rows(points: tuple, which: np.ndarray) -> tuple:

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair
 from nas_jax.surrogates import gp_fit, kernels
 
-__all__ = ["NASBOT_KERNELS", "VECTOR_KERNELS", "nasbot_box", "arc_box", "poor_man_box", "vector_box", "default_box"]
+__all__ = ["NASBOT_KERNELS", "VECTOR_KERNELS", "nasbot_box", "arc_box", "vector_box", "default_box"]
 
 NASBOT_KERNELS = ("combined", "d", "d_bar")  # the kernel ablation of nasbot.md App. C.4 (Fig. 7a)
 VECTOR_KERNELS = {
@@ -48,11 +48,6 @@ def arc_box(n_params: int) -> gp_fit.Box:
   return gp_fit.Box.create(
     *kernels.ArcKernel.bounds(n_params, variance=_VARIANCE, omega=_OMEGA, rho=_RHO), noise=_NOISE
   )
-
-
-def poor_man_box(n_params: int) -> gp_fit.Box:
-  """An ARD ExpSquared GP on the poor man's embedding of n_params parameters."""
-  return vector_box(n_params, "exp_squared")
 
 
 def vector_box(dim: int | None, kernel: str = "exp_squared", *, ard: bool = True) -> gp_fit.Box:
