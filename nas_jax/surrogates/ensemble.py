@@ -202,7 +202,9 @@ def ensemble_surrogate(
   _check("lr", lr, lr > 0, "a positive float")
   _check("loss", loss, loss in _LOSSES, ", ".join(_LOSSES))
   _check("ddof", ddof, ddof in (0, 1), "0 or 1")
-  model = MetaNet(tuple(hidden))
+  options = dict(
+    model=MetaNet(tuple(hidden)), n_members=n_members, epochs=epochs, batch_size=batch_size, lr=lr, loss=loss
+  )
 
   def fit(key, inputs, y, mask):
     inputs, y, mask = jnp.asarray(inputs), jnp.asarray(y), jnp.asarray(mask, bool)
@@ -210,18 +212,7 @@ def ensemble_surrogate(
       raise ValueError(
         f"ensemble_surrogate.fit: inputs {inputs.shape}, y {y.shape}, mask {mask.shape}; expected [C, D], [C], [C]"
       )
-    return fit_ensemble(
-      key,
-      inputs,
-      y,
-      mask,
-      model=model,
-      n_members=n_members,
-      epochs=epochs,
-      batch_size=batch_size,
-      lr=lr,
-      loss=loss,
-    )
+    return fit_ensemble(key, inputs, y, mask, **options)
 
   @jax.jit
   def predict(state, inputs):
