@@ -17,6 +17,7 @@ from nas_jax.surrogates import gp
 __all__ = [
   "Box",
   "FitResult",
+  "check_counts",
   "fit_map",
   "optimise",
   "sample_box",
@@ -136,12 +137,18 @@ def optimise(
   return jax.lax.map(one_start, starts, batch_size=batch_size)
 
 
-def _check_fit_args(where: str, box: Any, pair: Any, y, mask, **counts: int) -> None:
+def check_counts(where: str, **counts: tuple[Any, int]) -> None:
+  """ValueError `{where}: {name}={value!r}; expected an int >= {least}` for the first of the
+  counts, given as name=(value, least), that is not such an int."""
+  for name, (value, least) in counts.items():
+    if not isinstance(value, (int, np.integer)) or value < least:
+      raise ValueError(f"{where}: {name}={value!r}; expected an int >= {least}")
+
+
+def _check_fit_args(where: str, box: Any, pair: Any, y, mask, **counts: tuple[Any, int]) -> None:
   if not isinstance(box, Box):
     raise TypeError(f"{where}: box is a {type(box).__name__}; expected gp_fit.Box")
-  for name, value in counts.items():
-    if not isinstance(value, (int, np.integer)) or value < 1:
-      raise ValueError(f"{where}: {name}={value!r}; expected an int >= 1")
+  check_counts(where, **counts)
   gp.validate_data(pair, y, mask, where=where)
 
 
@@ -189,10 +196,8 @@ def fit_map(
   Raises:
     ValueError, TypeError: on invalid arguments, before anything is traced.
   """
-  counts = dict(n_starts=n_starts, steps=steps)
-  if batch_size is not None:
-    counts["batch_size"] = batch_size
-  _check_fit_args("fit_map", box, pair, y, mask, **counts)
+  batch = {} if batch_size is None else {"batch_size": (batch_size, 1)}
+  _check_fit_args("fit_map", box, pair, y, mask, n_starts=(n_starts, 1), steps=(steps, 1), **batch)
   if not lr > 0:
     raise ValueError(f"fit_map: lr={lr!r}; expected a positive float")
   return _fit_map(
@@ -320,11 +325,10 @@ def sample_hypers(
   Raises:
     ValueError, TypeError: on invalid arguments, before anything is traced.
   """
-  _check_fit_args("sample_hypers", box, pair, y, mask, n_samples=n_samples, n_chains=n_chains, thin=thin)
+  counts = dict(n_samples=(n_samples, 1), n_chains=(n_chains, 1), thin=(thin, 1), burn_in=(burn_in, 0))
+  _check_fit_args("sample_hypers", box, pair, y, mask, **counts)
   if n_samples % n_chains:
     raise ValueError(f"sample_hypers: n_samples={n_samples} is not a multiple of n_chains={n_chains}")
-  if not isinstance(burn_in, (int, np.integer)) or burn_in < 0:
-    raise ValueError(f"sample_hypers: burn_in={burn_in!r}; expected an int >= 0")
   return _sample_hypers(
     key,
     box,

@@ -8,7 +8,6 @@ from typing import Any, Callable, NamedTuple
 import flax.struct
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from nas_jax.surrogates import gp, gp_fit
 
@@ -73,11 +72,6 @@ class GPState:
   ok: jax.Array
 
 
-def _check_count(name: str, value: Any, minimum: int) -> None:
-  if not isinstance(value, (int, np.integer)) or value < minimum:
-    raise ValueError(f"gp_surrogate: {name}={value!r}; expected an int >= {minimum}")
-
-
 def gp_surrogate(
   box: gp_fit.Box,
   *,
@@ -114,15 +108,17 @@ def gp_surrogate(
   """
   if not isinstance(box, gp_fit.Box):
     raise TypeError(f"gp_surrogate: box is a {type(box).__name__}; expected gp_fit.Box")
-  _check_count("n_starts", n_starts, 1)
-  _check_count("steps", steps, 1)
-  _check_count("n_hyper_samples", n_hyper_samples, 0)
-  _check_count("n_chains", n_chains, 1)
-  _check_count("burn_in", burn_in, 0)
-  _check_count("n_samples", n_samples, 1)
-  _check_count("warm_steps", warm_steps, 1)
-  if batch_size is not None:
-    _check_count("batch_size", batch_size, 1)
+  gp_fit.check_counts(
+    "gp_surrogate",
+    n_starts=(n_starts, 1),
+    steps=(steps, 1),
+    n_hyper_samples=(n_hyper_samples, 0),
+    n_chains=(n_chains, 1),
+    burn_in=(burn_in, 0),
+    n_samples=(n_samples, 1),
+    warm_steps=(warm_steps, 1),
+    **({} if batch_size is None else {"batch_size": (batch_size, 1)}),
+  )
   if not lr > 0:
     raise ValueError(f"gp_surrogate: lr={lr!r}; expected a positive float")
   if n_hyper_samples and n_hyper_samples % n_chains:
@@ -132,14 +128,17 @@ def gp_surrogate(
   else:
     config = _FitConfig(0, 0, 0.0, None, n_hyper_samples, n_chains, burn_in, project)
   squeeze = n_hyper_samples == 0
+  warm = config._replace(n_starts=1, steps=warm_steps)
   note_jitter = gp.JitterNote()
+
+  def checked(state: GPState, where: str) -> GPState:
+    gp.check_ok(state.ok, where)
+    note_jitter(state.posterior.jitter, where)
+    return state
 
   def fit(key, inputs, y, mask):
     gp.validate_data(inputs, y, mask, where="gp_surrogate.fit")
-    state = _fit(key, box, inputs, jnp.asarray(y), jnp.asarray(mask), config=config)
-    gp.check_ok(state.ok, "gp_surrogate.fit")
-    note_jitter(state.posterior.jitter, "gp_surrogate.fit")
-    return state
+    return checked(_fit(key, box, inputs, jnp.asarray(y), jnp.asarray(mask), config=config), "gp_surrogate.fit")
 
   def predict(state, inputs):
     return predict_state(state, inputs, n_samples=n_samples, squeeze=squeeze)
@@ -147,20 +146,14 @@ def gp_surrogate(
   def condition(state, inputs, y, mask):
     y = jnp.asarray(y)
     gp.validate_data(inputs, y if y.ndim == 1 else y[0], mask, where="gp_surrogate.condition")
-    new_state = _condition(state, inputs, y, jnp.asarray(mask), project=project)
-    gp.check_ok(new_state.ok, "gp_surrogate.condition")
-    note_jitter(new_state.posterior.jitter, "gp_surrogate.condition")
-    return new_state
+    return checked(_condition(state, inputs, y, jnp.asarray(mask), project=project), "gp_surrogate.condition")
 
   def refit(key, state, inputs, y, mask):
     gp.validate_data(inputs, y, mask, where="gp_surrogate.refit")
-    warm = config._replace(n_starts=1, steps=warm_steps)
     new_state = _refit(key, box, state.posterior.hypers, inputs, jnp.asarray(y), jnp.asarray(mask), config=warm)
-    gp.check_ok(new_state.ok, "gp_surrogate.refit")
-    note_jitter(new_state.posterior.jitter, "gp_surrogate.refit")
-    return new_state
+    return checked(new_state, "gp_surrogate.refit")
 
-  return Surrogate(fit, predict, condition, refit if n_hyper_samples == 0 else None)
+  return Surrogate(fit, predict, condition, refit if squeeze else None)
 
 
 # Module-level jitted cores with static options: surrogates built with equal options share
@@ -200,31 +193,12 @@ def _fit(key, box, pair, y, mask, *, config: _FitConfig) -> GPState:
   k_fit, k_state = jax.random.split(key)
   c = config
   if c.n_hyper_samples == 0:
-    best = gp_fit.fit_map(
-      k_fit,
-      box,
-      pair,
-      y,
-      mask,
-      n_starts=c.n_starts,
-      steps=c.steps,
-      lr=c.lr,
-      project=c.project,
-      batch_size=c.batch_size,
-    ).hypers
+    options = dict(n_starts=c.n_starts, steps=c.steps, lr=c.lr, batch_size=c.batch_size)
+    best = gp_fit.fit_map(k_fit, box, pair, y, mask, project=c.project, **options).hypers
     hypers = jax.tree.map(lambda x: x[None], best)
   else:
-    hypers, _ = gp_fit.sample_hypers(
-      k_fit,
-      box,
-      pair,
-      y,
-      mask,
-      n_samples=c.n_hyper_samples,
-      n_chains=c.n_chains,
-      burn_in=c.burn_in,
-      project=c.project,
-    )
+    options = dict(n_samples=c.n_hyper_samples, n_chains=c.n_chains, burn_in=c.burn_in)
+    hypers, _ = gp_fit.sample_hypers(k_fit, box, pair, y, mask, project=c.project, **options)
   return _state(k_state, hypers, pair, y, mask, c.project)
 
 
