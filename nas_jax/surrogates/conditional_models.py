@@ -6,7 +6,7 @@ where inactive by convention), and active: [n, P] bool. A point's pattern is its
 points with equal patterns share an architecture. No model reads an inactive entry of u.
 """
 
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -23,15 +23,9 @@ __all__ = ["MODELS", "fit_predict", "check_model_names", "check_points", "check_
 _RIDGE = 1e-6
 # Smallest padded GP size: patterns hold few points, and one compile should serve them all.
 _MIN_CAPACITY = 8
-
-
-class _FitOptions(NamedTuple):
-  n_starts: int
-  steps: int
-
-
-# A model maps (key, (u, active) train, y_train, (u, active) test, options) -> mean [m].
-_Model = Callable[[jax.Array, tuple, np.ndarray, tuple, _FitOptions], np.ndarray]
+# A model maps (key, (u, active) train, y_train, (u, active) test, options) -> mean [m], options
+# being the GP fit's arguments of `gp_surrogate` (n_starts, steps).
+_Model = Callable[[jax.Array, tuple, np.ndarray, tuple, dict], np.ndarray]
 
 
 def poor_man_embedding(u: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -57,7 +51,7 @@ def _gp_mean(key, box, make_pair, train, y_train, test, options) -> np.ndarray:
   """Posterior mean [m] of a maximum-likelihood GP; train and test padded to powers of two."""
   n, m = len(y_train), len(test[0])
   c, rows = next_power_of_two(n, _MIN_CAPACITY), next_power_of_two(m, _MIN_CAPACITY)
-  surrogate = gp_surrogate(box, n_starts=options.n_starts, steps=options.steps)
+  surrogate = gp_surrogate(box, **options)
   y = jnp.asarray(np.pad(y_train, (0, c - n)))
   state = surrogate.fit(key, make_pair(train, train).pad(c, c), y, jnp.asarray(np.arange(c) < n))
   mean = surrogate.predict(state, make_pair(test, train).pad(rows, c)).mean
@@ -185,4 +179,4 @@ def fit_predict(
   y_train = check_targets("y_train", y_train, len(train[0]))
   if len(y_train) < 2:
     raise ValueError(f"y_train: {len(y_train)} training points; a model needs at least 2")
-  return np.asarray(_MODELS[name](key, train, y_train, test, _FitOptions(n_starts, steps)))
+  return np.asarray(_MODELS[name](key, train, y_train, test, dict(n_starts=n_starts, steps=steps)))
