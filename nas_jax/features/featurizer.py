@@ -168,14 +168,9 @@ def vector_featurizer(
     return FeatureCache(cache.keys + tuple(keys), index, (), data)
 
   def features(cache: FeatureCache, points: Sequence) -> tuple:
-    cached = [cache.index.get(key_fn(p)) for p in points]
-    missing = [p for p, r in zip(points, cached) if r is None]
-    if not missing:
-      return tuple(x[np.asarray(cached, np.int64)] for x in cache.data)
-    extra = extend(FeatureCache(data=()), missing)  # a scratch cache: candidates are not kept
-    both = tuple(np.concatenate([a, b]) for a, b in zip(cache.data, extra.data)) if cache.data else extra.data
-    order = [r if r is not None else len(cache) + extra.index[key_fn(p)] for p, r in zip(points, cached)]
-    return tuple(x[np.asarray(order, np.int64)] for x in both)
+    scratch = extend(cache, points)  # the points not cached yet are computed, not kept
+    rows = np.asarray([scratch.index[key_fn(p)] for p in points], np.int64)
+    return tuple(x[rows] for x in scratch.data)
 
   @by_identity
   def train_features(cache: FeatureCache, train: Sequence) -> tuple:
