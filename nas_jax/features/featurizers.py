@@ -104,20 +104,18 @@ def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -
     # Each unordered pair of distinct networks is solved once (conditional points share
     # networks, cells share graphs), the network with the smaller key as the source: an LP and
     # its transpose agree only to ~1e-13, so this keeps a matrix built in one call (a replay's)
-    # exactly symmetric, with half the LPs.
-    nets, inv = _unique(a + b)
-    order = sorted(range(len(nets)), key=lambda k: nets[k].key)
-    rank = np.empty(len(nets), np.int64)
-    rank[order] = np.arange(len(nets))
-    i, j = rank[inv[ia]], rank[inv[len(a) + ib]]
+    # exactly symmetric, with half the LPs. np.unique ranks the distinct networks by key.
+    items = a + b
+    _, first, rank = np.unique([x.key for x in items], return_index=True, return_inverse=True)
+    i, j = rank[ia], rank[len(a) + ib]
     lo, hi = np.minimum(i, j), np.maximum(i, j)
-    pairs, inverse = np.unique(lo * len(nets) + hi, return_inverse=True)
-    feats = stack_features([nets[k].features for k in order])
+    pairs, inverse = np.unique(lo * len(first) + hi, return_inverse=True)
+    feats = stack_features([items[k].features for k in first])
     out = feature_pair_distances(
       feats,
       feats,
-      pairs // len(nets),
-      pairs % len(nets),
+      pairs // len(first),
+      pairs % len(first),
       a[0].kind,
       solver=solver,
       nu_str=nus,
@@ -141,18 +139,6 @@ def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -
     len(nus),
     dist_pairs=dist_pairs,
   )
-
-
-def _unique(items: list) -> tuple[list, np.ndarray]:
-  """(distinct networks by canonical key, [n] index of each input among them)."""
-  index, unique = {}, []
-  inverse = np.empty(len(items), np.int64)
-  for i, x in enumerate(items):
-    if x.key not in index:
-      index[x.key] = len(unique)
-      unique.append(x)
-    inverse[i] = index[x.key]
-  return unique, inverse
 
 
 def edit(
