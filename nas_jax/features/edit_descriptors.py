@@ -22,7 +22,8 @@ SKIP_TYPES = ("add", "concat")  # stored as their index: 0 = add, 1 = concat
 # divide 0 by 0); masks and lengths keep them out of every result.
 _PAD_WIDTH = 1
 _PAD_SKIP = (1, 2, 0)
-_KINDS = (("conv", "conv_mask"), ("dense", "dense_mask"), ("skips", "skip_mask"))  # (entries, mask)
+# (entries, mask, what a padded slot of the entries holds) of each kind of entry
+_KINDS = (("conv", "conv_mask", _PAD_WIDTH), ("dense", "dense_mask", _PAD_WIDTH), ("skips", "skip_mask", _PAD_SKIP))
 
 
 @flax.struct.dataclass
@@ -129,12 +130,6 @@ def arch_descriptor(arch: Architecture, num_classes: int, *, sizes=None) -> Desc
   )
 
 
-def _counts(desc: Descriptor) -> np.ndarray:
-  """Real entries of each kind: [..., 3] int (conv, dense, skips)."""
-  masks = (desc.conv_mask, desc.dense_mask, desc.skip_mask)
-  return np.stack([np.asarray(m).sum(-1) for m in masks], -1)
-
-
 def _fit(x, size: int, axis: int, fill) -> np.ndarray:
   """x cut or padded with `fill` to `size` entries along `axis` (real entries come first); on
   the host, since eager jnp calls per descriptor would cost more than the distances."""
@@ -149,11 +144,11 @@ def _fit(x, size: int, axis: int, fill) -> np.ndarray:
 def _real_counts(desc: Descriptor, where: str) -> np.ndarray:
   """[..., 3] real entries (conv, dense, skips) of a descriptor or a batch; ValueError naming the
   mask that has a real entry after a padded one."""
-  for name in ("conv_mask", "dense_mask", "skip_mask"):
-    mask = np.asarray(getattr(desc, name))
+  masks = [np.asarray(getattr(desc, name)) for _, name, _ in _KINDS]
+  for (_, name, _), mask in zip(_KINDS, masks):
     if not np.array_equal(mask, np.arange(mask.shape[-1]) < mask.sum(-1, keepdims=True)):
       raise ValueError(f"{where}: {name} has a real entry after a padded one; real entries come first")
-  return _counts(desc)
+  return np.stack([m.sum(-1) for m in masks], -1)
 
 
 def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
@@ -165,15 +160,11 @@ def pad_descriptor(desc: Descriptor, sizes: tuple[int, int, int]) -> Descriptor:
   """
   axis = np.ndim(desc.conv) - 1  # the slot axis, after any batch axis
   counts = tuple(int(c) for c in _real_counts(desc, "pad_descriptor").reshape(-1, 3).max(0))
-  lc, ld, ls = _check_sizes(sizes, counts, "pad_descriptor")
-  return Descriptor(
-    conv=_fit(desc.conv, lc, axis, _PAD_WIDTH),
-    conv_mask=_fit(desc.conv_mask, lc, axis, False),
-    dense=_fit(desc.dense, ld, axis, _PAD_WIDTH),
-    dense_mask=_fit(desc.dense_mask, ld, axis, False),
-    skips=_fit(desc.skips, ls, axis, _PAD_SKIP),
-    skip_mask=_fit(desc.skip_mask, ls, axis, False),
-  )
+  fields = {}
+  for (name, mask, fill), size in zip(_KINDS, _check_sizes(sizes, counts, "pad_descriptor")):
+    fields[name] = _fit(getattr(desc, name), size, axis, fill)
+    fields[mask] = _fit(getattr(desc, mask), size, axis, False)
+  return Descriptor(**fields)
 
 
 def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
@@ -195,30 +186,24 @@ def stack_descriptors(descs: Sequence[Descriptor], *, sizes=None) -> Descriptor:
   # All slots at once, from each leaf concatenated over descs: a search stacks its whole history
   # for every batch of candidates, and a loop per descriptor (or padding each on its own,
   # `pad_descriptor`) costs more than the distances.
-  kinds = {name: _real_slots(descs, name, mask) for name, mask in _KINDS}
+  kinds = {name: _real_slots(descs, name, mask) for name, mask, _ in _KINDS}
   holed = min(k.holed for k in kinds.values())
   if holed < len(descs):  # the first descriptor with a hole, and its first such mask, as _real_counts
-    mask = next(m for n, m in _KINDS if kinds[n].holed == holed)
+    mask = next(m for n, m, _ in _KINDS if kinds[n].holed == holed)
     raise ValueError(
       f"stack_descriptors: descs[{holed}]: {mask} has a real entry after a padded one; real entries come first"
     )
   if sizes is None:
-    sizes = tuple(next_power_of_two(kinds[name].capacity) for name, _ in _KINDS)
-  lc, ld, ls = _check_sizes(sizes, tuple(kinds[name].most for name, _ in _KINDS), "stack_descriptors")
-  b = len(descs)
-  out = Descriptor(
-    conv=np.full((b, lc), _PAD_WIDTH, np.int32),
-    conv_mask=np.zeros((b, lc), bool),
-    dense=np.full((b, ld), _PAD_WIDTH, np.int32),
-    dense_mask=np.zeros((b, ld), bool),
-    skips=np.tile(np.asarray(_PAD_SKIP, np.int32), (b, ls, 1)),
-    skip_mask=np.zeros((b, ls), bool),
-  )
-  for name, mask in _KINDS:
+    sizes = tuple(next_power_of_two(kinds[name].capacity) for name, _, _ in _KINDS)
+  sizes = _check_sizes(sizes, tuple(kinds[name].most for name, _, _ in _KINDS), "stack_descriptors")
+  fields = {}
+  for (name, mask, fill), size in zip(_KINDS, sizes):
     k = kinds[name]
-    getattr(out, name)[k.row, k.slot] = k.entries
-    getattr(out, mask)[k.row, k.slot] = True
-  return out
+    fields[name] = np.full((len(descs), size) + np.shape(fill), fill, np.int32)
+    fields[mask] = np.zeros((len(descs), size), bool)
+    fields[name][k.row, k.slot] = k.entries
+    fields[mask][k.row, k.slot] = True
+  return Descriptor(**fields)
 
 
 class _Slots(NamedTuple):
