@@ -97,12 +97,6 @@ def _pair_terms(xa: jax.Array, xb: jax.Array, sizes: tuple, layer_match: str):
   return _layer_terms(pa, pb, layer_match), cost
 
 
-def _padded_pairs(n: int, chunk_size: int) -> int:
-  """The pairs of a call of n: a power of two, at least _MIN_PAIRS (or chunk_size's power of two
-  if smaller), so that a search's calls of a few candidates share one compiled program."""
-  return next_power_of_two(n, least=min(_MIN_PAIRS, next_power_of_two(chunk_size)))
-
-
 def _few_skips(sizes: tuple) -> bool:
   return sizes[2] <= edit_terms.FEW_SKIPS
 
@@ -185,6 +179,7 @@ def edit_distance_terms(
   skips_a, skips_b = ha.skip_mask.sum(-1), hb.skip_mask.sum(-1)
   layers, skips = np.zeros((n_a, n_b)), np.zeros((n_a, n_b))
   xa, xb = _pack(ha), _pack(hb)
+  least = min(_MIN_PAIRS, next_power_of_two(chunk_size))  # or chunk_size's power of two if smaller
   few = _few_skips(sizes)  # D_s comes out of the chunks' program
   # Otherwise the skip assignments run on the host once per block of chunks: per chunk, their
   # setup cost as much as the DP. A block's d_s matrices (float64) stay under _BLOCK_COSTS entries.
@@ -195,7 +190,7 @@ def edit_distance_terms(
     for start in range(0, len(pairs), chunk_size):
       sel = pairs[start : start + chunk_size]
       sel_a, sel_b = ia[sel], ib[sel]
-      idx = np.arange(_padded_pairs(len(sel), chunk_size)) % len(sel)  # padded with repeats of real pairs
+      idx = np.arange(next_power_of_two(len(sel), least=least)) % len(sel)  # padded with repeats of real pairs
       d_l, skip = _pair_terms(xa[sel_a[idx]], xb[sel_b[idx]], sizes, layer_match)
       layers[sel_a, sel_b] = np.asarray(d_l, np.float64)[: len(sel)]
       if few:
