@@ -144,14 +144,10 @@ ENCODINGS: dict[str, Callable[[Cell], jax.Array]] = {
 }
 
 
-def _check_name(name: str) -> None:
+def encoding_size(name: str, kind: str) -> int:
+  """The feature dimension of encoding `name` for cells of `kind`; ValueError naming an unknown one."""
   if name not in ENCODINGS:
     raise ValueError(f"encoding: {name!r} is unknown; allowed: {', '.join(ENCODINGS)}")
-
-
-def encoding_size(name: str, kind: str) -> int:
-  """The feature dimension of encoding `name` for cells of `kind`."""
-  _check_name(name)
   sizes = {
     "nb101": {"path": 364, "trunc_path": 40, "path_iso": 364, "adj_onehot": 36, "adj_code": 26, "adj_cont": 27},
     "nb201": {"path": 155, "trunc_path": 30, "path_iso": 40, "adj_onehot": 30},
@@ -184,9 +180,8 @@ def encode(name: str, cells: Sequence[Cell] | Cell) -> jax.Array:
   The batch is padded to a power of two before the jitted call, so varying B (candidate sets)
   compiles O(log B) times; the padding is cut off on the host (an eager slice would compile per B).
   """
-  _check_name(name)
   batch = cells if isinstance(cells, Cell) else stack_cells(cells)
-  encoding_size(name, batch.kind)
+  encoding_size(name, batch.kind)  # checks name and kind
   b = batch.ops.shape[0]
   cap = next_power_of_two(b)
   padded = jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[:1], cap - b, 0)]), batch)
