@@ -91,6 +91,11 @@ def _features(batch: Architecture, params: costs.OtmannParams) -> costs.OtmannFe
   return jax.vmap(lambda a: costs.otmann_features(a, params))(batch)
 
 
+def _slots(n: int) -> int:
+  """The smallest multiple of `otmann_solvers.SLOTS` (at least one) that holds n layers."""
+  return max(solvers.SLOTS, -(-n // solvers.SLOTS) * solvers.SLOTS)
+
+
 def host_features(archs: Archs, params: str | costs.OtmannParams = "paper") -> costs.OtmannFeatures:
   """Features of every architecture as numpy arrays, leaves [n, ...] on the smallest multiple of
   `otmann_solvers.SLOTS` slots holding every real layer (the path-length relaxation costs
@@ -99,10 +104,7 @@ def host_features(archs: Archs, params: str | costs.OtmannParams = "paper") -> c
   mask = np.asarray(batch.mask)
   n, slots = mask.shape
   used = np.flatnonzero(mask.any(0))
-  to_n, to_s = (
-    next_power_of_two(n, least=8),
-    max(solvers.SLOTS, -(-(used[-1] + 1) // solvers.SLOTS) * solvers.SLOTS),
-  )
+  to_n, to_s = next_power_of_two(n, least=8), _slots(used[-1] + 1)
 
   def fit(x):
     x = np.asarray(x)
@@ -110,10 +112,6 @@ def host_features(archs: Archs, params: str | costs.OtmannParams = "paper") -> c
     return np.pad(x, [(0, to_n - n)] + [(0, to_s - min(slots, to_s))] * (x.ndim - 1))
 
   return jax.tree.map(lambda x: np.asarray(x)[:n], _features(jax.tree.map(fit, batch), params))
-
-
-def _slots(n: int) -> int:
-  return max(solvers.SLOTS, -(-n // solvers.SLOTS) * solvers.SLOTS)
 
 
 def feature_rows(feats: costs.OtmannFeatures) -> list[costs.OtmannFeatures]:

@@ -116,9 +116,8 @@ def _rounded_d_bar(plan, cost, supply, demand, na, nb, nas_cost):
   is scaled down row-wise then column-wise until no layer sends or receives more than its mass,
   and then one rank-one fill sends leftover mass along those pairs within the same bounds (it
   cuts the error of the rounded value, benchmarks/bench_otmann.py; a second fill changes
-  nothing). The value,
-  nas_cost + sum_ij Z_ij (C_ij - 2 nas_cost) (spec 6.1 at total mass 1), is that of a feasible
-  plan, so it is never below the exact d_bar.
+  nothing). The value, nas_cost + sum_ij Z_ij (C_ij - 2 nas_cost) (spec 6.1 at total mass 1), is
+  that of a feasible plan, so it is never below the exact d_bar.
 
   Args:
     plan: [S+1, S+1] approximate plan of the augmented problem.
