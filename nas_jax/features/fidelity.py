@@ -35,18 +35,6 @@ __all__ = ["with_fidelity", "rung_lam"]
 _WRAPPABLE = (VectorPair, OtmannPair, DistancePair)
 
 
-def _check(featurizer: Featurizer, fidelities: Sequence) -> tuple[float, ...]:
-  if featurizer.pair_type not in _WRAPPABLE:
-    raise ValueError(
-      f"with_fidelity: featurizer {featurizer.name!r} gives {featurizer.pair_type.__name__}; fidelity is"
-      f" added to {', '.join(t.__name__ for t in _WRAPPABLE)} only"
-    )
-  fids = tuple(float(f) for f in fidelities)
-  if not fids or any(a >= b for a, b in zip(fids, fids[1:])):
-    raise ValueError(f"with_fidelity: fidelities={fidelities!r}; expected increasing numbers")
-  return fids
-
-
 def rung_lam(d: np.ndarray) -> np.ndarray:
   """[...] the mean of the positive entries of each [n, n] slice of train distances d [..., n, n]
   (distinct networks; a network at two fidelities is at distance 0 from itself); 1 when none."""
@@ -67,7 +55,14 @@ def with_fidelity(featurizer: Featurizer, fidelities: Sequence[float]) -> Featur
   Returns:
     A Featurizer of the same name and pair type; dim grows by len(fidelities) for vectors.
   """
-  fids = _check(featurizer, fidelities)
+  if featurizer.pair_type not in _WRAPPABLE:
+    raise ValueError(
+      f"with_fidelity: featurizer {featurizer.name!r} gives {featurizer.pair_type.__name__}; fidelity is"
+      f" added to {', '.join(t.__name__ for t in _WRAPPABLE)} only"
+    )
+  fids = tuple(float(f) for f in fidelities)
+  if not fids or any(a >= b for a, b in zip(fids, fids[1:])):
+    raise ValueError(f"with_fidelity: fidelities={fidelities!r}; expected increasing numbers")
   n_rungs = len(fids)
 
   def rungs(points: Sequence) -> np.ndarray:
