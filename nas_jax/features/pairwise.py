@@ -102,10 +102,7 @@ class OtmannPair:
     return self.d.shape[1], self.d.shape[2]
 
   def pad(self, n1: int, n2: int) -> "OtmannPair":
-    def pad(x):
-      return _pad_axis(_pad_axis(x, 1, n1), 2, n2)
-
-    return OtmannPair(pad(self.d), pad(self.d_bar))
+    return OtmannPair(*(_pad_axis(_pad_axis(x, 1, n1), 2, n2) for x in (self.d, self.d_bar)))
 
 
 @typed_dataclass
