@@ -84,6 +84,7 @@ def feasible_first(optimiser: AcqOptimiser, feasible: Callable[[Any], bool]) -> 
 
 
 def scored(score_fn: Callable, points: list) -> np.ndarray:
+  """score_fn(points) as [len(points)] float64; ValueError if it returns another shape."""
   g = np.asarray(score_fn(points), np.float64)
   if g.shape != (len(points),):
     raise ValueError(f"score_fn: returned shape {g.shape} for {len(points)} points; expected [{len(points)}]")

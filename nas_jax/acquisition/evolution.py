@@ -10,6 +10,7 @@ from typing import Any, Callable, Collection, Hashable, Sequence
 
 import numpy as np
 
+from nas_jax.acquisition.acq_optimiser import scored
 from nas_jax.spaces import graph_edit
 from nas_jax.spaces.space import Space
 
@@ -67,13 +68,6 @@ def n_mut_schedule(n_ea: int, *, scale: float = 3.0, lo: int = 5, hi: int = 100)
   return int(np.clip(scale * np.sqrt(n_ea), lo, hi))
 
 
-def _scores(score_fn: Callable[[list], Any], points: list) -> np.ndarray:
-  g = np.asarray(score_fn(points), np.float64)
-  if g.shape != (len(points),):
-    raise ValueError(f"score_fn: returned shape {g.shape} for {len(points)} points; expected [{len(points)}]")
-  return g
-
-
 def ea_maximize(
   key,
   score_fn: Callable[[list], Any],
@@ -90,12 +84,11 @@ def ea_maximize(
 ) -> tuple[list, np.ndarray]:
   """Maximises a cheap score g over `space` by evolution (spec nasbot.md 8.1).
 
-  The population (de-duplicated by canonical key) is scored once, or its scores are given.
-  Then, until `n_ea` new points
-  have been scored: draw N_mut parents with replacement from every point scored so far with
-  `selection_probs`, mutate each with `space.mutate`, drop children that are unchanged (ok
-  False) or whose canonical key was already scored, is excluded, or repeats in the round, and
-  score the rest in one call. `n_ea` counts new points only; the population's scores are extra.
+  The population (de-duplicated by canonical key) is scored once, or its scores are given. Then,
+  until `n_ea` new points have been scored: draw N_mut parents with replacement from every point
+  scored so far with `selection_probs`, mutate each with `space.mutate`, drop children that are
+  unchanged (ok False) or whose canonical key was already scored, is excluded, or repeats in the
+  round, and score the rest in one call. `n_ea` counts new points only; the population's scores are extra.
   Dropped children cost no score but a mutation, and the loop also stops after `max_mutations`
   mutations in all (a space with few unseen points left near the parents).
 
@@ -142,7 +135,7 @@ def ea_maximize(
       keys.append(k)
       firsts.append(i)
   if population_scores is None:
-    g = _scores(score_fn, points)
+    g = scored(score_fn, points)
   else:
     g = np.asarray(population_scores, np.float64)[firsts]
   rng = graph_edit.host_rng(key)
@@ -162,7 +155,7 @@ def ea_maximize(
         children.append(child)
         child_keys.append(k)
     if children:
-      g = np.concatenate([g, _scores(score_fn, children)])
+      g = np.concatenate([g, scored(score_fn, children)])
       points += children
       keys += child_keys
       used += len(children)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Collection, Hashable, NamedTuple, Sequence
 
 import numpy as np
 
+from nas_jax.acquisition.acq_optimiser import scored
 from nas_jax.spaces import graph_edit
 
 __all__ = ["VARIANTS", "TreeResult", "acceptance", "check_options", "tree_maximize"]
@@ -130,9 +131,7 @@ def tree_maximize(
         children.append((op, child))
     if not children:
       continue
-    g = np.asarray(score_fn([c for _, c in children]), np.float64)
-    if g.shape != (len(children),):
-      raise ValueError(f"score_fn: returned shape {g.shape} for {len(children)} points")
+    g = scored(score_fn, [c for _, c in children])
     n_scored += len(children)
     for (op, child), value in zip(children, g):
       if not np.isfinite(value):  # a child the acquisition rules out is never queued or chosen
