@@ -1,13 +1,5 @@
-"""The acquisition optimisers of nas_jax, each built by its own constructor (the interface:
-`acq_optimiser`).
-
-An `AcqOptimiser` is a NamedTuple of a name and a pure-by-keys function
-
-    maximize(keys, score_fn, context, n) -> [(point, value, notes)], best first
-
-where `keys = (key, aux_key)`, `score_fn(list[point]) -> [k]` float scores (higher is better;
-NaN or -inf rules a point out) and `context` (`Context`) holds the space, the observations and the
-canonical keys never to return. The constructors:
+"""The acquisition optimisers of nas_jax, each built by its own constructor as an `AcqOptimiser`
+(the interface, `maximize(keys, score_fn, context, n)`, is described in `acq_optimiser`):
 
   ea         NASBOT's evolutionary algorithm (nasbot.md 8.1) from the observed points and the
              space's initial pool, n_EA = clip(scale sqrt(t), lo, hi) new points.
