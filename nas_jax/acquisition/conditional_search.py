@@ -108,13 +108,8 @@ def per_depth(
       found += [(float(a), p, "gradient") for a, p in zip(np.asarray(acq_values), moved)]
     for value, point, origin in sorted(found, key=lambda f: -f[0]):
       if ctx.space.canonical_key(point) not in ctx.exclude:
-        return [
-          (
-            point,
-            value,
-            {"origin": origin, "depth": int(point.values[0]), "gradient": gradient, "n_acq_evals": spent[0]},
-          )
-        ]
+        notes = {"origin": origin, "depth": int(point.values[0]), "gradient": gradient, "n_acq_evals": spent[0]}
+        return [(point, value, notes)]
     return []
 
   return AcqOptimiser("per_depth", maximize, needs_values=gradient, from_space=False, check=check)

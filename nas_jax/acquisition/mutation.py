@@ -14,11 +14,6 @@ from nas_jax.spaces.space import Space
 __all__ = ["select_parents", "mutation_candidates", "random_candidates", "top_k"]
 
 
-def _keys(key: jax.Array, n: int) -> np.ndarray:
-  """n sub-keys as a host array of raw key data (cheap to index in a Python loop)."""
-  return np.asarray(jax.random.key_data(jax.random.split(key, n)))
-
-
 def select_parents(points: Sequence[Any], scores: Sequence[float], n: int = 5) -> list:
   """The n points with the highest scores, best first; ties keep query order (spec 7.2)."""
   if n < 1:
@@ -55,7 +50,8 @@ def mutation_candidates(
     )
   seen = set(seen)
   out = []
-  keys = _keys(key, max(len(parents), 1) * attempts_per_parent)
+  # Sub-keys as a host array of raw key data: cheap to index in the loop below.
+  keys = np.asarray(jax.random.key_data(jax.random.split(key, max(len(parents), 1) * attempts_per_parent)))
   for p_i, parent in enumerate(parents):
     if len(out) >= n_target:
       break

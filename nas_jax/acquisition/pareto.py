@@ -326,13 +326,6 @@ def normalise(scores, lo=None, hi=None) -> np.ndarray:
   return out
 
 
-def _weights(fn: str, weights, m: int) -> np.ndarray:
-  w = _vector(fn, weights, "weights", m)
-  if (w < 0).any() or abs(w.sum() - 1.0) > 1e-9:
-    raise ValueError(f"{fn}: weights={w.tolist()}; expected non-negative values summing to 1 (within 1e-9)")
-  return w
-
-
 def parego_scalarise(scores, weights, rho: float = 0.05) -> np.ndarray:
   """ParEGO's augmented Chebyshev scalarisation, mirrored for maximisation: [n] float, larger is
   better. min_j(w_j f_j) + rho * sum_j(w_j f_j) with f = normalise(scores); NaN rows stay NaN.
@@ -347,7 +340,9 @@ def parego_scalarise(scores, weights, rho: float = 0.05) -> np.ndarray:
   weights [m]: non-negative, summing to 1 (see `simplex_weights`); rho >= 0.
   """
   x = _scores("parego_scalarise", scores)
-  w = _weights("parego_scalarise", weights, x.shape[1])
+  w = _vector("parego_scalarise", weights, "weights", x.shape[1])
+  if (w < 0).any() or abs(w.sum() - 1.0) > 1e-9:
+    raise ValueError(f"parego_scalarise: weights={w.tolist()}; expected non-negative values summing to 1 (within 1e-9)")
   if not (np.isfinite(rho) and rho >= 0):
     raise ValueError(f"parego_scalarise: rho={rho!r}; expected a finite value >= 0")
   wf = normalise(x) * w
