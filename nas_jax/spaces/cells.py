@@ -26,6 +26,7 @@ from nas_jax.arch.cell import (
   nb201_iso_key,
 )
 from nas_jax.arch.cell_graphs import cell_layer_graph
+from nas_jax.spaces.graph_edit import host_rng
 from nas_jax.spaces.space import Space
 
 __all__ = ["sample_distinct", "nb201_space", "nb101_space"]
@@ -34,13 +35,6 @@ _TRIU = np.triu_indices(NB101_NODES, 1)  # 21 entries, row-major (spec 4.5 order
 # Draws of `mutate(..., require_change=True)` before it reports no change. A draw changes the key
 # with probability 0.54-0.82 on average (spec 2.5, 3.4), so 64 misses in a row are not expected.
 _MUTATE_TRIES = 64
-
-
-def _rng(key: jax.Array) -> np.random.Generator:
-  """A numpy generator determined by a JAX key or its uint32 key data (deterministic per key)."""
-  if not isinstance(key, np.ndarray):
-    key = np.asarray(jax.random.key_data(key))
-  return np.random.default_rng(key.ravel().tolist())
 
 
 # ------------------------------------------------------------------------------- NB201
@@ -143,7 +137,7 @@ def _mutate_fn(base, key_fn):
     probability 0.18 (NB201 strings) to 0.46 (NB101 path sets); BANANAS counts such a draw as a
     spent attempt. require_change=True (Ours) redraws, up to `_MUTATE_TRIES` times.
     """
-    rng = _rng(key)
+    rng = host_rng(key)
     parent = key_fn(point)
     for _ in range(_MUTATE_TRIES if require_change else 1):
       child = base(point, rng)
@@ -196,7 +190,7 @@ def nb101_space(dedup_key: str = "path", kind: str = "nb101") -> Space:
   """The NB101 space (spec 2), raw genotypes. dedup_key: "path" (Code) or "iso" (spec 2.3)."""
 
   def sample(key, n):
-    rng = _rng(key)
+    rng = host_rng(key)
     return [_nb101_sample(rng) for _ in range(n)]
 
   keys = {"path": nb101_path_key, "iso": nb101_iso_key}
