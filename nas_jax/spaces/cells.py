@@ -6,7 +6,6 @@ sampling, mutation and neighbours on the host in numpy, seeded from a JAX key. T
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import jax
 import numpy as np
@@ -29,7 +28,7 @@ from nas_jax.arch.cell_graphs import cell_layer_graph
 from nas_jax.spaces.graph_edit import host_rng
 from nas_jax.spaces.space import Space
 
-__all__ = ["sample_distinct", "nb201_space", "nb101_space"]
+__all__ = ["nb201_space", "nb101_space"]
 
 _TRIU = np.triu_indices(NB101_NODES, 1)  # 21 entries, row-major (spec 4.5 order)
 # Draws of `mutate(..., require_change=True)` before it reports no change. A draw changes the key
@@ -108,25 +107,6 @@ def _nb101_neighbours(cell: Cell) -> list[Cell]:
 
 
 # ------------------------------------------------------------------------------- shared
-
-
-def sample_distinct(space: Space, key: jax.Array, n: int, exclude: Any = (), *, patience: int = 5) -> list:
-  """n random points with distinct `space.canonical_key`s, none in `exclude` (spec 2.4).
-
-  Raises:
-    ValueError if `patience * n` draws do not give n distinct new points.
-  """
-  seen = set(exclude)
-  out = []
-  draws = space.sample(key, patience * n)
-  for p in draws:
-    k = space.canonical_key(p)
-    if k not in seen:
-      seen.add(k)
-      out.append(p)
-      if len(out) == n:
-        return out
-  raise ValueError(f"sample_distinct: only {len(out)} distinct new points in {patience * n} draws; n={n}")
 
 
 def _mutate_fn(base, key_fn):
