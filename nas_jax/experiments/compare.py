@@ -108,8 +108,7 @@ def reference_point(runs: Sequence[Sequence[Observation]], task) -> dict:
   if not ok:
     raise ValueError("compare: no run has an OK observation to place the hypervolume reference")
   scores = observation_scores(ok, task.goal, task.objectives)
-  names = ["value", *(n for n, _ in task.objectives)]
-  goals = [task.goal, *(g for _, g in task.objectives)]
+  names, goals = zip(("value", task.goal), *task.objectives)
   return {n: float(to_score(s, g)) for n, s, g in zip(names, scores.min(axis=0), goals)}
 
 
@@ -117,11 +116,10 @@ def hypervolume_curve(observations: Sequence[Observation], task, ref: dict, budg
   """The hypervolume dominated by a run's OK observations after each evaluation, [budget]
   float64, in the product of the objectives' raw units, against `ref` ({objective: raw value},
   `reference_point`). A run that stopped early keeps its last value."""
-  names = ["value", *(n for n, _ in task.objectives)]
-  goals = [task.goal, *(g for _, g in task.objectives)]
+  names, goals = zip(("value", task.goal), *task.objectives)
   missing = sorted(set(names) - set(ref))
   if missing:
-    raise ValueError(f"compare: hv_ref={ref!r} lacks {missing}; it needs a value for each of {names}")
+    raise ValueError(f"compare: hv_ref={ref!r} lacks {missing}; it needs a value for each of {list(names)}")
   ref_scores = np.array([float(to_score(ref[n], g)) for n, g in zip(names, goals)])
   obs = list(observations)[:budget]
   scores = observation_scores(obs, task.goal, task.objectives)
@@ -287,29 +285,18 @@ def compare(
     )
   task = next(iter(tasks.values()))
   goal = task.goal
-  results = {
-    "goal": goal,
-    "budget": budget,
-    "overrides": dict(overrides or {}),
-    "runs": {},
-    "test_runs": {},
-    "seconds": {},
-    "budgets": budgets,
-    "sim_seconds": {},
-  }
+  curve_keys = ("runs", "test_runs", "seconds", "sim_seconds")
+  results = {"goal": goal, "budget": budget, "overrides": dict(overrides or {}), "budgets": budgets}
+  results.update({k: {name: [] for name in configs} for k in curve_keys})
   journals = {}
   for name, c in configs.items():
-    results["runs"][name], results["test_runs"][name], results["seconds"][name] = [], [], []
-    results["sim_seconds"][name], full = [], full_fidelity(tasks[name])
     for seed in seeds:
       c.seed, c.workdir = seed, os.path.join(out, name, f"seed{seed}")
-      observations = config_lib.search_from_config(c, progress=progress)
-      journals[name, seed] = observations
-      best, test = run_curves(observations, goal, budgets[name], full)
-      results["runs"][name].append(_nullable(best))
-      results["test_runs"][name].append(_nullable(test))
-      results["seconds"][name].append(_nullable(run_seconds(observations, budgets[name])))
-      results["sim_seconds"][name].append(_nullable(run_costs(observations, budgets[name])))
+      observations = journals[name, seed] = config_lib.search_from_config(c, progress=progress)
+      best, test = run_curves(observations, goal, budgets[name], full_fidelity(tasks[name]))
+      seconds, costs = run_seconds(observations, budgets[name]), run_costs(observations, budgets[name])
+      for k, curve in zip(curve_keys, (best, test, seconds, costs)):
+        results[k][name].append(_nullable(curve))
       log.info("%s seed %d: best %s", name, seed, results["runs"][name][-1][-1])
   if task.objectives:
     ref = dict(hv_ref) if hv_ref else reference_point(list(journals.values()), task)
