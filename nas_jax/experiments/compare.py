@@ -185,34 +185,25 @@ def _nullable(x: np.ndarray) -> list:
 
 def write_table(results: dict, path: str, budget: int) -> None:
   """Markdown table: per config, mean ± standard error over seeds of the best value at `budget`
-  (and of its test value when the task has one, and of the hypervolume for several objectives)."""
-  goal = results["goal"]
+  (and of its test value when the task has one, of the hypervolume for several objectives, and of
+  both at `results["sim_time"]` simulated seconds when the task reports costs)."""
   has_test = any(np.isfinite(np.asarray(v, np.float64)).any() for v in results["test_runs"].values())
-  has_hv = "hypervolume" in results
-  head = f"| config | seeds | best value at {budget} evaluations ({goal}) |" + (" test value |" if has_test else "")
-  head += " hypervolume |" if has_hv else ""
-  has_sim = "sim_time" in results
-  if has_sim:
-    head += f" best value at {results['sim_time']:.6g} simulated s |" + (" its test value |" if has_test else "")
-    sim_best, sim_test = at_simulated_time(results), at_simulated_time(results, "test_runs")
-  rule = "|---|---|---|" + ("---|" if has_test else "") + ("---|" if has_hv else "")
-  lines = [head, rule + ("---|" * (1 + has_test) if has_sim else "")]
+  columns = [(f"best value at {budget} evaluations ({results['goal']})", results["runs"])]
+  columns += [("test value", results["test_runs"])] if has_test else []
+  columns += [("hypervolume", results["hypervolume"])] if "hypervolume" in results else []
+  if "sim_time" in results:  # one value per seed, as a curve of length 1
+    at_sim = lambda key: {n: [[v] for v in values] for n, values in at_simulated_time(results, key).items()}
+    columns += [(f"best value at {results['sim_time']:.6g} simulated s", at_sim("runs"))]
+    columns += [("its test value", at_sim("test_runs"))] if has_test else []
+  lines = ["| config | seeds | " + " | ".join(head for head, _ in columns) + " |", "|---" * (2 + len(columns)) + "|"]
+  budgets = results.get("budgets", {})
   for name, runs in results["runs"].items():
-    mean, err, n = _final(runs)
-    at = f" (at {results['budgets'][name]})" if len(set(results.get("budgets", {}).values())) > 1 else ""
-    row = f"| {name} | {n}/{len(runs)} | {mean:.6g} ± {err:.2g}{at} |"
-    if has_test:
-      t_mean, t_err, _ = _final(results["test_runs"][name])
-      row += f" {t_mean:.6g} ± {t_err:.2g} |"
-    if has_hv:
-      h_mean, h_err, _ = _final(results["hypervolume"][name])
-      row += f" {h_mean:.6g} ± {h_err:.2g} |"
-    for column in ([sim_best[name]] + ([sim_test[name]] if has_test else [])) if has_sim else []:
-      s_mean, s_err, _ = _final([[v] for v in column])
-      row += f" {s_mean:.6g} ± {s_err:.2g} |"
-    lines.append(row)
+    cells = [f"{mean:.6g} ± {err:.2g}" for mean, err, _ in (_final(by_name[name]) for _, by_name in columns)]
+    if len(set(budgets.values())) > 1:
+      cells[0] += f" (at {budgets[name]})"
+    lines.append(f"| {name} | {_final(runs)[2]}/{len(runs)} | " + " | ".join(cells) + " |")
   note = "(mean ± one standard error over seeds; n/N = seeds with a value)"
-  if has_hv:
+  if "hypervolume" in results:
     note += f"\n(hypervolume against the reference point {results['hv_ref']}, in the objectives' own units)"
   with open(path, "w") as f:
     f.write("\n".join(lines) + "\n\n" + note + "\n")
