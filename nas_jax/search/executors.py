@@ -250,16 +250,13 @@ class ProcessExecutor:
       if not self._queue:
         return
       if self._slots[i].ticket is None:
-        if not self._slots[i].process.is_alive():  # it died after its last reply
-          self._replace(i)
+        if not self._slots[i].process.is_alive():  # it died after its last reply, or was retired
+          self._slots[i].stop()
+          self._slots[i] = _Slot(self._ctx, i, self._x64)
         slot = self._slots[i]
         slot.ticket, payload = self._queue.popleft()
         slot.started = time.monotonic()
         slot.conn.send_bytes(payload)
-
-  def _replace(self, i: int) -> None:
-    self._slots[i].stop()
-    self._slots[i] = _Slot(self._ctx, i, self._x64)
 
   def _retire(self, slot: _Slot) -> None:
     """Kills a slot's process; `_dispatch` starts a new one when the slot is next needed."""

@@ -141,12 +141,10 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10, objectives: tuple = ())
   def propose(state, n, pending):
     exclude = set(state.history.keys) | {space.canonical_key(p) for p in pending}
     key = common.step_key(state.key, state.history, pending)
-    out, notes = [], dict(state.notes)
     pool = common.fresh(space, state.pool, set(exclude))
-    taken = common.fresh(space, pool[:n], exclude)
-    out += taken
-    notes.update({space.canonical_key(p): {"origin": "initial_pool"} for p in taken})
-    pool, batch = pool[len(taken) :], list(state.batch)
+    out = common.fresh(space, pool[:n], exclude)
+    notes = {**state.notes, **{space.canonical_key(p): {"origin": "initial_pool"} for p in out}}
+    pool, batch = pool[len(out) :], list(state.batch)
     for g in range(_ROUNDS):
       if len(out) >= n:
         break
