@@ -305,7 +305,7 @@ def compare(
   with open(os.path.join(out, RESULTS), "w") as f:
     json.dump(results, f, allow_nan=False)
   write_table(results, os.path.join(out, TABLE), budget if budget is not None else max(budgets.values()))
-  title = next(iter(tasks.values())).name
+  title = task.name
   plots.plot_curves(
     {n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal, os.path.join(out, CURVES), title=title
   )
