@@ -15,7 +15,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 
-__all__ = ["Architecture", "stack", "unstack", "pad", "next_power_of_two"]
+__all__ = ["Architecture", "from_arrays", "stack", "unstack", "pad", "next_power_of_two"]
 
 
 @flax.struct.dataclass
@@ -60,6 +60,15 @@ class Architecture:
     from nas_jax.arch import json_io  # json_io imports this module
 
     return json_io.to_json(self)
+
+
+def from_arrays(kind: str, labels, units, strides, adjacency) -> Architecture:
+  """The unpadded Architecture of n layers given as labels, units, strides [n] int and adjacency
+  [n, n] bool (arrays or nested sequences); every slot is real."""
+  ints = lambda x: np.asarray(x, np.int32)
+  return Architecture(
+    ints(labels), ints(units), ints(strides), np.asarray(adjacency, bool), np.ones(len(labels), bool), kind
+  )
 
 
 def _resize(arch: Architecture, n: int) -> Architecture:

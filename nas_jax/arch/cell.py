@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, from_arrays
 from nas_jax.arch.json_io import show
 
 __all__ = [
@@ -244,16 +244,8 @@ def cell_to_architecture(cell: Cell) -> Architecture:
     a, idx = _prune(a)
     names = ["input"] + [NB201_OPS[int(o)] for o in ops] + ["output"]
     labels = [lab(names[i]) for i in idx]
-  n = len(labels)
-  zeros = np.zeros(n, np.int32)
-  return Architecture(
-    labels=np.asarray(labels, np.int32),
-    units=zeros,
-    strides=zeros,
-    adjacency=np.asarray(a, bool),
-    mask=np.ones(n, bool),
-    kind=kind,
-  )
+  zeros = np.zeros(len(labels), np.int32)
+  return from_arrays(kind, labels, zeros, zeros, a)
 
 
 def cell_to_json(cell: Cell) -> dict:
