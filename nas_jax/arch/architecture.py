@@ -15,7 +15,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 
-__all__ = ["Architecture", "stack", "unstack", "pad", "next_power_of_two"]
+__all__ = ["Architecture", "from_arrays", "stack", "unstack", "pad", "next_power_of_two"]
 
 
 @flax.struct.dataclass
@@ -48,28 +48,27 @@ class Architecture:
     return labels_lib.vocabulary(self.kind)
 
   @classmethod
-  def from_json(cls, obj: Any, *, pad_to: int | None = None, limits=None, mass_params="paper") -> Architecture:
-    """Builds and validates an architecture from the interchange JSON (a dict or a JSON string).
-
-    Args:
-      obj: `{"kind": "cnn"|"mlp", "layers": [{"label", "units"?, "stride"?}, ...],
-        "edges": [[i, j], ...]}`.
-      pad_to: N, the padded size; defaults to the number of layers.
-      limits: a `json_io.Limits`; defaults to the paper's search-space limits.
-      mass_params: the mass rules (preset name or `MassParams`) of the `max_mass` limit.
-
-    Raises:
-      ValueError / TypeError naming the field and what is allowed.
-    """
+  def from_json(cls, obj: Any, **options) -> Architecture:
+    """`json_io.from_json(obj, **options)`: a validated architecture from the interchange JSON
+    (a dict or a JSON string); options pad_to, limits, mass_params."""
     from nas_jax.arch import json_io  # json_io imports this module
 
-    return json_io.from_json(obj, pad_to=pad_to, limits=limits, mass_params=mass_params)
+    return json_io.from_json(obj, **options)
 
   def to_json(self) -> dict[str, Any]:
-    """The interchange JSON of one (unbatched) architecture; exact inverse of `from_json`."""
+    """`json_io.to_json`: the interchange JSON of one (unbatched) architecture."""
     from nas_jax.arch import json_io  # json_io imports this module
 
     return json_io.to_json(self)
+
+
+def from_arrays(kind: str, labels, units, strides, adjacency) -> Architecture:
+  """The unpadded Architecture of n layers given as labels, units, strides [n] int and adjacency
+  [n, n] bool (arrays or nested sequences); every slot is real."""
+  ints = lambda x: np.asarray(x, np.int32)
+  return Architecture(
+    ints(labels), ints(units), ints(strides), np.asarray(adjacency, bool), np.ones(len(labels), bool), kind
+  )
 
 
 def _resize(arch: Architecture, n: int) -> Architecture:

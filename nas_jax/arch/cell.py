@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, from_arrays
 from nas_jax.arch.json_io import show
 
 __all__ = [
@@ -165,13 +165,18 @@ def live_nodes(a: np.ndarray) -> np.ndarray:
   return fwd & bwd
 
 
-def nb101_prune(cell: Cell) -> tuple[np.ndarray, np.ndarray]:
-  """Pruned (matrix [k+2, k+2] bool, interior digits [k]) of spec 2.2; input and output kept."""
-  a = np.asarray(cell.adjacency)
+def _prune(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """(`a` [V, V] restricted to its live vertices and always to the first and last, their indices)."""
   keep = live_nodes(a)
   keep[0] = keep[-1] = True
   idx = np.flatnonzero(keep)
-  return a[np.ix_(idx, idx)] & keep[idx][:, None] & keep[idx][None], np.asarray(cell.ops)[idx[1:-1] - 1]
+  return a[np.ix_(idx, idx)], idx
+
+
+def nb101_prune(cell: Cell) -> tuple[np.ndarray, np.ndarray]:
+  """Pruned (matrix [k+2, k+2] bool, interior digits [k]) of spec 2.2; input and output kept."""
+  a, idx = _prune(np.asarray(cell.adjacency))
+  return a, np.asarray(cell.ops)[idx[1:-1] - 1]
 
 
 def nb101_is_valid(cell: Cell) -> bool:
@@ -236,22 +241,11 @@ def cell_to_architecture(cell: Cell) -> Architecture:
       a[e + 1, 7] |= j == 3
       for f, (i2, _) in enumerate(NB201_EDGES):
         a[e + 1, f + 1] |= (i2 == j) and ops[f] != 0
-    keep = live_nodes(a)
-    keep[0] = keep[7] = True
-    idx = np.flatnonzero(keep)
-    a = a[np.ix_(idx, idx)] & keep[idx][:, None] & keep[idx][None]
+    a, idx = _prune(a)
     names = ["input"] + [NB201_OPS[int(o)] for o in ops] + ["output"]
     labels = [lab(names[i]) for i in idx]
-  n = len(labels)
-  zeros = np.zeros(n, np.int32)
-  return Architecture(
-    labels=np.asarray(labels, np.int32),
-    units=zeros,
-    strides=zeros,
-    adjacency=np.asarray(a, bool),
-    mask=np.ones(n, bool),
-    kind=kind,
-  )
+  zeros = np.zeros(len(labels), np.int32)
+  return from_arrays(kind, labels, zeros, zeros, a)
 
 
 def cell_to_json(cell: Cell) -> dict:

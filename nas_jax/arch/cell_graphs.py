@@ -49,7 +49,7 @@ import numbers
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, from_arrays
 from nas_jax.arch.cell import (
   NB101_OPS,
   NB201_EDGES,
@@ -214,12 +214,6 @@ def cell_layer_graph(cell: Cell, *, channels: int | None = None) -> Architecture
   adjacency = np.zeros((n, n), bool)
   for u, (_, _, parents) in enumerate(layers):
     adjacency[list(parents), u] = True
-  processing = [0 < u < n - 1 for u in range(n)]
-  return Architecture(
-    labels=np.array([labels_lib.label_id(kind, name) for name, _, _ in layers], np.int32),
-    units=np.array([units for _, units, _ in layers], np.int32),
-    strides=np.array(processing, np.int32),  # cells keep the spatial size
-    adjacency=adjacency,
-    mask=np.ones(n, bool),
-    kind=kind,
-  )
+  labels = [labels_lib.label_id(kind, name) for name, _, _ in layers]
+  strides = [0 < u < n - 1 for u in range(n)]  # 1 on every processing layer: cells keep the spatial size
+  return from_arrays(kind, labels, [units for _, units, _ in layers], strides, adjacency)

@@ -67,10 +67,6 @@ def from_arch(arch: Architecture) -> HostGraph:
   )
 
 
-def _digest(text: str) -> str:
-  return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
-
-
 def canonical_key(arch: Architecture) -> str:
   """A key of the labelled graph that does not depend on slot order or padding.
 
@@ -133,4 +129,4 @@ def _refined_key(g: HostGraph) -> str:
       (colour[i], tuple(sorted(colour[p] for p in parents[i])), tuple(sorted(colour[c] for c in children[i])))
       for i in range(g.n)
     ]
-  return f"{g.kind}:{_digest(repr(rounds))}"
+  return f"{g.kind}:{hashlib.blake2b(repr(rounds).encode(), digest_size=10).hexdigest()}"

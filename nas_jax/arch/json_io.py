@@ -18,7 +18,7 @@ from nas_jax.arch import graph, main_chain
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture, pad
 
-__all__ = ["Limits", "FLAT", "show", "from_json", "to_json", "host_masses", "image_sizes"]
+__all__ = ["Limits", "FLAT", "show", "from_json", "is_valid", "to_json", "graph_json", "host_masses", "image_sizes"]
 
 Role = labels_lib.Role
 # Plain ints: IntEnum attribute lookups dominate the validation time of a network otherwise.
@@ -291,22 +291,37 @@ def from_json(
   return pad(arch, n if pad_to is None else pad_to)
 
 
+def is_valid(obj: Any, limits: Limits | None = None) -> bool:
+  """Whether `from_json(obj, limits=limits)` accepts `obj`."""
+  try:
+    from_json(obj, limits=limits)
+  except ValueError:
+    return False
+  return True
+
+
 def to_json(arch: Architecture) -> dict[str, Any]:
   """Interchange JSON of one architecture: layers in slot order, edges sorted."""
   if np.ndim(arch.labels) != 1:
     raise ValueError(
       f"to_json: expected one architecture (labels [N]), got shape {np.shape(arch.labels)}; use unstack()"
     )
-  table = labels_lib.label_table(arch.kind)
   n = int(np.asarray(arch.mask).sum())
   lids, units, strides = (np.asarray(x)[:n] for x in (arch.labels, arch.units, arch.strides))
+  return graph_json(arch.kind, lids, units, strides, np.asarray(arch.adjacency)[:n, :n])
+
+
+def graph_json(kind: str, lids: np.ndarray, units: np.ndarray, strides: np.ndarray, adj: np.ndarray) -> dict:
+  """Interchange JSON of n layers given as host arrays (lids, units, strides [n] int; adj [n, n]
+  bool), unvalidated: layers in slot order, edges sorted."""
+  table = labels_lib.label_table(kind)
   layers = []
-  for lid, u, s in zip(lids, units, strides):
+  for lid, u, s in zip(lids.tolist(), units.tolist(), strides.tolist()):
     layer = {"label": table.names[lid]}
     if table.has_units[lid]:
-      layer["units"] = int(u)
+      layer["units"] = u
     if table.has_stride[lid]:
-      layer["stride"] = int(s)
+      layer["stride"] = s
     layers.append(layer)
-  edges = [[int(i), int(j)] for i, j in zip(*np.nonzero(np.asarray(arch.adjacency)[:n, :n]))]
-  return {"kind": arch.kind, "layers": layers, "edges": edges}
+  edges = [[int(i), int(j)] for i, j in zip(*np.nonzero(adj))]
+  return {"kind": kind, "layers": layers, "edges": edges}

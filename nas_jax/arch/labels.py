@@ -200,8 +200,7 @@ def _check_kind(kind: str) -> None:
 
 def vocabulary(kind: str) -> tuple[str, ...]:
   """The label names of `kind` (one of `KINDS`), in label-id order."""
-  _check_kind(kind)
-  return tuple(name for name, _, _ in _VOCAB[kind])
+  return label_table(kind).names
 
 
 def group_names(kind: str) -> tuple[str, ...]:

@@ -17,8 +17,7 @@ import numpy as np
 
 from nas_jax.arch import main_chain, morphism
 from nas_jax.arch.architecture import Architecture
-from nas_jax.arch.json_io import show
-from nas_jax.arch.json_io import Limits
+from nas_jax.arch.json_io import Limits, show
 
 __all__ = ["MorphPoint", "weights_id", "descriptor_key", "morph_point_to_json", "morph_point_from_json"]
 

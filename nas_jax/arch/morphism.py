@@ -13,7 +13,7 @@ import numpy as np
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, from_arrays
 from nas_jax.arch.json_io import show
 
 __all__ = ["OP_TYPES", "Op", "apply_op", "replay", "candidate_ops", "sample_ops", "initial_architectures"]
@@ -83,14 +83,7 @@ class _Graph:
     adj = np.zeros((n, n), bool)
     for i, j in self.edges:
       adj[i, j] = True
-    return Architecture(
-      labels=np.array(self.labels, np.int32),
-      units=np.array(self.units, np.int32),
-      strides=np.array(self.strides, np.int32),
-      adjacency=adj,
-      mask=np.ones(n, bool),
-      kind=KIND,
-    )
+    return from_arrays(KIND, self.labels, self.units, self.strides, adj)
 
 
 def _block_output(chain: main_chain.Chain, conv: int) -> int:
@@ -222,14 +215,8 @@ def initial_architectures(*, width: int = 64, n_blocks: int = 3) -> list[Archite
   adj = np.zeros((n, n), bool)
   adj[np.arange(n - 1), np.arange(1, n)] = True
   lids = np.array([_VOCAB.index(x) for x in names], np.int32)
-  g0 = Architecture(
-    labels=lids,
-    units=np.where(_ROLE[lids] == labels_lib.Role.CONV, width, 0).astype(np.int32),
-    strides=np.where(lids == _VOCAB.index("max-pool"), 2, 0).astype(np.int32),
-    adjacency=adj,
-    mask=np.ones(n, bool),
-    kind=KIND,
-  )
+  units = np.where(_ROLE[lids] == labels_lib.Role.CONV, width, 0)
+  g0 = from_arrays(KIND, lids, units, np.where(lids == _VOCAB.index("max-pool"), 2, 0), adj)
   if n_blocks != 3:
     return [g0]
   a, b, c = main_chain.chain_view(g0).convs

@@ -108,8 +108,7 @@ def reference_point(runs: Sequence[Sequence[Observation]], task) -> dict:
   if not ok:
     raise ValueError("compare: no run has an OK observation to place the hypervolume reference")
   scores = observation_scores(ok, task.goal, task.objectives)
-  names = ["value", *(n for n, _ in task.objectives)]
-  goals = [task.goal, *(g for _, g in task.objectives)]
+  names, goals = zip(("value", task.goal), *task.objectives)
   return {n: float(to_score(s, g)) for n, s, g in zip(names, scores.min(axis=0), goals)}
 
 
@@ -117,11 +116,10 @@ def hypervolume_curve(observations: Sequence[Observation], task, ref: dict, budg
   """The hypervolume dominated by a run's OK observations after each evaluation, [budget]
   float64, in the product of the objectives' raw units, against `ref` ({objective: raw value},
   `reference_point`). A run that stopped early keeps its last value."""
-  names = ["value", *(n for n, _ in task.objectives)]
-  goals = [task.goal, *(g for _, g in task.objectives)]
+  names, goals = zip(("value", task.goal), *task.objectives)
   missing = sorted(set(names) - set(ref))
   if missing:
-    raise ValueError(f"compare: hv_ref={ref!r} lacks {missing}; it needs a value for each of {names}")
+    raise ValueError(f"compare: hv_ref={ref!r} lacks {missing}; it needs a value for each of {list(names)}")
   ref_scores = np.array([float(to_score(ref[n], g)) for n, g in zip(names, goals)])
   obs = list(observations)[:budget]
   scores = observation_scores(obs, task.goal, task.objectives)
@@ -187,34 +185,25 @@ def _nullable(x: np.ndarray) -> list:
 
 def write_table(results: dict, path: str, budget: int) -> None:
   """Markdown table: per config, mean ± standard error over seeds of the best value at `budget`
-  (and of its test value when the task has one, and of the hypervolume for several objectives)."""
-  goal = results["goal"]
+  (and of its test value when the task has one, of the hypervolume for several objectives, and of
+  both at `results["sim_time"]` simulated seconds when the task reports costs)."""
   has_test = any(np.isfinite(np.asarray(v, np.float64)).any() for v in results["test_runs"].values())
-  has_hv = "hypervolume" in results
-  head = f"| config | seeds | best value at {budget} evaluations ({goal}) |" + (" test value |" if has_test else "")
-  head += " hypervolume |" if has_hv else ""
-  has_sim = "sim_time" in results
-  if has_sim:
-    head += f" best value at {results['sim_time']:.6g} simulated s |" + (" its test value |" if has_test else "")
-    sim_best, sim_test = at_simulated_time(results), at_simulated_time(results, "test_runs")
-  rule = "|---|---|---|" + ("---|" if has_test else "") + ("---|" if has_hv else "")
-  lines = [head, rule + ("---|" * (1 + has_test) if has_sim else "")]
+  columns = [(f"best value at {budget} evaluations ({results['goal']})", results["runs"])]
+  columns += [("test value", results["test_runs"])] if has_test else []
+  columns += [("hypervolume", results["hypervolume"])] if "hypervolume" in results else []
+  if "sim_time" in results:  # one value per seed, as a curve of length 1
+    at_sim = lambda key: {n: [[v] for v in values] for n, values in at_simulated_time(results, key).items()}
+    columns += [(f"best value at {results['sim_time']:.6g} simulated s", at_sim("runs"))]
+    columns += [("its test value", at_sim("test_runs"))] if has_test else []
+  lines = ["| config | seeds | " + " | ".join(head for head, _ in columns) + " |", "|---" * (2 + len(columns)) + "|"]
+  budgets = results.get("budgets", {})
   for name, runs in results["runs"].items():
-    mean, err, n = _final(runs)
-    at = f" (at {results['budgets'][name]})" if len(set(results.get("budgets", {}).values())) > 1 else ""
-    row = f"| {name} | {n}/{len(runs)} | {mean:.6g} ± {err:.2g}{at} |"
-    if has_test:
-      t_mean, t_err, _ = _final(results["test_runs"][name])
-      row += f" {t_mean:.6g} ± {t_err:.2g} |"
-    if has_hv:
-      h_mean, h_err, _ = _final(results["hypervolume"][name])
-      row += f" {h_mean:.6g} ± {h_err:.2g} |"
-    for column in ([sim_best[name]] + ([sim_test[name]] if has_test else [])) if has_sim else []:
-      s_mean, s_err, _ = _final([[v] for v in column])
-      row += f" {s_mean:.6g} ± {s_err:.2g} |"
-    lines.append(row)
+    cells = [f"{mean:.6g} ± {err:.2g}" for mean, err, _ in (_final(by_name[name]) for _, by_name in columns)]
+    if len(set(budgets.values())) > 1:
+      cells[0] += f" (at {budgets[name]})"
+    lines.append(f"| {name} | {_final(runs)[2]}/{len(runs)} | " + " | ".join(cells) + " |")
   note = "(mean ± one standard error over seeds; n/N = seeds with a value)"
-  if has_hv:
+  if "hypervolume" in results:
     note += f"\n(hypervolume against the reference point {results['hv_ref']}, in the objectives' own units)"
   with open(path, "w") as f:
     f.write("\n".join(lines) + "\n\n" + note + "\n")
@@ -287,29 +276,18 @@ def compare(
     )
   task = next(iter(tasks.values()))
   goal = task.goal
-  results = {
-    "goal": goal,
-    "budget": budget,
-    "overrides": dict(overrides or {}),
-    "runs": {},
-    "test_runs": {},
-    "seconds": {},
-    "budgets": budgets,
-    "sim_seconds": {},
-  }
+  curve_keys = ("runs", "test_runs", "seconds", "sim_seconds")
+  results = {"goal": goal, "budget": budget, "overrides": dict(overrides or {}), "budgets": budgets}
+  results.update({k: {name: [] for name in configs} for k in curve_keys})
   journals = {}
   for name, c in configs.items():
-    results["runs"][name], results["test_runs"][name], results["seconds"][name] = [], [], []
-    results["sim_seconds"][name], full = [], full_fidelity(tasks[name])
     for seed in seeds:
       c.seed, c.workdir = seed, os.path.join(out, name, f"seed{seed}")
-      observations = config_lib.search_from_config(c, progress=progress)
-      journals[name, seed] = observations
-      best, test = run_curves(observations, goal, budgets[name], full)
-      results["runs"][name].append(_nullable(best))
-      results["test_runs"][name].append(_nullable(test))
-      results["seconds"][name].append(_nullable(run_seconds(observations, budgets[name])))
-      results["sim_seconds"][name].append(_nullable(run_costs(observations, budgets[name])))
+      observations = journals[name, seed] = config_lib.search_from_config(c, progress=progress)
+      best, test = run_curves(observations, goal, budgets[name], full_fidelity(tasks[name]))
+      seconds, costs = run_seconds(observations, budgets[name]), run_costs(observations, budgets[name])
+      for k, curve in zip(curve_keys, (best, test, seconds, costs)):
+        results[k][name].append(_nullable(curve))
       log.info("%s seed %d: best %s", name, seed, results["runs"][name][-1][-1])
   if task.objectives:
     ref = dict(hv_ref) if hv_ref else reference_point(list(journals.values()), task)
@@ -327,7 +305,7 @@ def compare(
   with open(os.path.join(out, RESULTS), "w") as f:
     json.dump(results, f, allow_nan=False)
   write_table(results, os.path.join(out, TABLE), budget if budget is not None else max(budgets.values()))
-  title = next(iter(tasks.values())).name
+  title = task.name
   plots.plot_curves(
     {n: np.asarray(r, np.float64) for n, r in results["runs"].items()}, goal, os.path.join(out, CURVES), title=title
   )

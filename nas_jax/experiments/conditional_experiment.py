@@ -180,28 +180,19 @@ def nmse_rows(
 ) -> dict:
   """{column name: {model: (mean, stderr)}} over every (dataset, half) and raw/log target."""
   spec = cond_point.conditional_spec(max_depth)
+  fit = dict(n_splits=n_splits, n_starts=n_starts, steps=steps)
   table = {}
   for (name, half), (points, errors) in trained.items():
     u, active = cond_point.to_unit(cond_point.stack_points(points), spec)
+    decision = "softmax" if DATASETS[name] == "classification" else "linear"
     for suffix, log_target, col_half in COLUMNS:
       if col_half != half:
         continue
       y = targets(errors, log_target)
       key = jax.random.key(seed)
-      row = {
-        m: v[:2] for m, v in nmse_table(key, u, active, y, n_splits=n_splits, n_starts=n_starts, steps=steps).items()
-      }
+      row = {m: v[:2] for m, v in nmse_table(key, u, active, y, **fit).items()}
       if otmann:
-        s = otmann_nmse(
-          key,
-          points,
-          y,
-          spec,
-          "softmax" if DATASETS[name] == "classification" else "linear",
-          n_splits=n_splits,
-          n_starts=n_starts,
-          steps=steps,
-        )
+        s = otmann_nmse(key, points, y, spec, decision, **fit)
         row["otmann_gp"] = (float(np.mean(s)), float(np.std(s, ddof=1) / np.sqrt(len(s))))
       table[f"{name}{suffix}"] = row
   return table

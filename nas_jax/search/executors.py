@@ -19,7 +19,7 @@ import time
 import traceback
 from typing import Any, Callable, NamedTuple, Protocol
 
-__all__ = ["Outcome", "Executor", "InlineExecutor", "ProcessExecutor", "run_inline"]
+__all__ = ["Outcome", "ended", "Executor", "InlineExecutor", "ProcessExecutor", "run_inline"]
 
 
 class Outcome(NamedTuple):
@@ -40,6 +40,13 @@ class Outcome(NamedTuple):
   timed_out: bool = False
 
 
+def ended(ok: bool, payload: Any, seconds: float, worker: str) -> Outcome:
+  """The Outcome of a call that `call` reported as (ok, result or traceback text, seconds)."""
+  if ok:
+    return Outcome(result=payload, seconds=seconds, worker=worker)
+  return Outcome(error=payload, seconds=seconds, worker=worker)
+
+
 class Executor(Protocol):
   """The one stateful object of a search: runs calls on `num_workers` workers."""
 
@@ -55,8 +62,8 @@ class Executor(Protocol):
     """Stops every worker; calls still running are abandoned."""
 
 
-# check_workers, call, x64_enabled and worker_setup are shared with `ray_executor`; check_workers,
-# call and run_inline with `population_executor`.
+# check_workers, call, ended, x64_enabled and worker_setup are shared with `ray_executor`;
+# check_workers, call and run_inline with `population_executor`.
 def check_workers(name: str, num_workers: Any, timeout_s: Any) -> None:
   if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
     raise ValueError(f"{name}: num_workers={num_workers!r}; expected an integer >= 1")
@@ -78,10 +85,7 @@ def call(fn: Callable, args: tuple) -> tuple[bool, Any, float]:
 
 def run_inline(fn: Callable, args: tuple) -> Outcome:
   """The Outcome of fn(*args) run in the caller's process (`call`)."""
-  ok, payload, seconds = call(fn, args)
-  if ok:
-    return Outcome(result=payload, seconds=seconds, worker="inline")
-  return Outcome(error=payload, seconds=seconds, worker="inline")
+  return ended(*call(fn, args), "inline")
 
 
 def x64_enabled() -> bool:
@@ -246,16 +250,13 @@ class ProcessExecutor:
       if not self._queue:
         return
       if self._slots[i].ticket is None:
-        if not self._slots[i].process.is_alive():  # it died after its last reply
-          self._replace(i)
+        if not self._slots[i].process.is_alive():  # it died after its last reply, or was retired
+          self._slots[i].stop()
+          self._slots[i] = _Slot(self._ctx, i, self._x64)
         slot = self._slots[i]
         slot.ticket, payload = self._queue.popleft()
         slot.started = time.monotonic()
         slot.conn.send_bytes(payload)
-
-  def _replace(self, i: int) -> None:
-    self._slots[i].stop()
-    self._slots[i] = _Slot(self._ctx, i, self._x64)
 
   def _retire(self, slot: _Slot) -> None:
     """Kills a slot's process; `_dispatch` starts a new one when the slot is next needed."""
@@ -279,16 +280,8 @@ class ProcessExecutor:
         pass  # the pipe closed: the process died; handled below
       ticket, elapsed = slot.ticket, now - slot.started
       if reply is not None:
-        ok, payload, seconds = reply
         slot.ticket = None
-        out.append(
-          (
-            ticket,
-            Outcome(result=payload, seconds=seconds, worker=slot.name)
-            if ok
-            else Outcome(error=payload, seconds=seconds, worker=slot.name),
-          )
-        )
+        out.append((ticket, ended(*reply, slot.name)))
       elif not slot.process.is_alive():
         slot.process.join()
         code = slot.process.exitcode
@@ -303,17 +296,8 @@ class ProcessExecutor:
         out.append((ticket, Outcome(error=error, seconds=elapsed, worker=slot.name)))
         self._retire(slot)
       elif slot.ready and self.timeout_s is not None and elapsed > self.timeout_s:
-        out.append(
-          (
-            ticket,
-            Outcome(
-              error=f"timed out after {self.timeout_s:g} s; worker {slot.name} was killed",
-              seconds=elapsed,
-              worker=slot.name,
-              timed_out=True,
-            ),
-          )
-        )
+        error = f"timed out after {self.timeout_s:g} s; worker {slot.name} was killed"
+        out.append((ticket, Outcome(error=error, seconds=elapsed, worker=slot.name, timed_out=True)))
         self._retire(slot)
     self._dispatch()
     return out

@@ -107,10 +107,6 @@ def _check_proposal(proposal: Any, task: Task, seeds: dict) -> tuple[Any, float 
   return point, fidelity, continues
 
 
-def _best(score: float, goal: str) -> float | None:
-  return None if score == -np.inf else float(to_score(score, goal))
-
-
 def _write_json(path: str, obj: Any) -> None:
   tmp = f"{path}.tmp"
   with open(tmp, "w") as f:
@@ -251,7 +247,7 @@ def _search(fl: _Flight, strategy, task, executor, path, space, budget, seed, pr
         running=len(fl.pending),
         oldest=in_flight(flying, time.monotonic()),
         failed=sum(not o.ok for o in fl.done),
-        best=_best(fl.best, task.goal),
+        best=None if fl.best == -np.inf else float(to_score(fl.best, task.goal)),  # a score back to a value
       )
       for ticket, outcome in executor.wait(timeout=_POLL_S):
         _record(fl, strategy, task, path, ticket, outcome)

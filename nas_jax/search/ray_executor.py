@@ -9,7 +9,7 @@ import os
 import time
 from typing import Any, Callable
 
-from nas_jax.search.executors import Outcome, call, check_workers, worker_setup, x64_enabled
+from nas_jax.search.executors import Outcome, call, check_workers, ended, worker_setup, x64_enabled
 
 __all__ = ["RayExecutor"]
 
@@ -77,15 +77,7 @@ class RayExecutor:
     for ref in ready:
       ticket, start = self._running.pop(ref)
       try:
-        ok, payload, seconds, worker = ray.get(ref)
-        out.append(
-          (
-            ticket,
-            Outcome(result=payload, seconds=seconds, worker=worker)
-            if ok
-            else Outcome(error=payload, seconds=seconds, worker=worker),
-          )
-        )
+        out.append((ticket, ended(*ray.get(ref))))
       except ray.exceptions.RayError as e:  # the worker died or the task could not run
         out.append((ticket, Outcome(error=f"{type(e).__name__}: {e}", seconds=now - start, worker="ray")))
     if self.timeout_s is not None:
@@ -93,17 +85,8 @@ class RayExecutor:
         if now - start > self.timeout_s:
           ray.cancel(ref, force=True)
           del self._running[ref]
-          out.append(
-            (
-              ticket,
-              Outcome(
-                error=f"timed out after {self.timeout_s:g} s; its Ray worker was killed",
-                seconds=now - start,
-                worker="ray",
-                timed_out=True,
-              ),
-            )
-          )
+          error = f"timed out after {self.timeout_s:g} s; its Ray worker was killed"
+          out.append((ticket, Outcome(error=error, seconds=now - start, worker="ray", timed_out=True)))
     self._dispatch()
     return out
 

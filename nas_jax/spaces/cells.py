@@ -6,7 +6,6 @@ sampling, mutation and neighbours on the host in numpy, seeded from a JAX key. T
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import jax
 import numpy as np
@@ -26,21 +25,15 @@ from nas_jax.arch.cell import (
   nb201_iso_key,
 )
 from nas_jax.arch.cell_graphs import cell_layer_graph
+from nas_jax.spaces.graph_edit import host_rng
 from nas_jax.spaces.space import Space
 
-__all__ = ["sample_distinct", "nb201_space", "nb101_space"]
+__all__ = ["nb201_space", "nb101_space"]
 
 _TRIU = np.triu_indices(NB101_NODES, 1)  # 21 entries, row-major (spec 4.5 order)
 # Draws of `mutate(..., require_change=True)` before it reports no change. A draw changes the key
 # with probability 0.54-0.82 on average (spec 2.5, 3.4), so 64 misses in a row are not expected.
 _MUTATE_TRIES = 64
-
-
-def _rng(key: jax.Array) -> np.random.Generator:
-  """A numpy generator determined by a JAX key or its uint32 key data (deterministic per key)."""
-  if not isinstance(key, np.ndarray):
-    key = np.asarray(jax.random.key_data(key))
-  return np.random.default_rng(key.ravel().tolist())
 
 
 # ------------------------------------------------------------------------------- NB201
@@ -116,25 +109,6 @@ def _nb101_neighbours(cell: Cell) -> list[Cell]:
 # ------------------------------------------------------------------------------- shared
 
 
-def sample_distinct(space: Space, key: jax.Array, n: int, exclude: Any = (), *, patience: int = 5) -> list:
-  """n random points with distinct `space.canonical_key`s, none in `exclude` (spec 2.4).
-
-  Raises:
-    ValueError if `patience * n` draws do not give n distinct new points.
-  """
-  seen = set(exclude)
-  out = []
-  draws = space.sample(key, patience * n)
-  for p in draws:
-    k = space.canonical_key(p)
-    if k not in seen:
-      seen.add(k)
-      out.append(p)
-      if len(out) == n:
-        return out
-  raise ValueError(f"sample_distinct: only {len(out)} distinct new points in {patience * n} draws; n={n}")
-
-
 def _mutate_fn(base, key_fn):
   def mutate(point: Cell, key: jax.Array, require_change: bool = False) -> tuple[Cell, bool]:
     """Code mutation (spec 2.5, 3.4) -> (child, True), or (point, False) when the key is unchanged.
@@ -143,7 +117,7 @@ def _mutate_fn(base, key_fn):
     probability 0.18 (NB201 strings) to 0.46 (NB101 path sets); BANANAS counts such a draw as a
     spent attempt. require_change=True (Ours) redraws, up to `_MUTATE_TRIES` times.
     """
-    rng = _rng(key)
+    rng = host_rng(key)
     parent = key_fn(point)
     for _ in range(_MUTATE_TRIES if require_change else 1):
       child = base(point, rng)
@@ -196,7 +170,7 @@ def nb101_space(dedup_key: str = "path", kind: str = "nb101") -> Space:
   """The NB101 space (spec 2), raw genotypes. dedup_key: "path" (Code) or "iso" (spec 2.3)."""
 
   def sample(key, n):
-    rng = _rng(key)
+    rng = host_rng(key)
     return [_nb101_sample(rng) for _ in range(n)]
 
   keys = {"path": nb101_path_key, "iso": nb101_iso_key}

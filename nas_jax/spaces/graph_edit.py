@@ -21,7 +21,6 @@ __all__ = [
   "Edit",
   "FLAT",
   "append_layers",
-  "to_json_obj",
   "finish",
   "image_sizes",
   "reachability",
@@ -60,21 +59,6 @@ def append_layers(g: HostGraph, labels, units, strides) -> HostGraph:
   )
 
 
-def to_json_obj(g: HostGraph) -> dict:
-  """The interchange JSON of `g` (layers in slot order, edges sorted), unvalidated."""
-  table = labels_lib.label_table(g.kind)
-  layers = []
-  for lid, u, s in zip(g.labels.tolist(), g.units.tolist(), g.strides.tolist()):
-    layer = {"label": table.names[lid]}
-    if table.has_units[lid]:
-      layer["units"] = u
-    if table.has_stride[lid]:
-      layer["stride"] = s
-    layers.append(layer)
-  edges = [[int(i), int(j)] for i, j in zip(*np.nonzero(g.adj))]
-  return {"kind": g.kind, "layers": layers, "edges": edges}
-
-
 def finish(g: HostGraph, num_slots: int, limits: Limits, pad_to: int | None = None) -> tuple[Architecture | None, str]:
   """Validates an edited graph through `from_json` and pads it.
 
@@ -92,7 +76,7 @@ def finish(g: HostGraph, num_slots: int, limits: Limits, pad_to: int | None = No
     return None, f"result has {g.n} layers; the capacity pad_to is {pad_to}"
   n_out = pad_to if pad_to is not None else (num_slots if g.n <= num_slots else next_power_of_two(g.n))
   try:
-    return from_json(to_json_obj(g), pad_to=n_out, limits=limits), ""
+    return from_json(json_io.graph_json(*g), pad_to=n_out, limits=limits), ""
   except ValueError as e:
     return None, f"result invalid: {e}"
 

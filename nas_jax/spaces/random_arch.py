@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.arch.json_io import Limits, from_json
+from nas_jax.arch.json_io import Limits, from_json, is_valid
 
 __all__ = ["random_architecture", "random_json"]
 
@@ -17,14 +17,6 @@ _CNN_BODY = ("conv3", "conv5", "conv7", "res3", "res5", "res7", "max-pool", "avg
 _CNN_BODY_P = (0.2, 0.15, 0.1, 0.15, 0.1, 0.05, 0.15, 0.1)
 _MLP_BODY = ("relu", "crelu", "leaky-relu", "softplus", "elu", "logistic", "tanh")
 _UNITS = (8, 16, 32, 64, 128, 256)
-
-
-def _valid(obj: dict, limits: Limits) -> bool:
-  try:
-    from_json(obj, limits=limits)
-  except ValueError:
-    return False
-  return True
 
 
 def random_json(
@@ -83,9 +75,9 @@ def random_json(
     if v == u + 1 or v == 0:
       continue
     trial = {**obj, "edges": obj["edges"] + [[u, v]]}
-    if _valid(trial, limits):
+    if is_valid(trial, limits):
       obj = trial
-  if not _valid(obj, limits):
+  if not is_valid(obj, limits):
     raise ValueError(f"random_json: could not build a valid {kind} within {limits}; relax the bounds")
   return obj
 

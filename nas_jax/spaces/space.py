@@ -15,7 +15,7 @@ import numpy as np
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture, next_power_of_two, pad
 from nas_jax.arch.host_graph import KeyMemo
-from nas_jax.arch.json_io import Limits, from_json, to_json
+from nas_jax.arch.json_io import Limits, from_json, is_valid, to_json
 from nas_jax.spaces import graph_edit
 from nas_jax.spaces import modifiers as modifiers_lib
 from nas_jax.spaces.pools import initial_pool
@@ -96,15 +96,6 @@ class Space(NamedTuple):
   conditional_spec: Any = None
   enumerate: Callable[[], list] | None = None
   tree: TreeMoves | None = None
-
-
-def _within(arch: Architecture, limits: Limits) -> bool:
-  """Whether a valid architecture also meets `limits`."""
-  try:
-    from_json(to_json(arch), limits=limits)
-  except ValueError:
-    return False
-  return True
 
 
 # Names a config can give for the App. C.4 ablation (Fig. 7b).
@@ -243,7 +234,7 @@ def layer_graph_space(
     return fit(arch)
 
   def initial(n: int | None = None) -> list[Architecture]:
-    pool = [fit(a) for a in initial_pool(kind) if _within(a, limits)]
+    pool = [fit(a) for a in initial_pool(kind) if is_valid(to_json(a), limits)]
     if n is not None and not (isinstance(n, int) and 0 <= n <= len(pool)):
       raise ValueError(f"initial: n={n!r}; the {kind} pool has {len(pool)} networks within the limits (0..{len(pool)})")
     return pool[:n]

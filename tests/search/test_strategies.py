@@ -11,6 +11,7 @@ import jax
 import numpy as np
 import pytest
 
+from nas_jax.acquisition.evolution import selection_probs
 from nas_jax.search import loop
 from nas_jax.search.executors import InlineExecutor
 from nas_jax.search.state import Observation, Status
@@ -95,14 +96,12 @@ def test_local_search_walks_to_the_optimum_then_restarts_and_replays_from_any_sp
 
 def test_selection_probabilities_by_hand():
   # scores [0, 1]: sigma = 0.5, so weights exp(0), exp(2).
-  p = baselines.selection_probabilities(np.array([0.0, 1.0]))
+  p = selection_probs(np.array([0.0, 1.0]))
   np.testing.assert_allclose(p, [1 / (1 + math.e**2), math.e**2 / (1 + math.e**2)], rtol=1e-12)
-  np.testing.assert_allclose(baselines.selection_probabilities(np.array([3.0, 3.0, 3.0])), [1 / 3] * 3)
+  np.testing.assert_allclose(selection_probs(np.array([3.0, 3.0, 3.0])), [1 / 3] * 3)
   # Shift and scale invariance: sigma makes the rule scale-free (spec 8.1).
   s = np.array([0.2, -1.0, 4.0, 2.5])
-  np.testing.assert_allclose(
-    baselines.selection_probabilities(s), baselines.selection_probabilities(100 * s - 7), rtol=1e-12
-  )
+  np.testing.assert_allclose(selection_probs(s), selection_probs(100 * s - 7), rtol=1e-12)
 
 
 def test_ea_proposes_the_initial_pool_first_then_one_step_mutants_of_observed_parents():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from nas_jax.acquisition.mutation import random_candidates
 from nas_jax.arch import cell as cell_lib
 from nas_jax.arch import graph
 from nas_jax.spaces import cells as C
@@ -291,11 +292,11 @@ def test_nb101_architecture_is_the_pruned_cell():
   assert len(arch.labels) == 5 and arch.adjacency.sum() == 6
 
 
-def test_sample_distinct_gives_distinct_new_keys():
+def test_random_candidates_give_distinct_new_keys():
   space = C.nb201_space()
-  first = C.sample_distinct(space, jax.random.PRNGKey(9), 50)
+  first = random_candidates(space, jax.random.PRNGKey(9), set(), n=50)
   keys = {space.canonical_key(p) for p in first}
-  more = C.sample_distinct(space, jax.random.PRNGKey(10), 50, exclude=keys)
+  more = random_candidates(space, jax.random.PRNGKey(10), keys, n=50)
   assert len(keys) == 50 and not keys & {space.canonical_key(p) for p in more}
 
 

@@ -20,7 +20,6 @@ __all__ = [
   "random_search",
   "EAState",
   "evolution",
-  "selection_probabilities",
 ]
 
 _ROUNDS = 8  # sampling rounds of 4n draws before a propose call gives up on a full batch
@@ -88,23 +87,11 @@ class EAState:
   notes: dict = dataclasses.field(default_factory=dict)
 
 
-def selection_probabilities(scores: np.ndarray) -> np.ndarray:
-  """pi(z_i) proportional to exp(f_i / sigma), sigma the std of the f_i (spec nasbot.md 8.1.a):
-  the EA acquisition optimiser's rule (`selection_probs`) applied to true scores.
-
-  Args:
-    scores: [n] finite scores (higher is better).
-
-  Returns:
-    [n] float64 probabilities; uniform when sigma = 0 (e.g. n = 1).
-  """
-  return selection_probs(scores, selection="paper")
-
-
 def _generation(
   space: Any, history: common.History, fitness: np.ndarray, n_mut: int, key: jax.Array, exclude: set
 ) -> tuple:
-  """N_mut mutants of parents drawn with replacement by `selection_probabilities` (spec 8.1.a-b).
+  """N_mut mutants of parents drawn with replacement, pi(z_i) proportional to exp(f_i / sigma),
+  sigma the std of the f_i: the EA acquisition optimiser's rule, `selection_probs` (spec 8.1.a-b).
 
   A parent adds nothing when its `_MUTATION_TRIES` mutations all leave it unchanged
   (`space.mutate` ok False) or repeat a known point. `fitness` [n] is what selection reads
@@ -113,7 +100,7 @@ def _generation(
   """
   ok = np.flatnonzero(history.ok)
   rng = common.host_rng(key)
-  parents = rng.choice(ok, size=n_mut, p=selection_probabilities(fitness[ok]))
+  parents = rng.choice(ok, size=n_mut, p=selection_probs(fitness[ok], selection="paper"))
   taken = set(exclude)
   out = []
   for j, i in enumerate(parents):
@@ -154,12 +141,10 @@ def evolution(space: Any, goal: str, *, n_mut: int = 10, objectives: tuple = ())
   def propose(state, n, pending):
     exclude = set(state.history.keys) | {space.canonical_key(p) for p in pending}
     key = common.step_key(state.key, state.history, pending)
-    out, notes = [], dict(state.notes)
     pool = common.fresh(space, state.pool, set(exclude))
-    taken = common.fresh(space, pool[:n], exclude)
-    out += taken
-    notes.update({space.canonical_key(p): {"origin": "initial_pool"} for p in taken})
-    pool, batch = pool[len(taken) :], list(state.batch)
+    out = common.fresh(space, pool[:n], exclude)
+    notes = {**state.notes, **{space.canonical_key(p): {"origin": "initial_pool"} for p in out}}
+    pool, batch = pool[len(out) :], list(state.batch)
     for g in range(_ROUNDS):
       if len(out) >= n:
         break

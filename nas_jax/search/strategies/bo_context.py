@@ -24,13 +24,10 @@ def optimiser_context(space: Any, history: common.History, exclude: set) -> Cont
       space, history.points, history.scores, history.trial_ids, frozenset(exclude), task_infos=history.task_infos
     )
   top: dict = {}  # canonical key -> index of its highest-fidelity observation (a success first)
+  rank = lambda i: (np.isnan(history.scores[i]), -history.points[i].fidelity)
   for i, p in enumerate(history.points):
     k = space.canonical_key(p)
-    j = top.get(k)
-    if j is None or (np.isnan(history.scores[j]), -history.points[j].fidelity) > (
-      np.isnan(history.scores[i]),
-      -p.fidelity,
-    ):
+    if k not in top or rank(top[k]) > rank(i):
       top[k] = i
   idx = sorted(top.values())
   full = space.fidelities[-1]

@@ -174,6 +174,11 @@ def asha(sampler: Strategy, space: Any, goal: str, fidelities: Sequence[float], 
   return _scheduler(lambda rungs, eta: (), sampler, space, goal, fidelities, options)
 
 
+def _fidelity(s: _Scheduler, fidelity: float | None) -> float:
+  """The fidelity of an evaluation or proposal: the full fidelity where it names none."""
+  return s.fidelities[-1] if fidelity is None else float(fidelity)
+
+
 def _model_fidelity(s: _Scheduler, state: SchedulerState) -> float:
   for f in reversed(s.fidelities):
     if sum(1 for n in state.networks.values() if f in n.done and n.done[f].ok) >= s.min_points:
@@ -213,7 +218,7 @@ def _in_flight(s: _Scheduler, pending: Sequence) -> dict:
   out = {}
   for p in pending:
     point, fidelity, _ = split_proposal(p)
-    out[s.space.canonical_key(point), s.fidelities[-1] if fidelity is None else fidelity] = point
+    out[s.space.canonical_key(point), _fidelity(s, fidelity)] = point
   return out
 
 
@@ -318,7 +323,7 @@ def _propose(s: _Scheduler, state: SchedulerState, n: int, pending: list):
 def _sample(s: _Scheduler, state: SchedulerState, flying: list, rung: int, bracket: int) -> tuple:
   """(state, AtFidelity of a new network from the sampler at `rung`, or None when it has none)."""
   fresh = [
-    FidelityPoint(point, s.fidelities[-1] if f is None else f) if s.joint else point
+    FidelityPoint(point, _fidelity(s, f)) if s.joint else point
     for point, f, _ in map(split_proposal, flying)
     if s.space.canonical_key(point) not in state.networks
   ]
@@ -347,23 +352,14 @@ def _unwrap(s: _Scheduler, proposal: Any) -> Any:
 
 
 def _update(s: _Scheduler, state: SchedulerState, observations: list) -> SchedulerState:
-  if s.joint and observations:
-    at_fidelity = [
-      dataclasses.replace(
-        o,
-        arch_json={
-          "kind": FIDELITY_KIND,
-          "fidelity": s.fidelities[-1] if o.fidelity is None else float(o.fidelity),
-          "point": o.arch_json,
-        },
-      )
-      for o in observations
-    ]  # each network at its fidelity, as the joint sampler reads it
+  if s.joint and observations:  # each network at its fidelity, as the joint sampler reads it
+    at = lambda o: {"kind": FIDELITY_KIND, "fidelity": _fidelity(s, o.fidelity), "point": o.arch_json}
+    at_fidelity = [dataclasses.replace(o, arch_json=at(o)) for o in observations]
     state = dataclasses.replace(state, sampler=s.sampler.update(state.sampler, at_fidelity))
   networks, order, notes = dict(state.networks), list(state.order), dict(state.notes)
   for o in observations:
     point = s.space.from_json(o.arch_json)
-    k, f = s.space.canonical_key(point), s.fidelities[-1] if o.fidelity is None else o.fidelity
+    k, f = s.space.canonical_key(point), _fidelity(s, o.fidelity)
     notes.pop((k, f), None)
     if k not in networks:
       noted = o.info.get("strategy") if isinstance(o.info.get("strategy"), dict) else {}
@@ -376,4 +372,4 @@ def _update(s: _Scheduler, state: SchedulerState, observations: list) -> Schedul
 
 def _notes(s: _Scheduler, state: SchedulerState, proposal: Any) -> dict:
   point, fidelity, _ = split_proposal(proposal)
-  return state.notes.get((s.space.canonical_key(point), s.fidelities[-1] if fidelity is None else fidelity), {})
+  return state.notes.get((s.space.canonical_key(point), _fidelity(s, fidelity)), {})
