@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch import conditional_point as cond_point
+from nas_jax.models import arch_net
 
 __all__ = ["Settings", "layout", "settings", "init_params", "forward"]
 
@@ -107,13 +108,10 @@ def init_params(s: Settings, key: jax.Array, d_in: int, n_out: int) -> Any:
 
 
 def _activate(z: jax.Array, index: jax.Array) -> jax.Array:
-  """ACTIVATIONS[index](z); the branches are element-wise, so computing all four is cheap."""
-  branches = {"relu": jax.nn.relu, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid, "elu": jax.nn.elu}
-  return jnp.select(
-    [index == i for i in range(len(cond_point.ACTIVATIONS) - 1)],
-    [branches[a](z) for a in cond_point.ACTIVATIONS[:-1]],
-    branches[cond_point.ACTIVATIONS[-1]](z),
-  )
+  """ACTIVATIONS[index](z), as `arch_net` names them; the branches are element-wise, so computing
+  all four is cheap."""
+  branches = [arch_net.ACTIVATIONS[a](z) for a in cond_point.ACTIVATIONS]
+  return jnp.select([index == i for i in range(len(branches) - 1)], branches[:-1], branches[-1])
 
 
 def forward(params, s: Settings, x: jax.Array, key: jax.Array | None) -> jax.Array:

@@ -36,10 +36,10 @@ import numpy as np
 from nas_jax.arch import graph, main_chain, morphism
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
+from nas_jax.models.arch_net import BN_EPSILON
 
-__all__ = ["BN_EPSILON", "morph", "replay_morphs", "variable_shapes"]
+__all__ = ["morph", "replay_morphs", "variable_shapes"]
 
-BN_EPSILON = 1e-5  # flax.linen.BatchNorm's default, which arch_net._ConvBN keeps
 _NOISE = 1e-4
 Role = labels_lib.Role
 _F32 = np.float32
