@@ -26,7 +26,6 @@ compare outputs, gradients and batch statistics with `ArchNet`'s.
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple, Sequence
 
 import jax
@@ -38,7 +37,7 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.models import arch_net, cnn_padding, convolution, padded_mlp
 from nas_jax.models.cnn_padding import BITS, KINDS, Padding
 
-__all__ = ["PaddedNet", "Place", "encode", "apply", "net_shapes", "layout_macs"]
+__all__ = ["PaddedNet", "Place", "encode", "apply", "net_shapes"]
 
 Role = labels_lib.Role
 _POOL_KERNEL = 3
@@ -360,18 +359,3 @@ def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
   """The shapes of a `PaddedNet` of this padding and image size."""
   blank = _blank(padding, image_shape)
   return PaddedNet(**{k: jax.ShapeDtypeStruct(a.shape, a.dtype) for k, a in blank.items()})
-
-
-def layout_macs(places: Sequence[Place]) -> int:
-  """Multiply-accumulates of one example's forward pass through the specialised network."""
-  total = 0
-  for pl in places:
-    (h, w), c, u, k = pl.size, pl.c_in, pl.units, pl.kernel
-    if pl.role in (Role.FC, Role.DECISION):
-      total += h * w * c * u
-    elif pl.role in (Role.CONV, Role.RES):
-      pixels = math.ceil(h / pl.stride) * math.ceil(w / pl.stride)
-      total += pixels * k * k * c * u
-      if pl.role == Role.RES:
-        total += pixels * (k * k * u * u + (c * u if pl.projection else 0))
-  return total
