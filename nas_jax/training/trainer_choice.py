@@ -291,7 +291,7 @@ def evaluate(
     if used not in memory.seen:
       memory.seen.append(used)
   if chosen == "padded":
-    result = population.evaluate(arch, dataset, train_config, key, padding=padding)
+    (result,) = population.train_population([arch], dataset, train_config, [key], padding=padding)
     memory.record(arch.kind, [result], dataset, train_config, _padding_macs(arch.kind, padding, dataset))
   else:
     result = specialised.evaluate(arch, dataset, train_config, key)
