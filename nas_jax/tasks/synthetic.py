@@ -166,13 +166,12 @@ def synthetic_task(
   """
   if name not in FUNCTIONS:
     raise ValueError(f"synthetic_task: name={name!r} is unknown; allowed: {', '.join(FUNCTIONS)}")
-  if isinstance(delay_s, bool) or not isinstance(delay_s, (int, float)) or not 0 <= delay_s < math.inf:
-    raise ValueError(f"synthetic_task: delay_s={delay_s!r}; expected a finite number >= 0")
+  for what, v in (("delay_s", delay_s), ("noise", noise)):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+      raise ValueError(f"synthetic_task: {what}={v!r}; expected a finite number >= 0")
   graph.mass_params(mass_params)  # a bad name fails here, not in every worker
   fidelities = tuple(float(f) for f in fidelities)
   if any(not f > 0 for f in fidelities) or any(a >= b for a, b in zip(fidelities, fidelities[1:])):
     raise ValueError(f"synthetic_task: fidelities={fidelities!r}; expected increasing numbers > 0")
-  if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < math.inf:
-    raise ValueError(f"synthetic_task: noise={noise!r}; expected a finite number >= 0")
   evaluate = functools.partial(_evaluate, name, float(delay_s), mass_params, fidelities=fidelities, noise=float(noise))
   return Task(name=f"synthetic-{name}", goal="max", evaluate=evaluate, fidelities=fidelities)
