@@ -330,15 +330,11 @@ def build_model(arch: Architecture, num_outputs: int = 1) -> ArchNet:
   return ArchNet(nodes=network_nodes(arch), kind=arch.kind, num_outputs=int(num_outputs))
 
 
-def _fan_in(shape: tuple[int, ...]) -> int:
-  return math.prod(shape[:-1])
-
-
 def kernel_sampler(key: jax.Array) -> Callable[[tuple[int, ...]], np.ndarray]:
   """`draw(shape)`: successive host draws of `KERNEL_INIT`'s N(0, 1/fan_in) kernels, float32, from a
   numpy Generator seeded with the key's data; the draws of `init_variables`, in the order it makes them."""
   rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist())
-  return lambda shape: rng.standard_normal(shape, np.float32) / np.float32(math.sqrt(_fan_in(shape)))
+  return lambda shape: rng.standard_normal(shape, np.float32) / np.float32(math.sqrt(math.prod(shape[:-1])))
 
 
 def init_variables(model: nn.Module, key: jax.Array, x: jax.Array) -> dict[str, Any]:

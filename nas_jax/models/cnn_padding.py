@@ -1,12 +1,6 @@
 """The padded CNN's padding: the static shape of one compiled program (`padded_cnn`), and the
-networks that fit it.
-
-A `Padding` fixes the slots, the channels of the concatenations, the parents per layer, the
-decision layers, and per slot which layer kinds it computes, at what kernel, at how many channels,
-on what grid of pixels and from which outputs. `padding_for` gives the smallest that fits some
-networks (their layers aligned to slots, each slot computing only the kinds aligned to it, at
-their size); `coarse` one whose every slot computes every kind at the largest kernel, the
-padding's width and the image's size, which any network up to its size fits.
+networks that fit it: the smallest padding for some networks (`padding_for`), or one that any
+network up to its size fits (`coarse`).
 """
 
 from __future__ import annotations

@@ -146,31 +146,20 @@ def encode(
     if node.role == Role.OP:
       continue
     is_dec = node.role == Role.DECISION
-    row = lay + n_dec if is_dec else slot_of[n_body]
+    j = n_dec if is_dec else slot_of[n_body]  # its decision or processing slot
+    row = lay + j if is_dec else j
     sources = padding.decision_sources if is_dec else padding.sources[row]
     start = np.cumsum([0] + [out_c[q] for q in node.parents])
     for m, q in enumerate(node.parents):
       parents[row, m], offsets[row, m], parent_mask[row, m] = sources.index(buffer_row[q]), start[m], 1.0
     proj = node.role == Role.RES and (c_in != node.units or node.stride != 1)
     units_out = num_outputs if is_dec else (0 if node.role == Role.POOL else node.units)
-    places.append(
-      Place(
-        f"{node.slot}_{node.label}",
-        node.role,
-        n_dec if is_dec else slot_of[n_body],
-        node.kernel,
-        units_out,
-        c_in,
-        (h, w),
-        node.stride,
-        proj,
-      )
-    )
+    name = f"{node.slot}_{node.label}"
+    places.append(Place(name, node.role, j, node.kernel, units_out, c_in, (h, w), node.stride, proj))
     if is_dec:
-      decision_mask[n_dec] = 1.0
+      decision_mask[j] = 1.0
       n_dec += 1
       continue
-    j = slot_of[n_body]
     in_mask[j, :h, :w] = 1.0
     units[j, :c_out] = 1.0
     kind[j] = cnn_padding.kind_index(node)
