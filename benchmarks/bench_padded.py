@@ -10,8 +10,8 @@ CNNs), then `--random` random ones (`random_arch`, seeds 0..): MLPs on diabetes,
 Each trainer runs in its own fresh process (no compiled program carried over; jax's persistent
 cache off), over the same networks and keys, as a worker of a search would:
   specialised  `training.evaluate` per network: a program compiled per network (the baseline).
-  padded       `padded_training.evaluate` per network, each in its power-of-two padding: programs
-               compiled once per padding and reused by later networks of that padding.
+  padded       `padded_training.train_population` of each network alone, in its power-of-two
+               padding: programs compiled once per padding and reused by later networks of it.
   population   `trainers.train_group` per group of networks as a search's first round groups
                them (`trainers.groups` by `default_costs`; each group one program in the padding
                of them all, vmapped over its networks).
@@ -90,7 +90,7 @@ def child(mode: str, epochs: int, kind: str, n_pool: int, n_random: int, max_lay
       for i, r in zip(members, trained):
         results[i] = r
   elif mode == "padded":
-    results = [padded_training.evaluate(a, data, config, k) for a, k in zip(archs, keys)]
+    results = [padded_training.train_population([a], data, config, [k])[0] for a, k in zip(archs, keys)]
   elif mode == "auto":
     memory = trainers.TrainerMemory()  # what "auto" learns from the networks before each one
     pairs = [trainers.evaluate("auto", a, data, config, k, memory) for a, k in zip(archs, keys)]

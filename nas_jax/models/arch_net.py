@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.arch import graph
+from nas_jax.arch import graph, host_graph
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
@@ -93,31 +93,24 @@ def network_nodes(arch: Architecture) -> tuple[Node, ...]:
   Raises:
     ValueError: if `arch` is a batch, or its graph has a cycle.
   """
-  if not isinstance(arch, Architecture):
-    raise TypeError(f"arch: got {type(arch).__name__}; expected an Architecture")
-  if np.ndim(arch.labels) != 1:
-    raise ValueError(f"arch: labels have shape {np.shape(arch.labels)}; expected one architecture (labels [N])")
-  mask = np.asarray(arch.mask, bool)
-  real = np.flatnonzero(mask)
-  adj = np.asarray(arch.adjacency, bool)[np.ix_(real, real)]
-  order = graph.host_topological_order(adj)
+  g = host_graph.from_arch(arch)  # the real layers, slots 0..n-1
+  order = graph.host_topological_order(g.adj)
   if order is None:
     raise ValueError("arch.adjacency: the graph has a cycle; a network must be a DAG")
   table = labels_lib.label_table(arch.kind)
-  labels, units, strides = (np.asarray(x)[real] for x in (arch.labels, arch.units, arch.strides))
   position = {u: k for k, u in enumerate(order)}
   nodes = []
   for u in order:
-    lid = int(labels[u])
+    lid = int(g.labels[u])
     nodes.append(
       Node(
-        slot=int(real[u]),
+        slot=u,
         label=table.names[lid],
         role=int(table.role[lid]),
         kernel=int(table.kernel[lid]),
-        units=int(units[u]),
-        stride=int(strides[u]),
-        parents=tuple(sorted(position[int(p)] for p in np.flatnonzero(adj[:, u]))),
+        units=int(g.units[u]),
+        stride=int(g.strides[u]),
+        parents=tuple(sorted(position[int(p)] for p in np.flatnonzero(g.adj[:, u]))),
       )
     )
   return tuple(nodes)
@@ -330,15 +323,11 @@ def build_model(arch: Architecture, num_outputs: int = 1) -> ArchNet:
   return ArchNet(nodes=network_nodes(arch), kind=arch.kind, num_outputs=int(num_outputs))
 
 
-def _fan_in(shape: tuple[int, ...]) -> int:
-  return math.prod(shape[:-1])
-
-
 def kernel_sampler(key: jax.Array) -> Callable[[tuple[int, ...]], np.ndarray]:
   """`draw(shape)`: successive host draws of `KERNEL_INIT`'s N(0, 1/fan_in) kernels, float32, from a
   numpy Generator seeded with the key's data; the draws of `init_variables`, in the order it makes them."""
   rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).tolist())
-  return lambda shape: rng.standard_normal(shape, np.float32) / np.float32(math.sqrt(_fan_in(shape)))
+  return lambda shape: rng.standard_normal(shape, np.float32) / np.float32(math.sqrt(math.prod(shape[:-1])))
 
 
 def init_variables(model: nn.Module, key: jax.Array, x: jax.Array) -> dict[str, Any]:

@@ -8,10 +8,10 @@ units, then a dense output layer. Per point, arrays (never shapes) carry the set
 - depth: layers past the depth are the identity, so depth D uses exactly D layers.
 - activation: all four are computed and the point's one selected.
 - dropout: inverted dropout on each layer's outputs, in training only.
-- L2: log10_l2 gives c in `c * sum(kernel**2)`, added to the loss for each active layer's kernel
-  (not the output layer's).
+- L2: log10_l2 gives c in `c * sum(kernel**2)`, which the trainer (`training.conditional`) adds to
+  the loss for each active layer's kernel (not the output layer's).
 - learning rate and batch size: read here too (`Settings.lr`, `accum`, `micro_steps`), for the
-  trainer (`training.conditional`).
+  trainer.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch import conditional_point as cond_point
+from nas_jax.models import arch_net
 
-__all__ = ["Settings", "layout", "settings", "init_params", "forward", "errors", "loss"]
+__all__ = ["Settings", "layout", "settings", "init_params", "forward"]
 
 _F32 = jnp.float32
 
@@ -107,13 +108,10 @@ def init_params(s: Settings, key: jax.Array, d_in: int, n_out: int) -> Any:
 
 
 def _activate(z: jax.Array, index: jax.Array) -> jax.Array:
-  """ACTIVATIONS[index](z); the branches are element-wise, so computing all four is cheap."""
-  branches = {"relu": jax.nn.relu, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid, "elu": jax.nn.elu}
-  return jnp.select(
-    [index == i for i in range(len(cond_point.ACTIVATIONS) - 1)],
-    [branches[a](z) for a in cond_point.ACTIVATIONS[:-1]],
-    branches[cond_point.ACTIVATIONS[-1]](z),
-  )
+  """ACTIVATIONS[index](z), as `arch_net` names them; the branches are element-wise, so computing
+  all four is cheap."""
+  branches = [arch_net.ACTIVATIONS[a](z) for a in cond_point.ACTIVATIONS]
+  return jnp.select([index == i for i in range(len(branches) - 1)], branches[:-1], branches[-1])
 
 
 def forward(params, s: Settings, x: jax.Array, key: jax.Array | None) -> jax.Array:
@@ -126,20 +124,3 @@ def forward(params, s: Settings, x: jax.Array, key: jax.Array | None) -> jax.Arr
       a = jnp.where(keep, a / (1.0 - s.dropout[i]), 0.0)
     h = a if i == 0 else jnp.where(s.layer_on[i], a, h)
   return h @ params["kernels"][-1] + params["biases"][-1]
-
-
-def errors(out: jax.Array, y: jax.Array, classification: bool) -> tuple[jax.Array, jax.Array]:
-  """Per-example (loss, error) of outputs [m, n_out] against targets [m]."""
-  if classification:
-    loss = -jnp.take_along_axis(jax.nn.log_softmax(out), y[:, None].astype(jnp.int32), axis=1)[:, 0]
-    # argmax of NaN logits is a class like any other: keep divergence visible in the error.
-    return loss, jnp.where(jnp.isnan(loss), jnp.nan, (out.argmax(-1) != y).astype(_F32))
-  sq = jnp.square(out[:, 0] - y.astype(_F32))
-  return sq, sq
-
-
-def loss(params, s: Settings, x, y, key, classification: bool) -> jax.Array:
-  """Mean loss of a micro-batch plus each active layer's L2 term."""
-  data = errors(forward(params, s, x, key), y, classification)[0].mean()
-  l2 = sum(s.l2[i] * s.layer_on[i] * jnp.sum(jnp.square(w)) for i, w in enumerate(params["kernels"][:-1]))
-  return data + l2

@@ -1,12 +1,6 @@
 """The padded CNN's padding: the static shape of one compiled program (`padded_cnn`), and the
-networks that fit it.
-
-A `Padding` fixes the slots, the channels of the concatenations, the parents per layer, the
-decision layers, and per slot which layer kinds it computes, at what kernel, at how many channels,
-on what grid of pixels and from which outputs. `padding_for` gives the smallest that fits some
-networks (their layers aligned to slots, each slot computing only the kinds aligned to it, at
-their size); `coarse` one whose every slot computes every kind at the largest kernel, the
-padding's width and the image's size, which any network up to its size fits.
+networks that fit it: the smallest padding for some networks (`padding_for`), or one that any
+network up to its size fits (`coarse`).
 """
 
 from __future__ import annotations
@@ -15,7 +9,7 @@ import math
 from typing import NamedTuple, Sequence
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, next_power_of_two
 from nas_jax.models import arch_net, padded_mlp
 
 __all__ = [
@@ -23,7 +17,6 @@ __all__ = [
   "BITS",
   "EVERY",
   "Padding",
-  "cnn_nodes",
   "check_image",
   "walk",
   "kind_index",
@@ -74,13 +67,6 @@ class Padding(NamedTuple):
   decision_sources: tuple[int, ...]
 
 
-def cnn_nodes(arch: Architecture) -> tuple[arch_net.Node, ...]:
-  """The network's nodes (`arch_net.network_nodes`); ValueError unless it is a cnn."""
-  if getattr(arch, "kind", None) != "cnn":
-    raise ValueError(f"padded_cnn: a {getattr(arch, 'kind', type(arch).__name__)!r} network; it runs cnn networks")
-  return arch_net.network_nodes(arch)
-
-
 def check_image(image_shape: Sequence[int]) -> tuple[int, int, int]:
   """(H, W, C) as ints; ValueError unless three sizes >= 1."""
   if len(image_shape) != 3 or min(image_shape) < 1:
@@ -126,7 +112,7 @@ def _needs(arch: Architecture, image_shape: Sequence[int]):
   """What the network needs of a padding, unrounded, from one walk of its layers: (its nodes, one
   number per scalar `Padding` field, per processing layer in slot order (the node, its kind's bit,
   conv kernel, channels in or out, grid), the (rows, cols, channels) its decision layers read)."""
-  nodes = cnn_nodes(arch)
+  nodes = padded_mlp.nodes_of(arch, "cnn")
   walked = list(zip(nodes, walk(nodes, image_shape)))
   slots = [
     (node, 1 << kind_index(node), _conv_kernel(node), max(c_in, c_out), (*size, *_out_size(node, size)))
@@ -160,7 +146,7 @@ def padding_for(archs: Sequence[Architecture], image_shape: Sequence[int], *, un
     raise ValueError("padding_for: no architectures given")
   needs = [_needs(a, image_shape) for a in archs]
   layers, width, fan_in, decisions, kernel = (max(v) for v in zip(*(n[1] for n in needs)))
-  up = padded_mlp.round_up
+  up = next_power_of_two
   union = []
   for _, _, slots, _ in needs:
     union = _align(union, [(bit, k, up(channels, 16), grid) for _, bit, k, channels, grid in slots])

@@ -33,13 +33,13 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import jax
 import numpy as np
 
-from nas_jax.arch import graph, main_chain, morphism
+from nas_jax.arch import graph, host_graph, main_chain, morphism
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
+from nas_jax.models.arch_net import BN_EPSILON
 
-__all__ = ["BN_EPSILON", "morph", "replay_morphs", "variable_shapes"]
+__all__ = ["morph", "replay_morphs", "variable_shapes"]
 
-BN_EPSILON = 1e-5  # flax.linen.BatchNorm's default, which arch_net._ConvBN keeps
 _NOISE = 1e-4
 Role = labels_lib.Role
 _F32 = np.float32
@@ -58,16 +58,16 @@ class _Net(NamedTuple):
 
 def _net(arch: Architecture) -> _Net:
   chain = main_chain.chain_view(arch)
-  n = int(np.asarray(arch.mask).sum())
+  g = host_graph.from_arch(arch)
   table = labels_lib.label_table(main_chain.KIND)
-  lids = [int(x) for x in np.asarray(arch.labels)[:n]]
-  _, kids = graph.adjacency_lists(np.asarray(arch.adjacency, bool)[:n, :n])
+  lids = g.labels.tolist()
+  _, kids = graph.adjacency_lists(g.adj)
   return _Net(
     chain,
     tuple(f"{u}_{table.names[l]}" for u, l in enumerate(lids)),
     tuple(int(table.role[l]) for l in lids),
     tuple(int(table.kernel[l]) for l in lids),
-    tuple(int(x) for x in np.asarray(arch.units)[:n]),
+    tuple(g.units.tolist()),
     tuple(tuple(int(k) for k in ks) for ks in kids),
   )
 

@@ -26,7 +26,6 @@ compare outputs, gradients and batch statistics with `ArchNet`'s.
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple, Sequence
 
 import jax
@@ -38,7 +37,7 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.models import arch_net, cnn_padding, convolution, padded_mlp
 from nas_jax.models.cnn_padding import BITS, KINDS, Padding
 
-__all__ = ["PaddedNet", "Place", "encode", "apply", "net_shapes", "layout_macs"]
+__all__ = ["PaddedNet", "Place", "encode", "apply", "net_shapes"]
 
 Role = labels_lib.Role
 _POOL_KERNEL = 3
@@ -147,31 +146,20 @@ def encode(
     if node.role == Role.OP:
       continue
     is_dec = node.role == Role.DECISION
-    row = lay + n_dec if is_dec else slot_of[n_body]
+    j = n_dec if is_dec else slot_of[n_body]  # its decision or processing slot
+    row = lay + j if is_dec else j
     sources = padding.decision_sources if is_dec else padding.sources[row]
     start = np.cumsum([0] + [out_c[q] for q in node.parents])
     for m, q in enumerate(node.parents):
       parents[row, m], offsets[row, m], parent_mask[row, m] = sources.index(buffer_row[q]), start[m], 1.0
     proj = node.role == Role.RES and (c_in != node.units or node.stride != 1)
     units_out = num_outputs if is_dec else (0 if node.role == Role.POOL else node.units)
-    places.append(
-      Place(
-        f"{node.slot}_{node.label}",
-        node.role,
-        n_dec if is_dec else slot_of[n_body],
-        node.kernel,
-        units_out,
-        c_in,
-        (h, w),
-        node.stride,
-        proj,
-      )
-    )
+    name = f"{node.slot}_{node.label}"
+    places.append(Place(name, node.role, j, node.kernel, units_out, c_in, (h, w), node.stride, proj))
     if is_dec:
-      decision_mask[n_dec] = 1.0
+      decision_mask[j] = 1.0
       n_dec += 1
       continue
-    j = slot_of[n_body]
     in_mask[j, :h, :w] = 1.0
     units[j, :c_out] = 1.0
     kind[j] = cnn_padding.kind_index(node)
@@ -360,18 +348,3 @@ def net_shapes(padding: Padding, image_shape: Sequence[int]) -> PaddedNet:
   """The shapes of a `PaddedNet` of this padding and image size."""
   blank = _blank(padding, image_shape)
   return PaddedNet(**{k: jax.ShapeDtypeStruct(a.shape, a.dtype) for k, a in blank.items()})
-
-
-def layout_macs(places: Sequence[Place]) -> int:
-  """Multiply-accumulates of one example's forward pass through the specialised network."""
-  total = 0
-  for pl in places:
-    (h, w), c, u, k = pl.size, pl.c_in, pl.units, pl.kernel
-    if pl.role in (Role.FC, Role.DECISION):
-      total += h * w * c * u
-    elif pl.role in (Role.CONV, Role.RES):
-      pixels = math.ceil(h / pl.stride) * math.ceil(w / pl.stride)
-      total += pixels * k * k * c * u
-      if pl.role == Role.RES:
-        total += pixels * (k * k * u * u + (c * u if pl.projection else 0))
-  return total

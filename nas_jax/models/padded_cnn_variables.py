@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import traverse_util
 
 from nas_jax.arch import labels as labels_lib
 from nas_jax.models import arch_net, cnn_padding, padded_cnn
@@ -97,13 +98,7 @@ def _pairs(places: Sequence[padded_cnn.Place], kernels: Sequence[int]):
 
 def _tree(items) -> dict[str, Any]:
   """{"params": ..., "batch_stats": ...} nested from (path, leaf) pairs."""
-  out = {"params": {}, "batch_stats": {}}
-  for path, leaf in items:
-    node = out
-    for key in path[:-1]:
-      node = node.setdefault(key, {})
-    node[path[-1]] = leaf
-  return out
+  return {"params": {}, "batch_stats": {}, **traverse_util.unflatten_dict(dict(items))}
 
 
 def _get(tree, path):

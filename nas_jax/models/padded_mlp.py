@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, next_power_of_two
 from nas_jax.models import arch_net
 
 __all__ = [
@@ -29,8 +29,8 @@ __all__ = [
   "PaddedNet",
   "Layout",
   "padding_for",
-  "round_up",
   "check_fits",
+  "nodes_of",
   "encode",
   "apply",
   "average_decisions",
@@ -45,7 +45,7 @@ __all__ = [
 
 Role = labels_lib.Role
 # A slot's activation is an index into this tuple; crelu also writes relu(-z) to the second half.
-ACTIVATION_NAMES = ("relu", "crelu", "leaky-relu", "softplus", "elu", "logistic", "tanh")
+ACTIVATION_NAMES = tuple(arch_net.ACTIVATIONS)
 _FIRST_HALF = tuple(arch_net.ACTIVATIONS["relu" if n == "crelu" else n] for n in ACTIVATION_NAMES)
 _CRELU = ACTIVATION_NAMES.index("crelu")
 
@@ -106,11 +106,6 @@ class Layout(NamedTuple):
   units: tuple[int, ...]
 
 
-def round_up(n: int, least: int) -> int:
-  """The smallest power of two >= n and >= least: how paddings round a network's needs."""
-  return max(least, 1 << max(int(n) - 1, 0).bit_length())
-
-
 def check_fits(padding: NamedTuple, expected: type, needs: Sequence[int]) -> None:
   """TypeError unless `padding` is an `expected` (a model's Padding type); ValueError naming the
   first field of `padding` below what a network `needs` of it (one number per field, in order)."""
@@ -121,9 +116,12 @@ def check_fits(padding: NamedTuple, expected: type, needs: Sequence[int]) -> Non
       raise ValueError(f"padding.{field}: the network needs {got}, the padding has {have}; use padding_for")
 
 
-def _mlp_nodes(arch: Architecture) -> tuple[arch_net.Node, ...]:
-  if getattr(arch, "kind", None) != "mlp":
-    raise ValueError(f"padded_mlp: a {getattr(arch, 'kind', type(arch).__name__)!r} network; it runs mlp networks")
+def nodes_of(arch: Architecture, kind: str) -> tuple[arch_net.Node, ...]:
+  """The network's nodes (`arch_net.network_nodes`); ValueError unless it is of the padded model's `kind`."""
+  if getattr(arch, "kind", None) != kind:
+    raise ValueError(
+      f"padded_{kind}: a {getattr(arch, 'kind', type(arch).__name__)!r} network; it runs {kind} networks"
+    )
   return arch_net.network_nodes(arch)
 
 
@@ -135,13 +133,13 @@ def padding_for(archs: Sequence[Architecture]) -> Padding:
   """
   if not archs:
     raise ValueError("padding_for: no architectures given")
-  layers, width, fan_in, decisions, crelu = (max(v) for v in zip(*(_needs(a) for a in archs)))
-  return Padding(round_up(layers, 8), round_up(width, 16), round_up(fan_in, 1), round_up(decisions, 1), bool(crelu))
+  layers, width, fan_in, decisions, crelu = (max(v) for v in zip(*(_needs(nodes_of(a, "mlp")) for a in archs)))
+  up = next_power_of_two
+  return Padding(up(layers, 8), up(width, 16), up(fan_in), up(decisions), bool(crelu))
 
 
-def _needs(arch: Architecture) -> tuple[int, int, int, int, bool]:
-  """What the network needs of each `Padding` field, unrounded."""
-  nodes = _mlp_nodes(arch)
+def _needs(nodes: tuple[arch_net.Node, ...]) -> tuple[int, int, int, int, bool]:
+  """What a network of these nodes needs of each `Padding` field, unrounded."""
   body = [n for n in nodes if n.role == Role.ACT]
   return (
     len(body),
@@ -164,8 +162,8 @@ def encode(arch: Architecture, padding: Padding, num_inputs: int, num_outputs: i
   Raises:
     ValueError: if the network is not an mlp or does not fit the padding.
   """
-  nodes = _mlp_nodes(arch)
-  check_fits(padding, Padding, _needs(arch))
+  nodes = nodes_of(arch, "mlp")
+  check_fits(padding, Padding, _needs(nodes))
   lay, w = padding.layers, padding.width
   arrays = _blank(padding)
   parents, parent_mask, activation, unit_mask, decision_mask = (arrays[k] for k in PaddedNet._fields)

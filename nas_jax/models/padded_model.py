@@ -28,7 +28,6 @@ class PaddedModel(NamedTuple):
       `arch_net.init_variables` draws the specialised network's.
     to_specialised: (params, batch_stats, layout) -> the `ArchNet` variables.
     macs: (padding, input_shape, num_outputs) -> one example's forward multiply-accumulates.
-    layout_macs: (layout) -> the specialised network's.
   """
 
   padding_for: Callable[[Sequence[Architecture], tuple[int, ...]], Any]
@@ -39,7 +38,6 @@ class PaddedModel(NamedTuple):
   init: Callable[..., tuple[Any, Any]]
   to_specialised: Callable[..., dict[str, Any]]
   macs: Callable[..., int]
-  layout_macs: Callable[[Any], int]
 
 
 _MLP = PaddedModel(
@@ -51,7 +49,6 @@ _MLP = PaddedModel(
   init=lambda key, layout, padding, shape, k: (padded_mlp.init_params(key, layout, padding, shape[0]), {}),
   to_specialised=lambda params, stats, layout: {"params": padded_mlp.to_specialised(params, layout)},
   macs=lambda padding, shape, k: padded_mlp.macs(padding, shape[0], k),
-  layout_macs=padded_mlp.layout_macs,
 )
 _CNN = PaddedModel(
   padding_for=cnn_padding.padding_for,
@@ -62,7 +59,6 @@ _CNN = PaddedModel(
   init=padded_cnn_variables.init_variables,
   to_specialised=padded_cnn_variables.to_specialised,
   macs=cnn_padding.macs,
-  layout_macs=padded_cnn.layout_macs,
 )
 _MODELS = {"mlp": _MLP, "cnn": _CNN}
 KINDS = tuple(_MODELS)

@@ -19,29 +19,23 @@ from nas_jax.search.task import Task, TaskResult
 from nas_jax.models import network_costs
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
 
-__all__ = ["CostEvaluate", "with_costs", "layer_graph_costs", "arch_costs"]
+__all__ = ["CostEvaluate", "with_costs", "layer_graph_costs"]
 
 _CHEAP = ("params", "flops", "memory_mb")  # computed from the layer list; latency_ms is timed
-
-
-def arch_costs(
-  arch: Architecture, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = _CHEAP
-) -> dict[str, float]:
-  """{metric: value} of a layer-graph architecture: params, flops and memory_mb always (cheap,
-  `network_costs.network_costs`), latency_ms when `metrics` asks for it (a compile and timed runs)."""
-  c = network_costs.network_costs(arch, tuple(input_shape), int(num_outputs))
-  out = {"params": float(c.params), "flops": float(c.flops), "memory_mb": float(c.memory_mb)}
-  if "latency_ms" in metrics:
-    out["latency_ms"] = float(network_costs.latency_ms(arch, tuple(input_shape), int(num_outputs)))
-  return out
 
 
 def layer_graph_costs(
   arch_json: dict, *, input_shape: tuple[int, ...], num_outputs: int, metrics: tuple[str, ...] = _CHEAP
 ) -> dict[str, float]:
-  """`arch_costs` of a layer graph given as interchange JSON (a picklable cost function through
-  `functools.partial`)."""
-  return arch_costs(Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS), input_shape, num_outputs, metrics)
+  """{metric: value} of a layer graph given as interchange JSON (a picklable cost function through
+  `functools.partial`): params, flops and memory_mb always (cheap, `network_costs.network_costs`),
+  latency_ms when `metrics` asks for it (a compile and timed runs)."""
+  arch = Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS)
+  c = network_costs.network_costs(arch, tuple(input_shape), int(num_outputs))
+  out = {"params": float(c.params), "flops": float(c.flops), "memory_mb": float(c.memory_mb)}
+  if "latency_ms" in metrics:
+    out["latency_ms"] = float(network_costs.latency_ms(arch, tuple(input_shape), int(num_outputs)))
+  return out
 
 
 class CostEvaluate(NamedTuple):

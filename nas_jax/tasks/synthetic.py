@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nas_jax.arch import graph
-from nas_jax.arch.architecture import Architecture
+from nas_jax.arch.architecture import Architecture, next_power_of_two
 from nas_jax.arch.json_io import Limits
 from nas_jax.search.task import Task, TaskResult
 
@@ -52,12 +52,6 @@ class Quantities(NamedTuple):
   frac_sigmoid: float
 
 
-def _padded(n: int) -> int:
-  """Every network of the paper's spaces (<= 60 layers) pads to 64 slots, so the jitted graph
-  functions compile once; larger ones pad to a power of two."""
-  return max(64, 1 << (n - 1).bit_length())
-
-
 def quantities(arch_json: dict, mass_params: str | graph.MassParams = "paper") -> Quantities:
   """The spec 10.6 quantities of one network given as interchange JSON.
 
@@ -66,7 +60,9 @@ def quantities(arch_json: dict, mass_params: str | graph.MassParams = "paper") -
     mass_params: mass rules for `am` (a `graph.MASS_PARAMS` name or a MassParams).
   """
   layers = arch_json.get("layers") if isinstance(arch_json, dict) else None
-  pad_to = _padded(len(layers)) if isinstance(layers, list) and layers else None
+  # Every network of the paper's spaces (<= 60 layers) pads to 64 slots, so the jitted graph
+  # functions compile once; larger ones pad to a power of two.
+  pad_to = next_power_of_two(len(layers), least=64) if isinstance(layers, list) and layers else None
   arch = Architecture.from_json(arch_json, pad_to=pad_to, limits=PERMISSIVE_LIMITS)
   mask = np.asarray(arch.mask)
   n = int(mask.sum())
@@ -170,13 +166,12 @@ def synthetic_task(
   """
   if name not in FUNCTIONS:
     raise ValueError(f"synthetic_task: name={name!r} is unknown; allowed: {', '.join(FUNCTIONS)}")
-  if isinstance(delay_s, bool) or not isinstance(delay_s, (int, float)) or not 0 <= delay_s < math.inf:
-    raise ValueError(f"synthetic_task: delay_s={delay_s!r}; expected a finite number >= 0")
+  for what, v in (("delay_s", delay_s), ("noise", noise)):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+      raise ValueError(f"synthetic_task: {what}={v!r}; expected a finite number >= 0")
   graph.mass_params(mass_params)  # a bad name fails here, not in every worker
   fidelities = tuple(float(f) for f in fidelities)
   if any(not f > 0 for f in fidelities) or any(a >= b for a, b in zip(fidelities, fidelities[1:])):
     raise ValueError(f"synthetic_task: fidelities={fidelities!r}; expected increasing numbers > 0")
-  if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < math.inf:
-    raise ValueError(f"synthetic_task: noise={noise!r}; expected a finite number >= 0")
   evaluate = functools.partial(_evaluate, name, float(delay_s), mass_params, fidelities=fidelities, noise=float(noise))
   return Task(name=f"synthetic-{name}", goal="max", evaluate=evaluate, fidelities=fidelities)

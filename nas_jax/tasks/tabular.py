@@ -8,10 +8,8 @@ File format (users may point at their own copy): a gzip'd or plain CSV with a he
 
 Two fidelities (`nb201_task(..., fidelities=(12, 200))`): the 200-epoch table and the 12-epoch
 one (`nb201_12epochs.csv.gz`, same rows, beside it), the two training schedules of the
-benchmark. Each evaluation reports its simulated cost, `info["cost_s"]`: the table's training
-seconds of the 200-epoch run, scaled by epochs for the 12-epoch one. The 12-epoch schedule is not
-a prefix of the 200-epoch one, so a cell promoted from 12 to 200 epochs is trained (and charged)
-afresh.
+benchmark. The 12-epoch schedule is not a prefix of the 200-epoch one, so a cell promoted from 12
+to 200 epochs is trained (and charged its simulated cost, `nb201_evaluate`) afresh.
 """
 
 from __future__ import annotations
@@ -48,7 +46,6 @@ REPORT_METRICS = ("test", "valtest")
 NB201_FILE = "nb201_200epochs.csv.gz"
 NB201_12_FILE = "nb201_12epochs.csv.gz"
 FIDELITIES = (12.0, 200.0)  # the epochs of the benchmark's two schedules
-_TABLE_OF = {12.0: NB201_12_FILE, 200.0: NB201_FILE}
 _TIME_COLUMN = {
   "cifar10": "train_time_s_cifar10_valid",
   "cifar100": "train_time_s_cifar100",
@@ -160,10 +157,18 @@ def fidelity_path(path: str, fidelity: float) -> str:
   12-epoch file beside it (`NB201_12_FILE`)."""
   if fidelity == FIDELITIES[-1]:
     return path
-  other = os.path.join(os.path.dirname(path), _TABLE_OF[fidelity])
+  other = os.path.join(os.path.dirname(path), NB201_12_FILE)
   if not os.path.isfile(other):
     raise FileNotFoundError(f"path: {other!r} does not exist; the {fidelity:g}-epoch fidelity reads it beside {path!r}")
   return other
+
+
+def _row(table: Nb201Table, arch_json: Any) -> int:
+  """The row of the cell `arch_json` names; ValueError naming `arch_json` when the table has none."""
+  arch_str = arch_json.get("arch_str") if isinstance(arch_json, dict) else None
+  if arch_str not in table.row:
+    raise ValueError(f"arch_json: {arch_json!r}; expected {{'kind': 'nb201', 'arch_str': <a row>}}")
+  return table.row[arch_str]
 
 
 def nb201_evaluate(
@@ -182,18 +187,15 @@ def nb201_evaluate(
   if fidelity not in FIDELITIES:
     raise ValueError(f"fidelity: {fidelity!r}; NAS-Bench-201 has the epochs {', '.join(f'{f:g}' for f in FIDELITIES)}")
   full = load_nb201(path, dataset, report_metric)
-  table = full if fidelity == FIDELITIES[-1] else load_nb201(fidelity_path(path, fidelity), dataset, report_metric)
-  arch_str = arch_json.get("arch_str") if isinstance(arch_json, dict) else None
-  if arch_str not in table.row or arch_str not in full.row:
-    raise ValueError(f"arch_json: {arch_json!r}; expected {{'kind': 'nb201', 'arch_str': <a row>}}")
-  r = table.row[arch_str]
+  table = load_nb201(fidelity_path(path, fidelity), dataset, report_metric)
+  r, full_r = _row(table, arch_json), _row(full, arch_json)
   info = {
     "index": int(table.index[r]),
     "regret": full.best_test - float(table.test[r]),
     "valid_regret": full.best_valid - float(table.valid[r]),
   }
   if full.train_seconds is not None:
-    info["cost_s"] = float(full.train_seconds[full.row[arch_str]]) * fidelity / FIDELITIES[-1]
+    info["cost_s"] = float(full.train_seconds[full_r]) * fidelity / FIDELITIES[-1]
   return TaskResult(
     value=float(table.valid[r]), test_value=float(table.test[r]), info=info, curve=((fidelity, float(table.valid[r])),)
   )
@@ -205,10 +207,7 @@ def nb201_costs(arch_json: Any, *, path: str, dataset: str) -> dict[str, float]:
   table = load_nb201(path, dataset)
   if table.params is None:
     raise ValueError(f"path: {path!r} has no params_mb_{dataset} column; parameter costs need it")
-  arch_str = arch_json.get("arch_str") if isinstance(arch_json, dict) else None
-  if arch_str not in table.row:
-    raise ValueError(f"arch_json: {arch_json!r}; expected {{'kind': 'nb201', 'arch_str': <a row>}}")
-  return {"params": float(table.params[table.row[arch_str]])}
+  return {"params": float(table.params[_row(table, arch_json)])}
 
 
 def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test", fidelities: tuple = ()) -> Task:

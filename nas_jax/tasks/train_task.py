@@ -1,10 +1,8 @@
 """Training as a search Task: `training.specialised.evaluate` scores an architecture by its best
 validation metric (accuracy, maximised, for classification; MSE, minimised, for regression).
 
-With fidelities (epochs), a network can be trained to a few epochs and later, with the same seed,
-to more: a checkpoint of its training state, `<checkpoint_dir>/<weights_id>-<seed>.msgpack`
-(written atomically by `weights.save_variables`), lets the later call train only the epochs
-missing (`specialised.train_until`).
+With fidelities (epochs), a checkpoint of a network's training state lets a later call with the
+same seed and more epochs train only the epochs missing (`specialised.train_until`).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
-from nas_jax.training import checkpoints, datasets, specialised, trainer_choice, weights
+from nas_jax.training import checkpoints, datasets, specialised, trainer_choice
 from nas_jax.training.train_config import TrainConfig, check_config
 from nas_jax.training.train_loop import EvalResult
 
@@ -78,13 +76,13 @@ class TrainEvaluate(NamedTuple):
       return task_result(result, data, trainer=chosen)
     epochs = self.train_config.epochs if fidelity is None else int(fidelity)
     path, meta = self._checkpoint_path(arch, seed), self._run_meta(arch, seed)
-    resume = _load_checkpoint(path, meta) if path else None
+    resume = checkpoints.load(path, meta) if path else None
     result, checkpoint, continued = specialised.train_until(
       arch, data, self.train_config, jax.random.key(seed), epochs, resume=resume
     )
     # The full fidelity has no continuation; a checkpoint that was just returned is already stored.
     if path and epochs < self.train_config.epochs and result.epochs > continued:
-      weights.save_variables(path, checkpoints.checkpoint_tree(checkpoint, meta))
+      checkpoints.save(path, checkpoint, meta)
     return task_result(result, data, trainer="specialised", continued_from=continued)
 
   def _checkpoint_path(self, arch: Architecture, seed: int) -> str:
@@ -117,18 +115,6 @@ class TrainEvaluate(NamedTuple):
       for i, r in zip(members, trained):
         results[i] = task_result(r, data, trainer="padded", population=len(members))
     return results
-
-
-def _load_checkpoint(path: str, meta: str) -> checkpoints.Checkpoint | None:
-  """The checkpoint at `path` when it is the run `meta` names; None when there is none, or it is
-  unreadable, corrupt or another run's (which then trains from scratch)."""
-  if not os.path.exists(path):
-    return None
-  try:
-    tree = weights.load_variables(path)
-  except (OSError, ValueError):  # gone since, unreadable, truncated or corrupt
-    return None
-  return checkpoints.checkpoint_of_tree(tree, meta)
 
 
 def _is_epochs(f, epochs: int) -> bool:

@@ -1,6 +1,6 @@
 """Checkpoints of a training run paused after some epochs (multi-fidelity training): the
-`Checkpoint` that `specialised.train_until` continues, its tree for `weights.save_variables` tagged
-with the run it belongs to, and the device state restored from it.
+`Checkpoint` that `specialised.train_until` continues, its file tagged with the run it belongs to,
+and the device state restored from it.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.training import train_steps
+from nas_jax.training import train_steps, weights
 
-__all__ = ["Checkpoint", "capture", "checkpoint_tree", "checkpoint_of_tree", "restore_state"]
+__all__ = ["Checkpoint", "capture", "save", "load", "restore_state"]
 
 
 class Checkpoint(NamedTuple):
@@ -41,25 +41,25 @@ def capture(state: train_steps.TrainState, records) -> Checkpoint:
   return Checkpoint(flax.serialization.to_state_dict(jax.device_get(state)), tuple(records))
 
 
-def checkpoint_tree(checkpoint: Checkpoint, meta: str) -> dict[str, Any]:
-  """`checkpoint` as a tree of numpy arrays for `weights.save_variables`, tagged with `meta`
-  (a string that names the run, e.g. its architecture, seed, data and config as JSON).
-
-  Returns:
-    {"meta": [len(meta utf-8)] uint8, "records": [epochs, 3] float64, "state": checkpoint.state}.
-  """
-  return {
-    "meta": np.frombuffer(meta.encode(), np.uint8),
-    "records": np.asarray(checkpoint.records, np.float64).reshape(-1, 3),
-    "state": checkpoint.state,
-  }
+def save(path: str, checkpoint: Checkpoint, meta: str) -> None:
+  """Writes `checkpoint` to `path` atomically (`weights.save_variables`), tagged with `meta` (a
+  string that names the run, e.g. its architecture, seed, data and config as JSON), as the tree
+  {"meta": [len(meta utf-8)] uint8, "records": [epochs, 3] float64, "state": checkpoint.state}."""
+  records = np.asarray(checkpoint.records, np.float64).reshape(-1, 3)
+  weights.save_variables(
+    path, {"meta": np.frombuffer(meta.encode(), np.uint8), "records": records, "state": checkpoint.state}
+  )
 
 
-def checkpoint_of_tree(tree: Any, meta: str) -> Checkpoint | None:
-  """The Checkpoint of a `checkpoint_tree` (as `weights.load_variables` reads it back) when it is
-  tagged `meta`; None when it belongs to another run or is malformed. The state is checked
-  against the network only when `train_until` uses it."""
-  if not isinstance(tree, dict) or set(tree) != {"meta", "records", "state"}:
+def load(path: str, meta: str) -> Checkpoint | None:
+  """The Checkpoint `save` wrote at `path` when it is tagged `meta`; None when there is none, or it
+  is unreadable, corrupt, malformed or another run's (which then trains from scratch). The state is
+  checked against the network only when `train_until` uses it."""
+  try:
+    tree = weights.load_variables(path)
+  except (OSError, ValueError):  # none, unreadable, truncated or corrupt
+    return None
+  if set(tree) != {"meta", "records", "state"}:
     return None
   tag, records = np.asarray(tree["meta"]), np.asarray(tree["records"])
   if tag.dtype != np.uint8 or tag.tobytes() != meta.encode():

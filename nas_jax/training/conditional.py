@@ -50,6 +50,20 @@ class PointResults(NamedTuple):
   seconds: float
 
 
+def _losses(params, s: chain_mlp.Settings, x, y, key, classification: bool) -> tuple[jax.Array, jax.Array]:
+  """One point's per-example (loss, error) on inputs x [m, d] and targets y [m]; dropout when a key
+  is given."""
+  out = chain_mlp.forward(params, s, x, key)
+  return train_steps.example_losses(jax.nn.log_softmax(out) if classification else out[:, 0], y, classification)
+
+
+def _loss(params, s: chain_mlp.Settings, x, y, key, classification: bool) -> jax.Array:
+  """Mean loss of a micro-batch plus each active layer's L2 term."""
+  data = _losses(params, s, x, y, key, classification)[0].mean()
+  l2 = sum(s.l2[i] * s.layer_on[i] * jnp.sum(jnp.square(w)) for i, w in enumerate(params["kernels"][:-1]))
+  return data + l2
+
+
 def _epoch(s: chain_mlp.Settings, state, keys, epoch, data, classification: bool, micro: int):
   """One point's epoch: a scan of n_train // micro micro-steps, then its (val, test) error.
 
@@ -64,7 +78,7 @@ def _epoch(s: chain_mlp.Settings, state, keys, epoch, data, classification: bool
   def step(carry, t):
     params, opt, acc = carry
     idx = jax.lax.dynamic_slice(perm, (t * micro,), (micro,))
-    grads = jax.grad(chain_mlp.loss)(params, s, x[idx], y[idx], jax.random.fold_in(dropout_key, t), classification)
+    grads = jax.grad(_loss)(params, s, x[idx], y[idx], jax.random.fold_in(dropout_key, t), classification)
     on = t < s.micro_steps
     acc = jax.tree.map(lambda a, g: a + jnp.where(on, g / s.accum.astype(_F32), 0.0), acc, grads)
     updates, new_opt = _ADAM.update(acc, opt)
@@ -76,7 +90,7 @@ def _epoch(s: chain_mlp.Settings, state, keys, epoch, data, classification: bool
   params, opt = state
   carry = (params, opt, jax.tree.map(jnp.zeros_like, params))
   (params, opt, _), _ = jax.lax.scan(step, carry, jnp.arange(x.shape[0] // micro, dtype=jnp.int32))
-  error = lambda xs, ys: chain_mlp.errors(chain_mlp.forward(params, s, xs, None), ys, classification)[1].mean()
+  error = lambda xs, ys: _losses(params, s, xs, ys, None, classification)[1].mean()
   return (params, opt), (error(x_val, y_val), error(x_test, y_test))
 
 
@@ -184,8 +198,5 @@ def train_points(
 def evaluate_point(
   point: cond_point.ConditionalPoint, spec: cond_point.ConditionalSpec, dataset: Dataset, *, epochs: int, key: jax.Array
 ) -> PointResults:
-  """`train_points` of one point (values [P]); the results have B = 1."""
-  cond_point.check_point(point, spec)
-  if np.ndim(point.values) != 1:
-    raise ValueError(f"point: values {np.shape(point.values)}; expected one point [P]")
+  """`train_points` of one point (values [P]; `stack_points` refuses a batch); the results have B = 1."""
   return train_points(cond_point.stack_points([point]), spec, dataset, epochs=epochs, key=key, chunk=1)

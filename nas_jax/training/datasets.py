@@ -41,11 +41,6 @@ class Dataset(NamedTuple):
   num_classes: int
   name: str
 
-  @property
-  def input_shape(self) -> tuple[int, ...]:
-    """Shape of one example: (H, W, C) or (D,)."""
-    return tuple(self.x_train.shape[1:])
-
 
 def input_spec(data: Dataset) -> tuple[tuple[int, ...], int]:
   """(one example's input shape, num_outputs): the shapes every model of `data` is built for, with
@@ -56,7 +51,7 @@ def input_spec(data: Dataset) -> tuple[tuple[int, ...], int]:
   """
   if not isinstance(data, Dataset):
     raise ValueError(f"data: got a {type(data).__name__}; expected a datasets.Dataset")
-  return tuple(int(d) for d in data.input_shape), max(int(data.num_classes), 1)
+  return tuple(int(d) for d in data.x_train.shape[1:]), max(int(data.num_classes), 1)
 
 
 def _standardise(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:

@@ -25,7 +25,7 @@ from nas_jax.training import specialised, train_loop, train_steps
 from nas_jax.training.datasets import Dataset, input_spec
 from nas_jax.training.train_config import TrainConfig, check_config, make_optimizer
 
-__all__ = ["train_population", "evaluate", "memory_limit"]
+__all__ = ["train_population", "memory_limit"]
 
 
 @functools.lru_cache(maxsize=16)
@@ -193,15 +193,3 @@ def train_population(
     )
     for r, v in zip(trained.records, trained.kept)
   ]
-
-
-def evaluate(
-  arch: Architecture,
-  dataset: Dataset,
-  train_config: TrainConfig,
-  key: jax.Array,
-  *,
-  padding: Any = None,
-) -> train_loop.EvalResult:
-  """`specialised.evaluate` through the padded program: a population of one."""
-  return train_population([arch], dataset, train_config, [key], padding=padding)[0]

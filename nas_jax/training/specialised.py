@@ -20,7 +20,7 @@ from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
 from nas_jax.models import arch_net
 from nas_jax.training import checkpoints, train_loop, train_steps, warm_start
-from nas_jax.training.datasets import TASKS, Dataset, input_spec
+from nas_jax.training.datasets import Dataset, input_spec
 from nas_jax.training.train_config import TrainConfig, check_config, make_optimizer
 from nas_jax.training.train_loop import EvalResult, result_of, stops
 
@@ -35,8 +35,6 @@ def check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple
   Returns the architecture's layers (`arch_net.network_nodes`)."""
   if not isinstance(data, Dataset):
     raise TypeError(f"dataset: got {type(data).__name__}; expected a Dataset")
-  if data.task not in TASKS:
-    raise ValueError(f"dataset.task: {data.task!r} is unknown; allowed: {', '.join(TASKS)}")
   nodes = arch_net.network_nodes(arch)
   shape = data.x_train.shape
   if arch.kind != "mlp" and len(shape) != 4:
@@ -104,7 +102,9 @@ def evaluate(
   """
   check_config(train_config)
   nodes = check_match(arch, dataset, train_config)
-  result, _ = _train(arch.kind, nodes, dataset, train_config, key, init_variables, keep_variables)
+  result, _, _ = _train(
+    arch.kind, nodes, dataset, train_config, key, train_config.epochs, init_variables, keep_variables
+  )
   _release_freed_memory()  # a worker that evaluates many networks starts each one lean
   return result
 
@@ -148,9 +148,8 @@ def train_until(
     resume = None  # nothing to continue, or it went as far or further: its state cannot be rewound
   if resume is not None and stops(list(resume.records), train_config):
     return result_of(dataset.task, list(resume.records), 0.0, 0.0, 0.0), resume, resume.epochs
-  result, (checkpoint, continued) = _train(
-    arch.kind, nodes, dataset, train_config, key, None, False, epochs=int(epochs), resume=resume
-  )
+  result, trained, continued = _train(arch.kind, nodes, dataset, train_config, key, int(epochs), resume=resume)
+  checkpoint = checkpoints.capture(trained.state, trained.records[0])
   _release_freed_memory()
   return result, checkpoint, continued
 
@@ -161,15 +160,15 @@ def _train(
   dataset: Dataset,
   train_config: TrainConfig,
   key: jax.Array,
-  init_variables: Mapping[str, Any] | None,
-  keep_variables: bool,
+  epochs: int,
+  init_variables: Mapping[str, Any] | None = None,
+  keep_variables: bool = False,
   *,
-  epochs: int | None = None,
   resume: checkpoints.Checkpoint | None = None,
-) -> tuple[EvalResult, tuple[checkpoints.Checkpoint | None, int]]:
-  """`evaluate` (and `train_until`) after their checks: trains to `epochs` (all by default),
-  continuing `resume` when its state fits. Returns the result and, when `epochs` is given, the
-  Checkpoint after the last epoch and the epochs taken from `resume`."""
+) -> tuple[EvalResult, train_loop.Trained, int]:
+  """`evaluate` (and `train_until`) after their checks: trains to `epochs`, continuing `resume`
+  when its state fits. Returns the result, what `train_loop.train_epochs` returned and the epochs
+  taken from `resume`."""
   model = arch_net.ArchNet(nodes=nodes, kind=kind, num_outputs=input_spec(dataset)[1])
   classification = dataset.task == "classification"
   steps = dataset.x_train.shape[0] // train_config.batch_size
@@ -208,7 +207,7 @@ def _train(
     lambda state, epoch: run_epoch(state, x_train, y_train, perm(epoch))[0],
     lambda state: [splits.record(*run_eval(state, splits.x, splits.y, splits.valid))],
     state,
-    range(continued + 1, (train_config.epochs if epochs is None else epochs) + 1),
+    range(continued + 1, epochs + 1),
     [records],
     stop=lambda records: stops(records, train_config),
     keep=keep if keep_variables else None,
@@ -216,6 +215,4 @@ def _train(
   result = result_of(
     dataset.task, records, trained.train_seconds, trained.eval_seconds, compile_seconds, trained.kept[0]
   )
-  if epochs is None:
-    return result, (None, 0)
-  return result, (checkpoints.capture(trained.state, records), continued)
+  return result, trained, continued

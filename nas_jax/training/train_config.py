@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import optax
@@ -46,38 +46,29 @@ class TrainConfig(NamedTuple):
   min_delta: float = 1e-4
 
 
-def _check_number(where: str, value: Any, kinds: tuple[type, ...], what: str, ok: Callable[[Any], bool]) -> None:
-  """TypeError unless `value` is one of `kinds` (never a bool); ValueError unless `ok(value)`."""
-  if isinstance(value, bool) or not isinstance(value, kinds):
-    raise TypeError(f"{where}: {value!r} is a {type(value).__name__}; expected {what}")
-  if not ok(value):
-    raise ValueError(f"{where}: {value!r}; expected {what}")
+# The numeric fields of a TrainConfig, in the order they are checked: (names, types, what is allowed, rule).
+_NUMBERS = (
+  (("epochs", "batch_size", "eval_batch_size"), (int, np.integer), "an integer >= 1", lambda v: v >= 1),
+  (("patience",), (int, np.integer), "an integer >= 0", lambda v: v >= 0),
+  (("learning_rate",), (int, float), "a finite number > 0", lambda v: math.isfinite(v) and v > 0),
+  (("weight_decay", "min_delta"), (int, float), "a finite number >= 0", lambda v: math.isfinite(v) and v >= 0),
+)
 
 
 def check_config(config: TrainConfig, where: str = "train_config") -> None:
   """TypeError / ValueError unless `config` is a valid TrainConfig: the one check of its fields,
   made where a config enters (a task's factory, a config file's check, a trainer's call). Errors
-  name the field as `<where>.<field>`, e.g. "config.task.optimizer" for a config file's."""
+  name the field as `<where>.<field>`, e.g. "config.task.optimizer" for a config file's; a number
+  of the wrong type (a bool never counts as one) is a TypeError."""
   if not isinstance(config, TrainConfig):
     raise TypeError(f"{where} is a {type(config).__name__}; expected a TrainConfig")
-  for name in ("epochs", "batch_size", "eval_batch_size"):
-    _check_number(f"{where}.{name}", getattr(config, name), (int, np.integer), "an integer >= 1", lambda v: v >= 1)
-  _check_number(f"{where}.patience", config.patience, (int, np.integer), "an integer >= 0", lambda v: v >= 0)
-  _check_number(
-    f"{where}.learning_rate",
-    config.learning_rate,
-    (int, float),
-    "a finite number > 0",
-    lambda v: math.isfinite(v) and v > 0,
-  )
-  for name in ("weight_decay", "min_delta"):
-    _check_number(
-      f"{where}.{name}",
-      getattr(config, name),
-      (int, float),
-      "a finite number >= 0",
-      lambda v: math.isfinite(v) and v >= 0,
-    )
+  for names, kinds, what, ok in _NUMBERS:
+    for name in names:
+      value = getattr(config, name)
+      if isinstance(value, bool) or not isinstance(value, kinds):
+        raise TypeError(f"{where}.{name}: {value!r} is a {type(value).__name__}; expected {what}")
+      if not ok(value):
+        raise ValueError(f"{where}.{name}: {value!r}; expected {what}")
   if config.optimizer not in OPTIMIZERS:
     raise ValueError(f"{where}.optimizer: {config.optimizer!r} is unknown; choose one of: {', '.join(OPTIMIZERS)}")
   if config.schedule not in SCHEDULES:

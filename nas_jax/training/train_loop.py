@@ -104,13 +104,13 @@ def eval_splits(dataset: Dataset, train_config: TrainConfig) -> EvalSplits:
   `train_config.eval_batch_size` (at most the larger split), one after the other."""
   n_val, n_test = dataset.x_val.shape[0], dataset.x_test.shape[0]
   batch = min(train_config.eval_batch_size, max(n_val, n_test))
-  parts = []
-  for x, y in ((dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test)):
-    nb = -(-x.shape[0] // batch)
-    fill = lambda a, nb=nb: np.concatenate([a, np.zeros((nb * batch - len(a), *a.shape[1:]), a.dtype)]).reshape(
-      nb, batch, *a.shape[1:]
-    )
-    parts.append((fill(x), fill(y), fill(np.ones(x.shape[0], np.float32))))
+
+  def batches(a):  # [n, ...] -> [ceil(n / batch), batch, ...], zeros after the n
+    nb = -(-len(a) // batch)
+    return np.concatenate([a, np.zeros((nb * batch - len(a), *a.shape[1:]), a.dtype)]).reshape(nb, batch, *a.shape[1:])
+
+  splits = ((dataset.x_val, dataset.y_val), (dataset.x_test, dataset.y_test))
+  parts = [[batches(a) for a in (x, y, np.ones(len(x), np.float32))] for x, y in splits]
   x, y, valid = (np.concatenate(p) for p in zip(*parts))
   return EvalSplits(x, y, valid, len(parts[0][0]), n_val, n_test)
 

@@ -5,19 +5,12 @@ The padded program is compiled once per padding in a process but does the arithm
 padding; the specialised one does only the network's arithmetic but compiles for every network.
 Compiling the padded program costs at least what compiling one specialised network does, so it pays
 only when later networks reuse it: a network reuses the padding of an earlier one in the process
-when it fits it (a smaller network fits a bigger padding). `auto` therefore trains a network
-specialised unless it fits a padding that the process has trained in, and then padded in the
-cheapest such padding when that program's extra arithmetic, in seconds at the padded program's
-training rate, costs less than a compile. "padded" takes that padding too when its extra arithmetic
-over the network's own padding costs less than a compile, and its own padding otherwise.
+when it fits it (a smaller network fits a bigger padding). `choose` weighs the extra arithmetic of
+such a padding, in seconds at the padded program's training rate, against a compile.
 
-Both sides of that rule are `Costs`. `default_costs` are constants that benchmarks/bench_padded.py
-measures: on a GPU those of an H200 (`GPU_COSTS`), elsewhere those of a 2-core CPU (a compile,
-`SPECIALISED_COMPILE_SECONDS`, and the padded program's share of a matrix product's rate timed on
-the device, `TRAINING_EFFICIENCY`). They do not carry over exactly to another machine, so a
-`TrainerMemory`, which its owner (a train task's evaluate) keeps for its lifetime, remembers the
-paddings its trainings used and what each training measured, and chooses by the medians of those
-once there are any.
+Both sides of that rule are `Costs`: `default_costs`, constants that benchmarks/bench_padded.py
+measures, until a `TrainerMemory` (which its owner, a train task's evaluate, keeps for its lifetime)
+has measured trainings of its own, whose medians it then chooses by.
 """
 
 from __future__ import annotations
@@ -31,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from nas_jax.arch.architecture import Architecture
-from nas_jax.models import padded_model
+from nas_jax.models import network_costs, padded_model
 from nas_jax.training import population, specialised
 from nas_jax.training.datasets import Dataset, input_spec
 from nas_jax.training.train_config import TrainConfig
@@ -223,16 +216,19 @@ def choose(
   fitting = []
   for padding in dict.fromkeys(p for p in seen if type(p) is type(own)):
     try:
-      _, layout = model.encode(arch, padding, input_shape, num_outputs)
+      model.encode(arch, padding, input_shape, num_outputs)
     except ValueError:
       continue
-    fitting.append((model.macs(padding, input_shape, num_outputs), padding, model.layout_macs(layout)))
+    fitting.append((model.macs(padding, input_shape, num_outputs), padding))
   if not fitting:
     return ("padded", own) if trainer == "padded" else ("specialised", None)
-  best_macs, best, network_macs = min(fitting, key=lambda f: f[0])
+  best_macs, best = min(fitting, key=lambda f: f[0])
   if trainer == "padded" and best == own:
     return "padded", own
-  baseline = model.macs(own, input_shape, num_outputs) if trainer == "padded" else network_macs
+  if trainer == "padded":
+    baseline = model.macs(own, input_shape, num_outputs)
+  else:  # the network's own multiply-accumulates
+    baseline = network_costs.network_costs(arch, input_shape, num_outputs).flops // 2
   costs = default_costs(arch.kind) if costs is None else costs
   if _seconds(best_macs - baseline, costs, dataset, train_config) < costs.compile_seconds:
     return "padded", best
@@ -295,7 +291,7 @@ def evaluate(
     if used not in memory.seen:
       memory.seen.append(used)
   if chosen == "padded":
-    result = population.evaluate(arch, dataset, train_config, key, padding=padding)
+    (result,) = population.train_population([arch], dataset, train_config, [key], padding=padding)
     memory.record(arch.kind, [result], dataset, train_config, _padding_macs(arch.kind, padding, dataset))
   else:
     result = specialised.evaluate(arch, dataset, train_config, key)

@@ -17,7 +17,7 @@ def test_digits_split_sizes_shapes_and_dtypes():
   assert [len(y) for y in (cnn.y_train, cnn.y_val, cnn.y_test)] == [1078, 359, 360]  # round(0.6 * 1797) ...
   assert cnn.x_train.shape == (1078, 8, 8, 1) and mlp.x_train.shape == (1078, 64)
   assert cnn.x_train.dtype == np.float32 and cnn.y_train.dtype == np.int32
-  assert (cnn.task, cnn.num_classes, cnn.input_shape) == ("classification", 10, (8, 8, 1))
+  assert (cnn.task, cnn.num_classes, datasets.input_spec(cnn)[0]) == ("classification", 10, (8, 8, 1))
   np.testing.assert_array_equal(cnn.x_val.reshape(-1, 64), mlp.x_val)  # same split, same scaling
   assert set(np.unique(cnn.y_train)) == set(range(10))
 

@@ -30,7 +30,7 @@ def test_padded_mlp_training_follows_specialised_training():
   for i in (0, 3):
     arch = pools.initial_pool("mlp")[i]
     spec = specialised.evaluate(arch, DIABETES, SHORT, jax.random.key(i))
-    padded = population.evaluate(arch, DIABETES, SHORT, jax.random.key(i))
+    (padded,) = population.train_population([arch], DIABETES, SHORT, [jax.random.key(i)])
     np.testing.assert_allclose(padded.val_errors, spec.val_errors, rtol=1e-4)
     assert padded.test_error == pytest.approx(spec.test_error, rel=1e-4)
 
@@ -50,7 +50,7 @@ def test_a_population_trains_each_network_as_alone_with_its_own_stopping():
   keys = [jax.random.key(10 + i) for i in range(3)]
   padding = padded_mlp.padding_for(archs)
   together = population.train_population(archs, DIABETES, config, keys, keep_variables=True)
-  alone = [population.evaluate(a, DIABETES, config, k, padding=padding) for a, k in zip(archs, keys)]
+  alone = [population.train_population([a], DIABETES, config, [k], padding=padding)[0] for a, k in zip(archs, keys)]
   assert len({r.epochs for r in together}) > 1  # early stopping differed between the networks
   for t, a in zip(together, alone):
     assert (t.epochs, t.best_epoch) == (a.epochs, a.best_epoch)
@@ -91,6 +91,6 @@ def test_a_padding_beyond_the_devices_memory_fails_in_one_line(monkeypatch):
   with pytest.raises(
     ValueError, match=r"trainer 'padded': 1 network\(s\) in padding .* need 81\.5 GiB .* this device has 24\.0"
   ):
-    population.evaluate(
-      arch, DIGITS, SHORT_CNN, jax.random.key(0), padding=cnn_padding.coarse(own, DIGITS.x_train.shape[1:])
+    population.train_population(
+      [arch], DIGITS, SHORT_CNN, [jax.random.key(0)], padding=cnn_padding.coarse(own, DIGITS.x_train.shape[1:])
     )
