@@ -113,9 +113,13 @@ def embedding_2d(
   # Imported here: scikit-learn is slow to import, which every search would pay for a plot
   # that only the distance notebooks and CLIs draw.
   from sklearn.manifold import TSNE
+  from threadpoolctl import threadpool_limits
 
   tsne = TSNE(n_components=2, metric="precomputed", init="random", perplexity=perplexity, random_state=seed)
-  xy = tsne.fit_transform((d + d.T) / 2).astype(np.float64)
+  # One OpenMP thread: beside XLA's busy threads, t-SNE's spin-waiting team is some 30x slower
+  # on a few cores, and a plot of a search's networks is small work for one thread.
+  with threadpool_limits(limits=1, user_api="openmp"):
+    xy = tsne.fit_transform((d + d.T) / 2).astype(np.float64)
   if path is not None:
     fig = Figure(figsize=(6, 6))
     ax = fig.add_subplot()
