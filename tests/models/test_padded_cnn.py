@@ -298,6 +298,9 @@ def test_padding_aligns_networks_to_slots():
   np.testing.assert_allclose(got, want_out, atol=1e-5)
 
 
+# Two programs with every kind in every slot are slow to compile; the per-network paddings above
+# check the same masks in the default run.
+@pytest.mark.slow
 def test_a_coarse_padding_computes_archnets_function():
   """Every slot computing every kind at the largest kernel, the padding's width and the whole image
   (one program for any network up to the padding): outputs, statistics and gradients are still

@@ -66,7 +66,7 @@ def _with_decision(arch, decision):
   "decision, num_outputs, networks",
   [
     ("linear", 1, "small"),
-    ("softmax", 5, "small"),
+    pytest.param("softmax", 5, "small", marks=pytest.mark.slow),
     # Every pool network, in the pool's padding: 32 unrolled slots are slow to compile, and the
     # eight pool networks outside SMALL slower still.
     pytest.param("linear", 1, "all", marks=pytest.mark.slow),
