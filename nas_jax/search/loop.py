@@ -171,7 +171,7 @@ def run(
     _check_meta(workdir, task)
     if config is not None:
       _write_json(os.path.join(workdir, CONFIG), config)
-    done = journal.replay(path)
+    done = journal.replay(path, space.from_json)
     if len(done) >= budget:
       log.warning(
         "workdir %r: the search is finished (%d evaluations, budget %d); nothing is left to run. To"
