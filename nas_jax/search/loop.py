@@ -114,6 +114,26 @@ def _write_json(path: str, obj: Any) -> None:
   os.replace(tmp, path)  # readers see the old file or the new one, never half of one
 
 
+def _warn_if_rows_lost(workdir: str, rows: int) -> None:
+  """Warns in one line when summary.json counts more evaluations than the journal holds (a
+  journal truncated or deleted by hand): those trials are run again, as the journal is the record."""
+  try:
+    with open(os.path.join(workdir, SUMMARY)) as f:
+      counted = json.load(f).get("n_evaluated")
+  except (OSError, ValueError, AttributeError):
+    return
+  if isinstance(counted, int) and counted > rows:
+    log.warning(
+      "workdir %r: %s holds %d evaluations but %s says %d; the missing %d are run again",
+      workdir,
+      JOURNAL,
+      rows,
+      SUMMARY,
+      counted,
+      counted - rows,
+    )
+
+
 def _check_run_args(budget: Any, seed: Any, workdir: Any) -> None:
   if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
     raise ValueError(f"run: budget={budget!r}; expected an integer >= 1 (evaluations)")
@@ -172,6 +192,7 @@ def run(
     if config is not None:
       _write_json(os.path.join(workdir, CONFIG), config)
     done = journal.replay(path, space.from_json)
+    _warn_if_rows_lost(workdir, len(done))
     if len(done) >= budget:
       log.warning(
         "workdir %r: the search is finished (%d evaluations, budget %d); nothing is left to run. To"

@@ -336,3 +336,24 @@ def test_an_objective_named_twice_or_value_is_refused():
       loop.check_task(Task(name="t", goal="max", evaluate=_returns, objectives=objectives))
   with pytest.raises(ValueError, match="goal 'up'"):
     loop.check_task(Task(name="t", goal="max", evaluate=_returns, objectives=(("a", "up"),)))
+
+
+@pytest.mark.parametrize("keep", [4, 0])
+def test_a_journal_shorter_than_its_summary_warns_in_one_line(tmp_path, caplog, keep):
+  run(tmp_path, h.onemax_task(), budget=10)
+  path = tmp_path / loop.JOURNAL
+  if keep:
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:keep]))
+  else:
+    path.unlink()  # deleted while summary.json stays
+  with caplog.at_level("WARNING"):
+    done = run(tmp_path, h.onemax_task(), budget=10)
+  lost = [r.getMessage() for r in caplog.records if "summary.json says" in r.getMessage()]
+  assert lost == [
+    f"workdir {str(tmp_path)!r}: journal.jsonl holds {keep} evaluations but summary.json says 10; the missing {10 - keep} are run again"
+  ]
+  assert len(done) == 10
+  caplog.clear()
+  with caplog.at_level("WARNING"):
+    run(tmp_path, h.onemax_task(), budget=10)  # the new summary agrees: no warning
+  assert "summary.json says" not in caplog.text
