@@ -203,18 +203,22 @@ def run(
         len(done) + budget,
       )
     else:
-      _search(
-        _Flight.resume(strategy, key, task, done),
-        strategy,
-        task,
-        executor,
-        path,
-        space,
-        budget,
-        seed,
-        prefetch,
-        progress,
-      )
+      try:
+        _search(
+          _Flight.resume(strategy, key, task, done),
+          strategy,
+          task,
+          executor,
+          path,
+          space,
+          budget,
+          seed,
+          prefetch,
+          progress,
+        )
+      except KeyboardInterrupt:  # Ctrl-C or SIGTERM (launch/_cli.py): the summary of what is journalled
+        _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
+        raise
     _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
   return done
 
