@@ -6,6 +6,7 @@ import fcntl
 import functools
 import json
 import os
+import shutil
 import sys
 
 import jax
@@ -357,3 +358,25 @@ def test_a_journal_shorter_than_its_summary_warns_in_one_line(tmp_path, caplog, 
   with caplog.at_level("WARNING"):
     run(tmp_path, h.onemax_task(), budget=10)  # the new summary agrees: no warning
   assert "summary.json says" not in caplog.text
+
+
+@pytest.mark.parametrize("how", ["rm -rf W; mkdir W", "mv W W.old; mkdir W"])
+def test_a_replaced_workdir_stops_the_search_before_it_writes_there(tmp_path, how):
+  workdir, calls = tmp_path / "W", []
+
+  def replace_then_onemax(arch_json, seed):
+    if len(calls) == 3:  # trials 0-2 are journalled; the workdir goes while trial 3 runs
+      if how.startswith("rm"):
+        shutil.rmtree(workdir)
+      else:
+        os.rename(workdir, tmp_path / "W.old")
+      os.mkdir(workdir)
+    calls.append(1)
+    return h.onemax(arch_json, seed)
+
+  task = Task(name="onemax", goal="max", evaluate=replace_then_onemax)
+  with pytest.raises(loop.WorkdirReplaced, match=r"'.*W' was deleted or replaced while this search ran; it stopped"):
+    run(workdir, task, budget=10)
+  assert os.listdir(workdir) == []  # the new workdir: no row, no summary of the old search
+  if how.startswith("mv"):
+    assert [o.trial_id for o in journal.replay(tmp_path / "W.old" / loop.JOURNAL)] == [0, 1, 2]
