@@ -5,7 +5,9 @@ a value out of range, a workdir held by another search) ends the script with
 
   <script>: error: <what, which flag or file, what is allowed>
 
-on stderr and exit code 2, never a traceback. Anything else is a bug and keeps its traceback.
+on stderr and exit code 2, never a traceback; a config file that fails to import gives
+`file:line: error`. SIGTERM and SIGINT stop a script with one line and exit code 130 (a search
+writes its summary first). Anything else is a bug and keeps its traceback.
 `--verbose` (or NAS_JAX_VERBOSE=1) keeps the traceback of user errors too, for debugging.
 Imported by launch scripts after `_env`.
 """
@@ -15,6 +17,7 @@ import os
 import re
 import signal
 import sys
+import traceback
 from typing import Callable, NoReturn
 
 from absl import app, flags
@@ -94,17 +97,37 @@ def _bad_override(argv: list) -> str | None:
   return f"--config.{missing[0]}: no such field in {spec}: {missing[1]}" if missing else None
 
 
+def _config_file_error(argv: list, e: BaseException) -> str | None:
+  """`file:line: message` for an error raised while the --config file was imported (a syntax
+  error, an import that fails, a name it misspells at module level); None for any other error."""
+  config = _flag_value(argv, "config")
+  if not config:
+    return None
+  path = os.path.realpath(config.split(":", 1)[0])
+  if isinstance(e, SyntaxError) and e.filename and os.path.realpath(e.filename) == path:
+    return f"{e.filename}:{e.lineno}: {type(e).__name__}: {e.msg}"
+  lines = [t.lineno for t in traceback.extract_tb(e.__traceback__) if os.path.realpath(t.filename) == path]
+  return f"{config.split(':', 1)[0]}:{lines[-1]}: {type(e).__name__}: {message(e)}" if lines else None
+
+
 def _parse(argv: list) -> list:
   try:
     return flags.FLAGS(argv)
   except (*USER_ERRORS, AttributeError, KeyError) as e:  # ml_collections: mistyped config fields
     if _verbose(argv):
       raise
-    fail(_bad_override(argv) or _explain(argv, e))
+    fail(_config_file_error(argv, e) or _bad_override(argv) or _explain(argv, e))
+  except Exception as e:  # the config file itself failed to import
+    line = _config_file_error(argv, e)
+    if line is None or _verbose(argv):
+      raise
+    fail(line)
 
 
 def _interrupt(signum, frame) -> NoReturn:
-  raise KeyboardInterrupt(f"signal {signum}")
+  for sig in (signal.SIGINT, signal.SIGTERM):  # one stop: a second signal would cut the shutdown
+    signal.signal(sig, signal.SIG_IGN)
+  raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def run(main: Callable[[list], None]) -> None:
@@ -117,8 +140,18 @@ def run(main: Callable[[list], None]) -> None:
       if _verbose(sys.argv):
         raise
       fail(_explain(sys.argv, e))
+    except KeyboardInterrupt as e:
+      if _verbose(sys.argv):
+        raise
+      why = e.args[0] if e.args else "SIGINT"
+      print(
+        f"{_script()}: stopped by {why}; finished evaluations are kept: rerun the command to resume", file=sys.stderr
+      )
+      sys.exit(130)
 
-  signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops a search as Ctrl-C does: workers stopped
+  # `kill` stops a search as Ctrl-C does: workers stopped, the summary written from the journal
+  signal.signal(signal.SIGTERM, _interrupt)
+  signal.signal(signal.SIGINT, _interrupt)
   # jax logs at INFO that it found no TPU on every start; a CPU or GPU user has nothing to do about it
   logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
   app.run(guarded, flags_parser=_parse)

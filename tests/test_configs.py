@@ -101,6 +101,12 @@ def _bad(tmp_path, **changes):
     (dict(num_workers=0), r"config\.num_workers: 0"),
     (dict(executor="slurm"), r"config\.executor: 'slurm'.*inline, local, ray"),
     (dict(eval_timeout_s=5.0), r"config\.eval_timeout_s: 5\.0.*inline executor cannot stop"),
+    (
+      dict(executor="inline", ray_address="127.0.0.1:6390"),
+      r"config\.ray_address: '127\.0\.0\.1:6390' is not allowed; it is read by executor 'ray' only, and executor"
+      r" is 'inline'",
+    ),
+    (dict(executor="local", ray_address="auto"), r"config\.ray_address: 'auto'.*executor is 'local'"),
     (dict(seed=-3), r"config\.seed: -3"),
   ],
 )

@@ -134,7 +134,7 @@ def test_failures_list_the_injected_error(workdir, tmp_path):
 def test_config_and_status_of_a_finished_search(workdir):
   run = report.load_run(workdir)
   text = report.report_html(run)
-  assert run.summary is not None and "Search finished." in text
+  assert run.summary is not None and f"Search finished ({BUDGET} of {BUDGET} evaluations)." in text
   assert "&quot;strategy&quot;: &quot;random&quot;" in text and "1 failed" in text
 
 
@@ -148,7 +148,22 @@ def test_a_killed_search_reports_its_journal_as_it_stands(workdir, tmp_path):
   page_text = open(report.write_report(killed)).read()
   page = _Page(page_text)
   assert [int(r[0]) for r in page.rows] == list(range(BUDGET - 1))
-  assert "no summary.json" in page_text and len(page.images) == 1 + 3
+  assert f"not finished: {BUDGET - 1} of {BUDGET} evaluations; no summary.json" in page_text
+  assert len(page.images) == 1 + 3
+
+
+def test_a_stale_summary_is_not_taken_for_a_finished_search(workdir, tmp_path):
+  """17 rows of a budget of 60 and a summary that says 4: the journal decides, the summary is stale."""
+  stale = _copy(workdir, tmp_path)
+  config = json.load(open(os.path.join(stale, "config.json")))
+  json.dump({**config, "budget": 60}, open(os.path.join(stale, "config.json"), "w"))
+  summary = json.load(open(os.path.join(stale, loop.SUMMARY)))
+  json.dump({**summary, "n_evaluated": 4}, open(os.path.join(stale, loop.SUMMARY), "w"))
+  state = report.search_state(report.load_run(stale))
+  assert (
+    state
+    == f"not finished: {BUDGET} of 60 evaluations; summary.json is stale: it counts 4 evaluations, the journal holds {BUDGET}"
+  )
 
 
 def test_gp_runs_show_the_otmann_heatmap_of_their_best_networks(workdir, tmp_path):

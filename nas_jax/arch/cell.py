@@ -200,10 +200,10 @@ def nb101_iso_key(cell: Cell) -> tuple:
 
 
 def nb101_path_key(cell: Cell) -> tuple:
-  """The authors' de-duplication key (spec 2.3): one path index (spec 4.2) per input->output
-  path, multiplicity kept, in the order their code builds the paths (by source vertex, then
-  target). Cells that differ only in vertex order can get different keys, as in their code."""
-  a, ops = nb101_prune(cell)  # dropped vertices lie on no input->output path: same paths, same order
+  """The authors' de-duplication key (spec 2.3): the multiset of path indices (spec 4.2), one per
+  input->output path, sorted as naszilla's `Cell101.get_path_indices` sorts them, so two cells
+  with the same paths are duplicates whatever order their vertices put the paths in."""
+  a, ops = nb101_prune(cell)  # dropped vertices lie on no input->output path: same paths
   v = a.shape[0]
   paths = [[] for _ in range(v)]
   paths[0] = [()]
@@ -212,7 +212,7 @@ def nb101_path_key(cell: Cell) -> tuple:
       if a[i, j]:
         step = () if j == v - 1 else (int(ops[j - 1]),)
         paths[j] += [p + step for p in paths[i]]
-  return tuple(sum(3**i * (d + 1) for i, d in enumerate(p)) for p in paths[-1])
+  return tuple(sorted(sum(3**i * (d + 1) for i, d in enumerate(p)) for p in paths[-1]))
 
 
 def cell_to_architecture(cell: Cell) -> Architecture:

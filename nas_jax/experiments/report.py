@@ -38,6 +38,7 @@ __all__ = [
   "GP_STRATEGIES",
   "Run",
   "load_run",
+  "search_state",
   "best_trials",
   "run_space",
   "to_architecture",
@@ -90,8 +91,8 @@ def load_run(workdir: str | os.PathLike) -> Run:
   """Reads a search workdir written by `search_from_config` or `loop.run`.
 
   Raises:
-    ValueError naming `workdir` when it holds no journal or no search.json, or a journal line
-    other than the last is corrupt (`journal.replay`).
+    ValueError naming `workdir` when it holds no journal or no search.json, or `path:line` of a
+    journal row that is not an observation of the config's space (`journal.replay`).
   """
   workdir = os.fspath(workdir)
   path = os.path.join(workdir, loop.JOURNAL)
@@ -100,14 +101,32 @@ def load_run(workdir: str | os.PathLike) -> Run:
   meta = _read_json(os.path.join(workdir, _META))
   if not isinstance(meta, dict) or meta.get("goal") not in GOALS:
     raise ValueError(f"workdir: {workdir!r} has no valid {_META} ({meta!r}); expected {{'task', 'goal'}}")
+  config = _read_json(os.path.join(workdir, _CONFIG))
+  section = (config or {}).get("space")
   return Run(
     workdir=workdir,
     task=str(meta.get("task", "")),
     goal=meta["goal"],
-    config=_read_json(os.path.join(workdir, _CONFIG)),
+    config=config,
     summary=_read_json(os.path.join(workdir, loop.SUMMARY)),
-    observations=journal.replay(path),
+    observations=journal.replay(path, _space(section).from_json if section else None),
   )
+
+
+def search_state(run: Run) -> str:
+  """Whether the search finished, from the journal's rows against config.json's budget (not from
+  summary.json, which a killed run leaves stale), and a note when summary.json disagrees."""
+  budget, n = (run.config or {}).get("budget"), len(run.observations)
+  if isinstance(budget, int) and not isinstance(budget, bool):
+    state = f"finished ({n} of {budget} evaluations)" if n >= budget else f"not finished: {n} of {budget} evaluations"
+  else:
+    state = f"budget unknown (no config.json): {n} evaluations"
+  if run.summary is None:
+    return f"{state}; no summary.json"
+  counted = run.summary.get("n_evaluated")
+  if counted != n:
+    return f"{state}; summary.json is stale: it counts {counted} evaluations, the journal holds {n}"
+  return state
 
 
 def best_trials(run: Run, k: int) -> list[Observation]:
@@ -128,8 +147,12 @@ def run_space(run: Run):
       return None
     kind = run.observations[0].arch_json.get("kind")
     section = {"name": _DEFAULT_SPACE.get(kind, "layer_graph"), "kind": kind}
-  kwargs = {k: v for k, v in section.items() if k != "name"}
-  return SPACES[section["name"]](**kwargs)
+  return _space(section)
+
+
+def _space(section: dict):
+  """The Space of a config's space section ({"name": ..., its options})."""
+  return SPACES[section["name"]](**{k: v for k, v in section.items() if k != "name"})
 
 
 def to_architecture(space: Any, arch_json: dict) -> Architecture:
@@ -318,11 +341,7 @@ def report_html(run: Run, *, top_k: int = 3, max_networks: int = 40) -> str:
       raise ValueError(f"{name}: {v!r}; expected an integer >= 1")
   obs = run.observations
   n_failed = sum(not o.ok for o in obs)
-  state = (
-    "finished"
-    if run.summary is not None
-    else "running or stopped early: no summary.json, so this reports the journal as it stands"
-  )
+  state = search_state(run)
   best = best_trials(run, 1)
   best_line = f"best value {best[0].value:.6g} (trial {best[0].trial_id})" if best else "no successful evaluation yet"
   config = json.dumps(run.config, indent=1, sort_keys=True) if run.config is not None else "(no config.json)"

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import tqdm
@@ -28,6 +28,7 @@ __all__ = [
   "SUMMARY",
   "CONFIG",
   "WorkdirInUse",
+  "WorkdirReplaced",
   "run",
   "trial_seed",
   "in_flight",
@@ -46,7 +47,35 @@ def trial_seed(seed: int, trial_id: int) -> int:
 
 
 class WorkdirInUse(RuntimeError):
-  """Another live search holds the workdir's lock."""
+  """Another live search holds the workdir's lock, or took over its name (`WorkdirReplaced`)."""
+
+
+class WorkdirReplaced(WorkdirInUse):
+  """The workdir a search locked was deleted or renamed, and its name may now lead to another."""
+
+
+class _Journal(NamedTuple):
+  """Where a run appends: the journal's path and the open descriptor of the workdir it locked."""
+
+  workdir: str
+  path: str
+  dir_fd: int
+
+  def append(self, obs: Observation, recorded: int) -> None:
+    """Appends `obs` in the locked directory; WorkdirReplaced, before writing, if the workdir's
+    name now leads elsewhere (`rm -rf W; mkdir W`), so two searches never write one journal."""
+    held = os.fstat(self.dir_fd)
+    try:
+      now = os.stat(self.workdir)
+      same = (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+    except FileNotFoundError:
+      same = False
+    if not same:
+      raise WorkdirReplaced(
+        f"workdir {self.workdir!r} was deleted or replaced while this search ran; it stopped so that"
+        f" two searches never write one journal ({recorded} evaluations were recorded before)"
+      )
+    journal.append(self.path, obs, dir_fd=self.dir_fd)
 
 
 @contextlib.contextmanager
@@ -60,7 +89,7 @@ def _exclusive(workdir: str):
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
       raise WorkdirInUse(f"workdir {workdir!r}: another search is running in it") from None
-    yield
+    yield fd
   finally:
     os.close(fd)
 
@@ -112,6 +141,26 @@ def _write_json(path: str, obj: Any) -> None:
   with open(tmp, "w") as f:
     json.dump(obj, f, indent=1, sort_keys=True)
   os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+
+
+def _warn_if_rows_lost(workdir: str, rows: int) -> None:
+  """Warns in one line when summary.json counts more evaluations than the journal holds (a
+  journal truncated or deleted by hand): those trials are run again, as the journal is the record."""
+  try:
+    with open(os.path.join(workdir, SUMMARY)) as f:
+      counted = json.load(f).get("n_evaluated")
+  except (OSError, ValueError, AttributeError):
+    return
+  if isinstance(counted, int) and counted > rows:
+    log.warning(
+      "workdir %r: %s holds %d evaluations but %s says %d; the missing %d are run again",
+      workdir,
+      JOURNAL,
+      rows,
+      SUMMARY,
+      counted,
+      counted - rows,
+    )
 
 
 def _check_run_args(budget: Any, seed: Any, workdir: Any) -> None:
@@ -167,11 +216,12 @@ def run(
   workdir = os.fspath(workdir)
   os.makedirs(workdir, exist_ok=True)
   path = os.path.join(workdir, JOURNAL)
-  with _exclusive(workdir):
+  with _exclusive(workdir) as dir_fd:
     _check_meta(workdir, task)
     if config is not None:
       _write_json(os.path.join(workdir, CONFIG), config)
-    done = journal.replay(path)
+    done = journal.replay(path, space.from_json)
+    _warn_if_rows_lost(workdir, len(done))
     if len(done) >= budget:
       log.warning(
         "workdir %r: the search is finished (%d evaluations, budget %d); nothing is left to run. To"
@@ -182,18 +232,22 @@ def run(
         len(done) + budget,
       )
     else:
-      _search(
-        _Flight.resume(strategy, key, task, done),
-        strategy,
-        task,
-        executor,
-        path,
-        space,
-        budget,
-        seed,
-        prefetch,
-        progress,
-      )
+      try:
+        _search(
+          _Flight.resume(strategy, key, task, done),
+          strategy,
+          task,
+          executor,
+          _Journal(workdir, path, dir_fd),
+          space,
+          budget,
+          seed,
+          prefetch,
+          progress,
+        )
+      except KeyboardInterrupt:  # Ctrl-C or SIGTERM (launch/_cli.py): the summary of what is journalled
+        _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
+        raise
     _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
   return done
 
@@ -230,7 +284,7 @@ class _Flight:
     return cls(state, done, 1 + max((o.trial_id for o in done), default=-1), best, seeds)
 
 
-def _search(fl: _Flight, strategy, task, executor, path, space, budget, seed, prefetch, progress) -> None:
+def _search(fl: _Flight, strategy, task, executor, out: _Journal, space, budget, seed, prefetch, progress) -> None:
   """Keeps the workers busy until `budget` evaluations are recorded (or the strategy runs dry)."""
   bar = tqdm.tqdm(total=budget, initial=min(len(fl.done), budget), desc=task.name, disable=not progress)
   try:
@@ -250,7 +304,7 @@ def _search(fl: _Flight, strategy, task, executor, path, space, budget, seed, pr
         best=None if fl.best == -np.inf else float(to_score(fl.best, task.goal)),  # a score back to a value
       )
       for ticket, outcome in executor.wait(timeout=_POLL_S):
-        _record(fl, strategy, task, path, ticket, outcome)
+        _record(fl, strategy, task, out, ticket, outcome)
         bar.update(1)
   finally:
     bar.close()
@@ -274,12 +328,12 @@ def _submit(fl: _Flight, strategy, task, executor, space, seed) -> bool:
   return True
 
 
-def _record(fl: _Flight, strategy, task, path, ticket, outcome) -> None:
+def _record(fl: _Flight, strategy, task, out: _Journal, ticket, outcome) -> None:
   """Journals a finished evaluation (durably, before the strategy and the next proposal see it)."""
   trial_id, _, arch_json, info, fidelity = fl.pending.pop(ticket)
   fl.submitted.pop(trial_id)
   obs = results.observe(trial_id, arch_json, outcome, info, [name for name, _ in task.objectives], fidelity)
-  journal.append(path, obs)
+  out.append(obs, len(fl.done))
   fl.done.append(obs)
   fl.state = strategy.update(fl.state, [obs])
   if results.full_fidelity_ok([obs], task):

@@ -11,9 +11,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["GOALS", "Status", "Observation", "to_score", "objective_matrix", "observation_scores"]
+from nas_jax.arch.json_io import show
+
+__all__ = ["GOALS", "MAX_TRIAL_ID", "Status", "Observation", "to_score", "objective_matrix", "observation_scores"]
 
 GOALS = ("max", "min")
+MAX_TRIAL_ID = 2**31 - 1  # trial ids count evaluations from 0; a larger one is a damaged record
 
 
 class Status(enum.IntEnum):
@@ -26,22 +29,55 @@ class Status(enum.IntEnum):
 
 
 def _finite_or_none(name: str, x: Any) -> float | None:
+  """`x` as a float (None stays None); TypeError for a non-number, ValueError for an integer too
+  large for a float (a 400-digit JSON number)."""
   if x is None:
     return None
   if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-    raise TypeError(f"observation.{name}: {x!r} is a {type(x).__name__}; expected a float or None")
-  return float(x)
+    raise TypeError(f"observation.{name}: {show(x)} is a {type(x).__name__}; expected a float or None")
+  try:
+    return float(x)
+  except OverflowError:
+    raise ValueError(f"observation.{name}: {show(x)} is too large for a float") from None
+
+
+def _check_fields(o: "Observation") -> None:
+  """The checks of every field that `__post_init__` does not convert (types, ranges, a status
+  consistent with the value): a journal row that fails one is refused, never half-used."""
+  if isinstance(o.trial_id, bool) or not isinstance(o.trial_id, (int, np.integer)):
+    raise TypeError(f"observation.trial_id: {show(o.trial_id)} is a {type(o.trial_id).__name__}; expected an integer")
+  if not 0 <= o.trial_id <= MAX_TRIAL_ID:
+    raise ValueError(f"observation.trial_id: {show(o.trial_id)}; expected an integer in [0, {MAX_TRIAL_ID}]")
+  for name, kind, what in (
+    ("arch_json", dict, "an object"),
+    ("info", dict, "an object"),
+    ("error", str, "a string"),
+    ("worker", str, "a string"),
+  ):
+    if not isinstance(getattr(o, name), kind):
+      raise TypeError(
+        f"observation.{name}: {show(getattr(o, name))} is a {type(getattr(o, name)).__name__}; expected {what}"
+      )
+  for name in ("seconds", "finished_at"):
+    x = getattr(o, name)
+    if not (x is None and name == "finished_at" or isinstance(x, float) and math.isfinite(x) and x >= 0):
+      raise ValueError(f"observation.{name}: {show(x)}; expected a finite number >= 0")
+  for name in ("test_value", "fidelity"):
+    if getattr(o, name) is not None and not math.isfinite(getattr(o, name)):
+      raise ValueError(f"observation.{name}: {getattr(o, name)!r}; expected a finite float or None")
+  if o.status != Status.OK and o.value is not None:
+    raise ValueError(f"observation.value: {o.value!r} with status {o.status.name}; only an OK observation has a value")
 
 
 def _curve(curve: Any) -> list:
   """A learning curve as [[fidelity, value], ...] of floats, a non-finite value (a diverged
   epoch) as None (journal lines are strict JSON); TypeError otherwise."""
   if not isinstance(curve, (list, tuple)):
-    raise TypeError(f"observation.curve: {curve!r}; expected a list of [fidelity, value] pairs")
+    raise TypeError(f"observation.curve: {show(curve)}; expected a list of [fidelity, value] pairs")
   out = []
   for pair in curve:
     if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
-      raise TypeError(f"observation.curve: {pair!r} in it; expected [fidelity, value] pairs")
+      raise TypeError(f"observation.curve: {show(pair)} in it; expected [fidelity, value] pairs")
     value = _finite_or_none("curve value", pair[1])
     out.append([_finite_or_none("curve fidelity", pair[0]), value if value is None or math.isfinite(value) else None])
   return out
@@ -88,17 +124,20 @@ class Observation:
   def __post_init__(self):
     object.__setattr__(self, "status", Status(self.status))
     object.__setattr__(self, "value", _finite_or_none("value", self.value))
+    object.__setattr__(self, "seconds", _finite_or_none("seconds", self.seconds))
+    object.__setattr__(self, "finished_at", _finite_or_none("finished_at", self.finished_at))
     object.__setattr__(self, "test_value", _finite_or_none("test_value", self.test_value))
     if not isinstance(self.objectives, dict):
-      raise TypeError(f"observation.objectives: {self.objectives!r}; expected a dict of name -> float")
-    objectives = {str(k): _finite_or_none(f"objectives[{k!r}]", v) for k, v in self.objectives.items()}
+      raise TypeError(f"observation.objectives: {show(self.objectives)}; expected a dict of name -> float")
+    objectives = {str(k): _finite_or_none(f"objectives[{show(k)}]", v) for k, v in self.objectives.items()}
     object.__setattr__(self, "objectives", objectives)
     object.__setattr__(self, "fidelity", _finite_or_none("fidelity", self.fidelity))
     object.__setattr__(self, "curve", _curve(self.curve))
     if self.status == Status.OK and (self.value is None or not math.isfinite(self.value)):
       raise ValueError(f"observation.value: {self.value!r} with status OK; an OK value is a finite float")
     if self.status == Status.OK and not all(v is not None and math.isfinite(v) for v in objectives.values()):
-      raise ValueError(f"observation.objectives: {objectives!r} with status OK; OK objectives are finite floats")
+      raise ValueError(f"observation.objectives: {show(objectives)} with status OK; OK objectives are finite floats")
+    _check_fields(self)
 
   @property
   def ok(self) -> bool:
@@ -120,10 +159,10 @@ class Observation:
     if missing:
       raise ValueError(f"observation: missing fields {sorted(missing)}")
     status = obj["status"]
-    if status not in Status.__members__:
-      raise ValueError(f"observation.status: {status!r} is unknown; allowed: {', '.join(Status.__members__)}")
+    if not isinstance(status, str) or status not in Status.__members__:
+      raise ValueError(f"observation.status: {show(status)} is unknown; allowed: {', '.join(Status.__members__)}")
     if isinstance(obj["trial_id"], bool) or not isinstance(obj["trial_id"], int):
-      raise ValueError(f"observation.trial_id: {obj['trial_id']!r}; expected an integer")
+      raise ValueError(f"observation.trial_id: {show(obj['trial_id'])}; expected an integer")
     return cls(**{**{k: v for k, v in obj.items() if k in fields}, "status": Status[status]})
 
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
+from nas_jax.arch.json_io import show
 from nas_jax.spaces.space import Space
 
 __all__ = ["FidelityPoint", "fidelity_space", "FIDELITY_KIND"]
@@ -79,8 +80,8 @@ def fidelity_space(space: Space, fidelities: Sequence[float]) -> Space:
     if not (isinstance(obj, dict) and obj.get("kind") == FIDELITY_KIND and set(obj) == {"kind", "fidelity", "point"}):
       raise ValueError(f"from_json: {str(obj)[:80]!r}; expected {{'kind': 'fidelity', 'fidelity': f, 'point': ...}}")
     f = obj["fidelity"]
-    if isinstance(f, bool) or not isinstance(f, (int, float)) or float(f) not in fidelities:
-      raise ValueError(f"from_json: fidelity={f!r}; allowed: {', '.join(f'{x:g}' for x in fidelities)}")
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not any(f == x for x in fidelities):
+      raise ValueError(f"from_json: fidelity={show(f)}; allowed: {', '.join(f'{x:g}' for x in fidelities)}")
     return FidelityPoint(space.from_json(obj["point"]), float(f))
 
   return space._replace(

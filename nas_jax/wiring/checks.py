@@ -339,6 +339,12 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     config.ray_address,
     "expected a string: '' (local Ray), 'auto' or 'ray://host:port'",
   )
+  _need(
+    not config.ray_address or config.executor == "ray",
+    "ray_address",
+    config.ray_address,
+    f"it is read by executor 'ray' only, and executor is {config.executor!r}; set both or clear ray_address",
+  )
   t = config.eval_timeout_s
   _need(
     isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t < math.inf,

@@ -141,3 +141,22 @@ def test_a_refused_search_leaves_the_workdir_as_it_was(tmp_path):
 
   more = _cli("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--config.budget=8", "--noprogress")
   assert more.returncode == 0 and "after 8 evaluations" in more.stdout, more.stderr
+
+
+@pytest.mark.parametrize(
+  "source, says",
+  [
+    ("import ml_collections\ndef get_config(:\n  pass\n", r":2: SyntaxError: invalid syntax"),
+    (
+      "import ml_collections\nimport no_such_module_xyz\n",
+      r":2: ModuleNotFoundError: No module named 'no_such_module_xyz'",
+    ),
+    ("X = 1\nY = undefined_name\n", r":2: NameError: name 'undefined_name' is not defined"),
+  ],
+  ids=["syntax", "import", "name"],
+)
+def test_a_config_file_that_fails_to_import_gives_its_file_and_line(tmp_path, source, says):
+  config = tmp_path / "broken.py"
+  config.write_text(source)
+  p = _cli("launch/search.py", f"--config={config}", f"--config.workdir={tmp_path / 'w'}")
+  _one_line(p, "search.py", re.escape(str(config)) + says)

@@ -1,6 +1,8 @@
-"""A search killed with kill -9 or SIGTERM leaves no worker process behind: workers watch their
-parent and exit with it (nas_jax.search.executors), and SIGTERM stops a search as Ctrl-C does."""
+"""A search killed with kill -9, SIGTERM or SIGINT leaves no worker process behind: workers watch
+their parent and exit with it (nas_jax.search.executors). SIGTERM stops a search as Ctrl-C does:
+one line on stderr, exit code 130, summary.json written from the journal."""
 
+import json
 import os
 import signal
 import subprocess
@@ -8,6 +10,8 @@ import sys
 import time
 
 import pytest
+
+from nas_jax.search import journal, loop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,7 +43,7 @@ def _alive(pids: set) -> set:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc (Linux)")
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["kill-9", "sigterm", "sigint"])
 def test_workers_do_not_outlive_a_killed_search(tmp_path, sig):
   main = subprocess.Popen(
     [
@@ -54,7 +58,7 @@ def test_workers_do_not_outlive_a_killed_search(tmp_path, sig):
     ],
     cwd=ROOT,
     stdout=subprocess.DEVNULL,
-    stderr=subprocess.DEVNULL,
+    stderr=open(tmp_path / "stderr", "w"),
     env={**os.environ, "JAX_COMPILATION_CACHE_DIR": ""},
   )
   try:
@@ -70,6 +74,13 @@ def test_workers_do_not_outlive_a_killed_search(tmp_path, sig):
     while _alive(workers) and time.time() < deadline:
       time.sleep(0.2)
     assert not _alive(workers), f"workers {_alive(workers)} outlived the search"
+    if sig != signal.SIGKILL:
+      lines = [line for line in (tmp_path / "stderr").read_text().splitlines() if line.strip()]
+      assert main.returncode == 130 and lines == [
+        f"search.py: stopped by {sig.name}; finished evaluations are kept: rerun the command to resume"
+      ], lines
+      summary = json.loads((tmp_path / loop.SUMMARY).read_text())
+      assert summary["n_evaluated"] == len(journal.replay(tmp_path / loop.JOURNAL))
   finally:
     if main.poll() is None:
       main.kill()

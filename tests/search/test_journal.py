@@ -69,7 +69,7 @@ def test_corrupt_middle_line_raises_naming_its_number(tmp_path):
   lines = path.read_text().splitlines(keepends=True)
   lines[1] = lines[1][:20] + "\n"
   path.write_text("".join(lines))
-  with pytest.raises(ValueError, match=r"j\.jsonl:2: corrupt journal line"):
+  with pytest.raises(ValueError, match=r"j\.jsonl:2: .*corrupt journal line"):
     journal.replay(path)
 
 
@@ -125,3 +125,72 @@ def test_concurrent_writers_never_interleave_lines(tmp_path):
     p.join(60)
   ids = sorted(o.trial_id for o in journal.replay(path))
   assert ids == list(range(40)) + list(range(1000, 1040))
+
+
+@pytest.mark.parametrize(
+  "field, bad, says",
+  [
+    ("info", [1], r"observation\.info: \[1\] is a list"),
+    ("value", 10**400, r"observation\.value: .* is too large for a float"),
+    ("arch_json", "abc", r"observation\.arch_json: 'abc' is a str"),
+    ("seconds", "fast", r"observation\.seconds: 'fast'"),
+    ("trial_id", 10**15, r"observation\.trial_id: 1000000000000000; expected an integer in \[0, "),
+    ("status", "FAILED", r"observation\.value: 1\.0 with status FAILED"),
+  ],
+)
+def test_a_bad_field_in_any_row_is_named_with_its_line(tmp_path, field, bad, says):
+  path = tmp_path / "j.jsonl"
+  for i in range(3):
+    journal.append(path, obs(i))
+  lines = path.read_text().splitlines(keepends=True)
+  lines[1] = json.dumps({**json.loads(lines[1]), field: bad}) + "\n"
+  path.write_text("".join(lines))
+  with pytest.raises(ValueError, match=rf"j\.jsonl:2: {says}"):
+    journal.replay(path)
+
+
+def test_an_arch_json_the_space_cannot_read_is_named_with_its_line(tmp_path):
+  def parse_bits(arch_json):
+    if arch_json.get("kind") != "bits":
+      raise ValueError(f"kind: {arch_json.get('kind')!r}; this space holds bits")
+
+  path = tmp_path / "j.jsonl"
+  for i in range(3):
+    journal.append(path, obs(i))
+  lines = path.read_text().splitlines(keepends=True)
+  lines[2] = json.dumps({**json.loads(lines[2]), "arch_json": {}}) + "\n"
+  path.write_text("".join(lines))
+  assert len(journal.replay(path)) == 3  # without the space, any object passes
+  with pytest.raises(ValueError, match=r"j\.jsonl:3: arch_json: kind: None; this space holds bits"):
+    journal.replay(path, parse_bits)
+
+
+def test_a_complete_last_row_without_its_newline_is_kept_and_ended_by_the_next_append(tmp_path):
+  path = tmp_path / "j.jsonl"
+  journal.append(path, obs(0))
+  journal.append(path, obs(1))
+  path.write_bytes(path.read_bytes()[:-1])  # a kill between the row and its newline, or an editor
+  assert journal.replay(path) == [obs(0), obs(1)]
+  journal.append(path, obs(2))
+  assert journal.replay(path) == [obs(0), obs(1), obs(2)]
+  assert path.read_bytes().count(b"\n") == 3
+
+
+def test_blank_lines_are_ignored(tmp_path):
+  path = tmp_path / "j.jsonl"
+  journal.append(path, obs(0))
+  with open(path, "a") as f:
+    f.write("\n")  # a trailing blank line, as an editor leaves
+  assert journal.replay(path) == [obs(0)]
+  journal.append(path, obs(1))
+  assert journal.replay(path) == [obs(0), obs(1)]
+
+
+def test_a_failed_write_names_the_journal(tmp_path, monkeypatch):
+  def full(fd, data):
+    raise OSError(28, "No space left on device")
+
+  monkeypatch.setattr(os, "write", full)
+  with pytest.raises(OSError, match="No space left on device") as e:
+    journal.append(tmp_path / "j.jsonl", obs(0))
+  assert e.value.filename == str(tmp_path / "j.jsonl")

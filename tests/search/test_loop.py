@@ -6,6 +6,7 @@ import fcntl
 import functools
 import json
 import os
+import shutil
 import sys
 
 import jax
@@ -336,3 +337,46 @@ def test_an_objective_named_twice_or_value_is_refused():
       loop.check_task(Task(name="t", goal="max", evaluate=_returns, objectives=objectives))
   with pytest.raises(ValueError, match="goal 'up'"):
     loop.check_task(Task(name="t", goal="max", evaluate=_returns, objectives=(("a", "up"),)))
+
+
+@pytest.mark.parametrize("keep", [4, 0])
+def test_a_journal_shorter_than_its_summary_warns_in_one_line(tmp_path, caplog, keep):
+  run(tmp_path, h.onemax_task(), budget=10)
+  path = tmp_path / loop.JOURNAL
+  if keep:
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:keep]))
+  else:
+    path.unlink()  # deleted while summary.json stays
+  with caplog.at_level("WARNING"):
+    done = run(tmp_path, h.onemax_task(), budget=10)
+  lost = [r.getMessage() for r in caplog.records if "summary.json says" in r.getMessage()]
+  assert lost == [
+    f"workdir {str(tmp_path)!r}: journal.jsonl holds {keep} evaluations but summary.json says 10; the missing {10 - keep} are run again"
+  ]
+  assert len(done) == 10
+  caplog.clear()
+  with caplog.at_level("WARNING"):
+    run(tmp_path, h.onemax_task(), budget=10)  # the new summary agrees: no warning
+  assert "summary.json says" not in caplog.text
+
+
+@pytest.mark.parametrize("how", ["rm -rf W; mkdir W", "mv W W.old; mkdir W"])
+def test_a_replaced_workdir_stops_the_search_before_it_writes_there(tmp_path, how):
+  workdir, calls = tmp_path / "W", []
+
+  def replace_then_onemax(arch_json, seed):
+    if len(calls) == 3:  # trials 0-2 are journalled; the workdir goes while trial 3 runs
+      if how.startswith("rm"):
+        shutil.rmtree(workdir)
+      else:
+        os.rename(workdir, tmp_path / "W.old")
+      os.mkdir(workdir)
+    calls.append(1)
+    return h.onemax(arch_json, seed)
+
+  task = Task(name="onemax", goal="max", evaluate=replace_then_onemax)
+  with pytest.raises(loop.WorkdirReplaced, match=r"'.*W' was deleted or replaced while this search ran; it stopped"):
+    run(workdir, task, budget=10)
+  assert os.listdir(workdir) == []  # the new workdir: no row, no summary of the old search
+  if how.startswith("mv"):
+    assert [o.trial_id for o in journal.replay(tmp_path / "W.old" / loop.JOURNAL)] == [0, 1, 2]

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nas_jax.search.state import Observation, Status, to_score
 
@@ -71,3 +71,75 @@ def test_observation_json_names_status_and_rejects_unknown_ones():
   # Journals written before finished_at existed still load.
   assert Observation.from_json({k: v for k, v in obj.items() if k != "finished_at"}) == obs
   assert math.isnan(float(to_score(obs.value, "max")))
+
+
+_GOOD = Observation(
+  trial_id=7,
+  arch_json={"kind": "bits", "bits": [0, 1]},
+  value=0.5,
+  status=Status.OK,
+  error="",
+  seconds=1.5,
+  worker="w",
+  info={"seed": 3},
+  finished_at=1.0,
+  objectives={"params": 2.0},
+  fidelity=3.0,
+  curve=[[1.0, 0.25]],
+).to_json()
+_SCALAR = (
+  st.none()
+  | st.booleans()
+  | st.integers(-(10**400), 10**400)
+  | st.integers(-3, 3)
+  | st.floats()
+  | st.text(max_size=6)
+  | st.sampled_from(list(Status.__members__))
+)
+_ANY_JSON = st.recursive(
+  _SCALAR, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4), max_leaves=8
+)
+
+
+def test_from_json_gives_an_observation_or_a_short_message(request):
+  """Any JSON, or a valid row with random values in some fields: an Observation that round-trips,
+  or a ValueError/TypeError naming the field (never an OverflowError from a 400-digit number)."""
+  examples = 10_000 if request.config.getoption("--runslow") else 1_000
+
+  @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+  @given(_ANY_JSON | st.fixed_dictionaries({k: st.just(v) | _ANY_JSON for k, v in _GOOD.items()}))
+  def check(obj):
+    try:
+      obs = Observation.from_json(obj)
+    except (ValueError, TypeError) as e:
+      assert 0 < len(str(e)) <= 400, str(e)[:300]
+    else:
+      assert Observation.from_json(obs.to_json()) == obs
+
+  check()
+
+
+@pytest.mark.parametrize(
+  "field, bad, says",
+  [
+    ("info", [1], r"observation\.info: \[1\] is a list; expected an object"),
+    ("value", 10**400, r"observation\.value: 1000.* is too large for a float"),
+    ("arch_json", "abc", r"observation\.arch_json: 'abc' is a str; expected an object"),
+    ("seconds", "fast", r"observation\.seconds: 'fast' is a str"),
+    ("seconds", -1.0, r"observation\.seconds: -1\.0; expected a finite number >= 0"),
+    ("trial_id", -1, r"observation\.trial_id: -1; expected an integer in \[0, 2147483647\]"),
+    ("trial_id", 10**15, r"observation\.trial_id: 1000000000000000; expected an integer in \[0, 2147483647\]"),
+    ("worker", None, r"observation\.worker: None is a NoneType; expected a string"),
+    ("fidelity", 10**400, r"observation\.fidelity: 1000.* is too large for a float"),
+  ],
+)
+def test_from_json_names_each_bad_field(field, bad, says):
+  with pytest.raises((ValueError, TypeError), match=says):
+    Observation.from_json({**_GOOD, field: bad})
+
+
+def test_a_failed_row_carries_no_value():
+  with pytest.raises(
+    ValueError, match=r"observation\.value: 1\.0 with status FAILED; only an OK observation has a value"
+  ):
+    Observation.from_json({**_GOOD, "status": "FAILED", "value": 1.0})

@@ -184,14 +184,15 @@ def test_nb101_canonical_keys():
   assert cell_lib.nb101_iso_key(e7a) != cell_lib.nb101_iso_key(e7b)
   path_space = C.nb101_space("path")
   assert path_space.canonical_key(e7a) == (1,) and path_space.canonical_key(e7b) == (1, 1)  # spec 2.3
-  # the authors' key keeps their path order: maxpool then conv3x3 is (3, 1), the swap (1, 3)
-  assert path_space.canonical_key(nb101([(0, 1), (0, 2), (1, 6), (2, 6)], (2, 0, 0, 0, 0))) == (3, 1)
+  # the same two paths (maxpool, conv3x3) met in either order are one cell: naszilla sorts the indices
+  assert path_space.canonical_key(nb101([(0, 1), (0, 2), (1, 6), (2, 6)], (2, 0, 0, 0, 0))) == (1, 3)
   assert path_space.canonical_key(nb101([(0, 1), (0, 2), (1, 6), (2, 6)], (0, 2, 0, 0, 0))) == (1, 3)
 
 
 def _code_path_indices(c):
   """The authors' path indices, as their code computes them on the raw 7x7 matrix: paths grown
-  vertex by vertex (source outer, target inner), one index per path reaching the output."""
+  vertex by vertex (source outer, target inner), one index per path reaching the output, in
+  that order (naszilla's `get_path_indices` then sorts them)."""
   a, ops = np.asarray(c.adjacency), np.asarray(c.ops)
   paths = [[[]] if a[0, j] else [] for j in range(7)]
   for i in range(1, 6):
@@ -201,12 +202,21 @@ def _code_path_indices(c):
   return tuple(sum(3**k * (d + 1) for k, d in enumerate(p)) for p in paths[6])
 
 
-def test_nb101_path_key_is_the_codes_path_index_tuple_on_random_cells():
+def _classes(cells, key):
+  """The de-duplication classes of `cells` under `key`: the set of index sets of equal keys."""
+  groups = {}
+  for i, c in enumerate(cells):
+    groups.setdefault(key(c), set()).add(i)
+  return {frozenset(g) for g in groups.values()}
+
+
+def test_nb101_path_key_dedups_as_naszillas_sorted_path_indices_on_random_cells():
   space = C.nb101_space("path")
   cells = space.sample(jax.random.key(3), 312)
-  assert all(space.canonical_key(c) == _code_path_indices(c) for c in cells)
-  as_sets = sum(tuple(sorted(set(_code_path_indices(c)))) != _code_path_indices(c) for c in cells)
-  assert as_sets > 0  # a key of index sets would merge cells the authors' code keeps apart
+  naszilla = _classes(cells, lambda c: tuple(sorted(_code_path_indices(c))))
+  assert _classes(cells, space.canonical_key) == naszilla
+  assert _classes(cells, _code_path_indices) != naszilla  # the order of the paths would split some
+  assert any(len(set(k)) < len(k) for k in map(space.canonical_key, cells))  # a multiset: repeats kept
 
 
 def _permute(c, perm):
