@@ -172,29 +172,31 @@ def run(
     if config is not None:
       _write_json(os.path.join(workdir, CONFIG), config)
     done = journal.replay(path)
-    if len(done) >= budget:
-      log.warning(
-        "workdir %r: the search is finished (%d evaluations, budget %d); nothing is left to run. To"
-        " extend it, give a larger budget (e.g. --config.budget=%d)",
-        workdir,
-        len(done),
-        budget,
-        len(done) + budget,
-      )
-    else:
-      _search(
-        _Flight.resume(strategy, key, task, done),
-        strategy,
-        task,
-        executor,
-        path,
-        space,
-        budget,
-        seed,
-        prefetch,
-        progress,
-      )
-    _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
+    try:
+      if len(done) >= budget:
+        log.warning(
+          "workdir %r: the search is finished (%d evaluations, budget %d); nothing is left to run. To"
+          " extend it, give a larger budget (e.g. --config.budget=%d)",
+          workdir,
+          len(done),
+          budget,
+          len(done) + budget,
+        )
+      else:
+        _search(
+          _Flight.resume(strategy, key, task, done),
+          strategy,
+          task,
+          executor,
+          path,
+          space,
+          budget,
+          seed,
+          prefetch,
+          progress,
+        )
+    finally:  # a search stopped early (its workers lost, Ctrl-C) summarises what it recorded
+      _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
   return done
 
 
