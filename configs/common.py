@@ -21,6 +21,10 @@ def add_run_fields(
   # "inline" | "local" (process pool) | "ray" | "population" (num_workers proposals trained together)
   c.executor = executor
   c.ray_address = ""  # ray: "" starts a local Ray, "auto" or "ray://host:10001" joins a cluster
+  c.ray_connect_timeout_s = 30.0  # ray: a host:port address where nothing answers fails after this
+  # local, ray: reruns of an evaluation whose worker was lost (a dead node, raylet or worker
+  # process); never counted as failed. Once spent, the search stops and a rerun resumes it.
+  c.worker_retries = 3
   c.eval_timeout_s = eval_timeout_s  # 0: no limit (the inline executor cannot stop an evaluation)
   # Multi-objective and constrained search (README): cost metrics to minimise besides the value,
   # e.g. "params" or "params,flops" (params | flops | memory_mb | latency_ms), and limits that no

@@ -1,12 +1,15 @@
 """Executors run evaluations: `submit(fn, *args) -> ticket`, then `wait(timeout)` for finished
 (ticket, Outcome) pairs. Inline (in the caller), and a spawn-context process pool with
-per-evaluation timeouts and crash detection; the Ray one is `ray_executor.RayExecutor`. Errors
-come back as text in the Outcome, never raised.
+per-evaluation timeouts and crash detection; the Ray one is `ray_executor.RayExecutor`. An
+evaluation's errors come back as text in the Outcome, never raised; a lost worker (the
+infrastructure's failure, not the evaluation's) reruns the call; a call that loses its worker on
+every rerun is a failed evaluation, and a Ray cluster that can run nothing raises `WorkersLost`.
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures.process
 import itertools
 import multiprocessing as mp
 import multiprocessing.connection as mpc
@@ -16,10 +19,24 @@ import signal
 import sys
 import threading
 import time
+import logging
 import traceback
 from typing import Any, Callable, NamedTuple, Protocol
 
-__all__ = ["Outcome", "ended", "Executor", "InlineExecutor", "ProcessExecutor", "run_inline"]
+__all__ = [
+  "Outcome",
+  "ended",
+  "Executor",
+  "InlineExecutor",
+  "ProcessExecutor",
+  "WorkersLost",
+  "lost_worker",
+  "run_inline",
+]
+
+RETRIES = 3  # reruns of a call whose worker was lost, by default
+
+log = logging.getLogger(__name__)
 
 
 class Outcome(NamedTuple):
@@ -47,6 +64,57 @@ def ended(ok: bool, payload: Any, seconds: float, worker: str) -> Outcome:
   return Outcome(error=payload, seconds=seconds, worker=worker)
 
 
+class WorkersLost(ConnectionError):
+  """No call can run: this process's Ray node died, or the cluster's head stopped answering. The
+  evaluations in flight did not fail: nothing is recorded for them, and rerunning the search
+  resumes it from its journal."""
+
+
+def lost_worker(error: BaseException) -> bool:
+  """Whether `error` says the infrastructure lost a call (its node, raylet, worker process or
+  result died), as opposed to the call's own failure, which Ray raises as a `RayTaskError`.
+
+  Ray's errors are recognised only when Ray is imported (an executor that gets them has imported
+  it); a standard-library process pool's `BrokenProcessPool` always is.
+  """
+  if isinstance(error, concurrent.futures.process.BrokenProcessPool):
+    return True
+  ray = sys.modules.get("ray")
+  if ray is None or isinstance(error, ray.exceptions.RayTaskError):
+    return False
+  x = ray.exceptions
+  return isinstance(
+    error,
+    (
+      x.NodeDiedError,
+      x.LocalRayletDiedError,
+      x.WorkerCrashedError,
+      x.RayActorError,  # ActorDiedError, ActorUnavailableError
+      x.RaySystemError,
+      x.ObjectLostError,  # OwnerDiedError, ObjectFetchTimedOutError, ...
+      x.RpcError,
+    ),
+  )
+
+
+def rerun(what: str, attempt: int, retries: int) -> bool:
+  """Whether a call that lost its worker on run `attempt` (1 for the first) runs again; says so
+  in one warning line when it does."""
+  if attempt > retries:
+    return False
+  log.warning("%s; rerunning the evaluation (rerun %d of %d)", what, attempt, retries)
+  return True
+
+
+def lost_every_time(what: str, retries: int) -> str:
+  """The error of a call that lost its worker on each of its 1 + `retries` runs: on workers that
+  stay up for other calls, the evaluation itself takes its worker down."""
+  return (
+    f"{what}, on each of its {retries + 1} runs: the evaluation itself takes its worker down (memory,"
+    " a crash in native code)"
+  )
+
+
 class Executor(Protocol):
   """The one stateful object of a search: runs calls on `num_workers` workers."""
 
@@ -56,17 +124,20 @@ class Executor(Protocol):
     """Starts (or queues) fn(*args); returns its ticket."""
 
   def wait(self, timeout: float | None) -> list[tuple[int, Outcome]]:
-    """Blocks up to `timeout` seconds (None: until one call ends); returns the calls that ended."""
+    """Blocks up to `timeout` seconds (None: until one call ends); returns the calls that ended.
+    Raises `WorkersLost` when the workers are gone (a Ray cluster that can run nothing)."""
 
   def shutdown(self) -> None:
     """Stops every worker; calls still running are abandoned."""
 
 
-# check_workers, call, ended, x64_enabled and worker_setup are shared with `ray_executor`;
-# check_workers, call and run_inline with `population_executor`.
-def check_workers(name: str, num_workers: Any, timeout_s: Any) -> None:
+# check_workers, call, ended, lost_every_time, rerun, x64_enabled and worker_setup are shared with
+# `ray_executor`; check_workers, call and run_inline with `population_executor`.
+def check_workers(name: str, num_workers: Any, timeout_s: Any, retries: Any = 0) -> None:
   if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
     raise ValueError(f"{name}: num_workers={num_workers!r}; expected an integer >= 1")
+  if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+    raise ValueError(f"{name}: retries={retries!r}; expected an integer >= 0 (reruns of a call whose worker died)")
   if timeout_s is not None and (
     isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0
   ):
@@ -208,6 +279,7 @@ class _Slot:
     child.close()
     self.name = f"process-{index}/pid{self.process.pid}"
     self.ticket: int | None = None
+    self.job: tuple[int, bytes, int] | None = None  # (ticket, payload, attempt) of the call it runs
     self.started = 0.0
     self.ready = False  # booted: its time limit runs from now on, not while it imports
 
@@ -223,25 +295,28 @@ class ProcessExecutor:
 
   A call past `timeout_s` (counted from dispatch, or from when a fresh worker finished booting)
   gets its process killed and replaced, and ends as `timed_out`. A worker that dies mid-call (a
-  segfault, `os._exit`, the OOM killer) ends its call with the exit code as error; it never
-  hangs the search. Workers copy the caller's `jax_enable_x64` setting.
+  segfault, `os._exit`, the OOM killer, `kill -9`) never hangs the search: the call reruns on a
+  fresh worker, up to `retries` times, and then ends as failed (`lost_every_time`). A worker that dies
+  while starting (before its first call) ends its call with the reason as error. Workers copy the
+  caller's `jax_enable_x64` setting.
   """
 
-  def __init__(self, num_workers: int, timeout_s: float | None = None):
-    check_workers("ProcessExecutor", num_workers, timeout_s)
+  def __init__(self, num_workers: int, timeout_s: float | None = None, retries: int = RETRIES):
+    check_workers("ProcessExecutor", num_workers, timeout_s, retries)
     self.num_workers = num_workers
     self.timeout_s = timeout_s
+    self.retries = retries
     self._ctx = mp.get_context("spawn")
     self._x64 = x64_enabled()
     self._slots = [_Slot(self._ctx, i, self._x64) for i in range(num_workers)]
-    self._queue: collections.deque[tuple[int, bytes]] = collections.deque()
+    self._queue: collections.deque[tuple[int, bytes, int]] = collections.deque()  # (ticket, payload, attempt)
     self._tickets = itertools.count()
 
   def submit(self, fn: Callable, *args: Any) -> int:
     """Queues fn(*args). Raises (here, in the caller) if fn or args do not pickle."""
     payload = pickle.dumps((pickle.dumps(fn), args))
     ticket = next(self._tickets)
-    self._queue.append((ticket, payload))
+    self._queue.append((ticket, payload, 1))
     self._dispatch()
     return ticket
 
@@ -254,7 +329,8 @@ class ProcessExecutor:
           self._slots[i].stop()
           self._slots[i] = _Slot(self._ctx, i, self._x64)
         slot = self._slots[i]
-        slot.ticket, payload = self._queue.popleft()
+        slot.job = self._queue.popleft()
+        slot.ticket, payload, _ = slot.job
         slot.started = time.monotonic()
         slot.conn.send_bytes(payload)
 
@@ -286,15 +362,21 @@ class ProcessExecutor:
         slot.process.join()
         code = slot.process.exitcode
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-        error = f"worker {slot.name} {how} during the evaluation"
-        if not slot.ready:  # it died importing: most often a script that starts a search unguarded
+        job, ready = slot.job, slot.ready
+        self._retire(slot)
+        what = f"worker {slot.name} {how} during an evaluation"
+        if ready and rerun(what, job[2], self.retries):  # lost mid-call: it runs again on a fresh one
+          self._queue.appendleft((job[0], job[1], job[2] + 1))
+          continue
+        if ready:
+          error = lost_every_time(what, self.retries)
+        else:  # it died importing: most often a script that starts a search unguarded
           error = (
             f"worker {slot.name} {how} while starting, before any evaluation (its stderr says why). A"
             " spawned worker imports the script that started the search: start the search under"
             ' `if __name__ == "__main__":`, and keep the task importable'
           )
         out.append((ticket, Outcome(error=error, seconds=elapsed, worker=slot.name)))
-        self._retire(slot)
       elif slot.ready and self.timeout_s is not None and elapsed > self.timeout_s:
         error = f"timed out after {self.timeout_s:g} s; worker {slot.name} was killed"
         out.append((ticket, Outcome(error=error, seconds=elapsed, worker=slot.name, timed_out=True)))

@@ -222,17 +222,17 @@ def run(
       _write_json(os.path.join(workdir, CONFIG), config)
     done = journal.replay(path, space.from_json)
     _warn_if_rows_lost(workdir, len(done))
-    if len(done) >= budget:
-      log.warning(
-        "workdir %r: the search is finished (%d evaluations, budget %d); nothing is left to run. To"
-        " extend it, give a larger budget (e.g. --config.budget=%d)",
-        workdir,
-        len(done),
-        budget,
-        len(done) + budget,
-      )
-    else:
-      try:
+    try:
+      if len(done) >= budget:
+        log.warning(
+          "workdir %r: the search is finished (%d evaluations, budget %d); nothing is left to run. To"
+          " extend it, give a larger budget (e.g. --config.budget=%d)",
+          workdir,
+          len(done),
+          budget,
+          len(done) + budget,
+        )
+      else:
         _search(
           _Flight.resume(strategy, key, task, done),
           strategy,
@@ -245,9 +245,11 @@ def run(
           prefetch,
           progress,
         )
-      except KeyboardInterrupt:  # Ctrl-C or SIGTERM (launch/_cli.py): the summary of what is journalled
-        _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
-        raise
+    except WorkdirReplaced:
+      raise  # the name leads to another search's workdir now: nothing is written there
+    except BaseException:  # stopped early (its workers lost, Ctrl-C, SIGTERM): what it journalled
+      _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
+      raise
     _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
   return done
 

@@ -6,12 +6,28 @@ from __future__ import annotations
 import collections
 import itertools
 import os
+import re
+import socket
 import time
 from typing import Any, Callable
 
-from nas_jax.search.executors import Outcome, call, check_workers, ended, worker_setup, x64_enabled
+from nas_jax.search.executors import (
+  RETRIES,
+  Outcome,
+  WorkersLost,
+  call,
+  check_workers,
+  ended,
+  lost_every_time,
+  lost_worker,
+  rerun,
+  worker_setup,
+  x64_enabled,
+)
 
 __all__ = ["RayExecutor"]
+
+_HEAD_CHECK_S = 5.0  # how often `wait` checks that the head's GCS answers
 
 
 def _ray_call(fn: Callable, args: tuple, x64: bool) -> tuple[bool, Any, float, str]:
@@ -23,17 +39,52 @@ def _ray_call(fn: Callable, args: tuple, x64: bool) -> tuple[bool, Any, float, s
   return (*call(fn, args), f"ray:{node}/pid{os.getpid()}")
 
 
+def _unreachable(address: str, timeout_s: float) -> str:
+  """Why nothing accepts a connection at a "host:port" or "ray://host:port" address within
+  `timeout_s`; "" when something does, or for other addresses ("", "auto": Ray's to resolve)."""
+  m = re.fullmatch(r"(?:ray://)?\[?([^\[\]]+?)\]?:(\d+)", address)
+  if m is None:
+    return ""
+  try:
+    socket.create_connection((m[1], int(m[2])), timeout=timeout_s).close()
+  except OSError as e:
+    return f"{e.strerror or str(e) or type(e).__name__}, waited up to {timeout_s:g} s"
+  return ""
+
+
+def _first_sentence(text: str) -> str:
+  return re.split(r"(?<=\.)\s", text.strip(), maxsplit=1)[0]
+
+
 class RayExecutor:
   """Runs calls as Ray tasks, at most `num_workers` at a time.
 
   Connects to the cluster at `address` ("auto", "ray://host:10001", ...) or, when `address` is
-  "", uses the running Ray instance or starts a local one (which `shutdown` stops). Tasks are
-  never retried. A call past `timeout_s` is force-cancelled, which kills its Ray worker process;
-  a worker that dies mid-call ends its call with Ray's error text.
+  "", uses the running Ray instance or starts a local one (which `shutdown` stops). A
+  "host:port" address where nothing answers fails within `connect_timeout_s`. A call whose
+  worker is lost (its node, raylet or worker process died: `lost_worker`) runs again, up to
+  `retries` times, and then ends as failed (`lost_every_time`); Ray itself never retries a task.
+  When this process's own raylet dies, or the head stops answering, `wait` raises `WorkersLost`. A call
+  past `timeout_s` is force-cancelled, which kills its Ray worker process; any other error of
+  Ray's ends the call with its text.
   """
 
-  def __init__(self, num_workers: int, address: str = "", timeout_s: float | None = None):
-    check_workers("RayExecutor", num_workers, timeout_s)
+  def __init__(
+    self,
+    num_workers: int,
+    address: str = "",
+    timeout_s: float | None = None,
+    *,
+    retries: int = RETRIES,
+    connect_timeout_s: float = 30.0,
+  ):
+    check_workers("RayExecutor", num_workers, timeout_s, retries)
+    if (
+      isinstance(connect_timeout_s, bool)
+      or not isinstance(connect_timeout_s, (int, float))
+      or not connect_timeout_s > 0
+    ):
+      raise ValueError(f"RayExecutor: connect_timeout_s={connect_timeout_s!r}; expected a number of seconds > 0")
     if not isinstance(address, str):
       raise TypeError(f"RayExecutor: address={address!r}; expected a string ('' for local)")
     import ray  # pylint: disable=g-import-not-at-top  (optional dependency: pip install ray)
@@ -41,32 +92,43 @@ class RayExecutor:
     self._ray = ray
     self._owns = not ray.is_initialized()
     if self._owns:
+      why = _unreachable(address, connect_timeout_s)  # Ray itself would retry it for minutes
+      if why:
+        raise ConnectionError(
+          f"ray_address={address!r}: no Ray head answers there ({why}); start one with `ray start --head"
+          " --node-ip-address=HOST --port=PORT` or give the address of a running head"
+        )
       try:
         ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
-      except ConnectionError as e:
+      except (ConnectionError, RuntimeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConnectionError(
-          f"ray_address={address!r}: {e}. A head started by `ray start` may require its token"
+          f"ray_address={address!r}: {first}. A head started by `ray start` may require its token"
           " (RAY_AUTH_MODE=token on this machine), and Ray connects to the address the head"
           " advertises: start it with --node-ip-address=<an address this machine reaches>"
         ) from None
     self.num_workers = num_workers
     self.timeout_s = timeout_s
+    self.retries = retries
     self._x64 = x64_enabled()
     self._remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call)
-    self._queue: collections.deque[tuple[int, Callable, tuple]] = collections.deque()
-    self._running: dict[Any, tuple[int, float]] = {}  # ObjectRef -> (ticket, start time)
+    self._queue: collections.deque[tuple[int, Callable, tuple, int]] = collections.deque()  # ..., attempt
+    self._running: dict[Any, tuple[int, float, Callable, tuple, int]] = {}  # ref -> ticket, start, fn, args, attempt
     self._tickets = itertools.count()
+    self._lost = ""  # the WorkersLost text, once the driver's node is lost
+    self._head = ray.get_runtime_context().gcs_address  # host:port of the cluster's GCS
+    self._head_checked = time.monotonic()
 
   def submit(self, fn: Callable, *args: Any) -> int:
     ticket = next(self._tickets)
-    self._queue.append((ticket, fn, args))
+    self._queue.append((ticket, fn, args, 1))
     self._dispatch()
     return ticket
 
   def _dispatch(self) -> None:
-    while self._queue and len(self._running) < self.num_workers:
-      ticket, fn, args = self._queue.popleft()
-      self._running[self._remote.remote(fn, args, self._x64)] = (ticket, time.monotonic())
+    while self._queue and len(self._running) < self.num_workers and not self._lost:
+      ticket, fn, args, attempt = self._queue.popleft()
+      self._running[self._remote.remote(fn, args, self._x64)] = (ticket, time.monotonic(), fn, args, attempt)
 
   def _collect(self, block: float) -> list[tuple[int, Outcome]]:
     ray, refs, out = self._ray, list(self._running), []
@@ -75,13 +137,26 @@ class RayExecutor:
       ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
     now = time.monotonic()
     for ref in ready:
-      ticket, start = self._running.pop(ref)
+      ticket, start, fn, args, attempt = self._running.pop(ref)
       try:
         out.append((ticket, ended(*ray.get(ref))))
-      except ray.exceptions.RayError as e:  # the worker died or the task could not run
-        out.append((ticket, Outcome(error=f"{type(e).__name__}: {e}", seconds=now - start, worker="ray")))
+      except ray.exceptions.RayError as e:
+        text = f"{type(e).__name__}: {e}"
+        if not lost_worker(e):  # the task could not run: its error is the evaluation's
+          out.append((ticket, Outcome(error=text, seconds=now - start, worker="ray")))
+          continue
+        what = f"Ray lost an evaluation's worker ({_first_sentence(text)})"
+        if isinstance(e, (ray.exceptions.LocalRayletDiedError, ray.exceptions.RaySystemError)):
+          self._lost = self._lost or (  # the driver's own node is gone: no call can run here
+            f"{what}: this process's Ray node is gone and the search stops. Nothing was recorded for"
+            " the evaluations in flight; rerun the same command to resume once the cluster is back"
+          )
+        elif rerun(what, attempt, self.retries):
+          self._queue.appendleft((ticket, fn, args, attempt + 1))
+        else:
+          out.append((ticket, Outcome(error=lost_every_time(what, self.retries), seconds=now - start, worker="ray")))
     if self.timeout_s is not None:
-      for ref, (ticket, start) in list(self._running.items()):
+      for ref, (ticket, start, *_) in list(self._running.items()):
         if now - start > self.timeout_s:
           ray.cancel(ref, force=True)
           del self._running[ref]
@@ -94,15 +169,31 @@ class RayExecutor:
     end = None if timeout is None else time.monotonic() + timeout
     while True:
       now = time.monotonic()
+      if self._lost:
+        raise WorkersLost(self._lost)
       if not self._running:
         return []
+      self._check_head(now)
       limits = [t for t in [end] if t is not None]
       if self.timeout_s is not None:
-        limits += [start + self.timeout_s for _, start in self._running.values()]
+        limits += [start + self.timeout_s for _, start, *_ in self._running.values()]
       block = max(0.0, min(limits) - now) if limits else None
       out = self._collect(block)
       if out or (end is not None and time.monotonic() >= end):
         return out
+
+  def _check_head(self, now: float) -> None:
+    """WorkersLost when the head's GCS stops answering: Ray would end this process without a
+    word a minute later, before the search could write its summary."""
+    if now - self._head_checked < _HEAD_CHECK_S:
+      return
+    self._head_checked = now
+    why = _unreachable(self._head, _HEAD_CHECK_S)
+    if why:
+      raise WorkersLost(
+        f"the Ray head (GCS at {self._head}) does not answer ({why}): the search stops. Evaluations in"
+        " flight were not recorded; rerun the same command to resume once the head is back"
+      )
 
   def shutdown(self) -> None:
     for ref in self._running:

@@ -345,6 +345,14 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     config.ray_address,
     f"it is read by executor 'ray' only, and executor is {config.executor!r}; set both or clear ray_address",
   )
+  _need_count("worker_retries", config.get("worker_retries", 0), 0, ": reruns of an evaluation whose worker was lost")
+  connect = config.get("ray_connect_timeout_s", 30.0)
+  _need(
+    isinstance(connect, (int, float)) and not isinstance(connect, bool) and 0 < connect < math.inf,
+    "ray_connect_timeout_s",
+    connect,
+    "expected a number of seconds > 0",
+  )
   t = config.eval_timeout_s
   _need(
     isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t < math.inf,

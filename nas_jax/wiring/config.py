@@ -41,7 +41,17 @@ __all__ = [
 
 PROGRESS = "progress.png"
 # Fields a resumed search may change: how long it runs and where it evaluates, not what it searches.
-RESUME_MAY_CHANGE = ("budget", "num_workers", "executor", "ray_address", "eval_timeout_s", "prefetch", "workdir")
+RESUME_MAY_CHANGE = (
+  "budget",
+  "num_workers",
+  "executor",
+  "ray_address",
+  "ray_connect_timeout_s",
+  "worker_retries",
+  "eval_timeout_s",
+  "prefetch",
+  "workdir",
+)
 # Fields added to the configs after searches were run with them: a workdir's config.json without
 # one searched as with this value.
 _ADDED_DEFAULTS = {"scheduler_config.model": "fidelity", "scheduler_config.promote": "value"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from nas_jax.search.executors import Executor, InlineExecutor, ProcessExecutor
+from nas_jax.search.executors import RETRIES, Executor, InlineExecutor, ProcessExecutor
 from nas_jax.search.population_executor import PopulationExecutor
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.task import Task
@@ -118,8 +118,16 @@ COSTS: dict[str, tuple[tuple[str, ...], Callable[[Any, str, tuple[str, ...]], Ca
 # config.executor -> builder(config) -> Executor
 EXECUTORS: dict[str, Callable[[Any], Executor]] = {
   "inline": lambda c: InlineExecutor(c.num_workers),
-  "local": lambda c: ProcessExecutor(c.num_workers, timeout_s=c.eval_timeout_s or None),
-  "ray": lambda c: RayExecutor(c.num_workers, address=c.ray_address, timeout_s=c.eval_timeout_s or None),
+  "local": lambda c: ProcessExecutor(
+    c.num_workers, timeout_s=c.eval_timeout_s or None, retries=c.get("worker_retries", RETRIES)
+  ),
+  "ray": lambda c: RayExecutor(
+    c.num_workers,
+    address=c.ray_address,
+    timeout_s=c.eval_timeout_s or None,
+    retries=c.get("worker_retries", RETRIES),
+    connect_timeout_s=c.get("ray_connect_timeout_s", 30.0),
+  ),
   # num_workers proposals at a time, trained together in this process (the padded mlp trainer)
   "population": lambda c: PopulationExecutor(c.num_workers),
 }

@@ -1,16 +1,21 @@
 """Executors: results, exceptions as text, NaN passed through, timeouts that kill the worker,
-crashed workers reported (never a hang), parallel workers, functions kept by a worker, x64 copied
-into workers; Ray likewise."""
+lost workers' calls rerun, then fail if they lose every worker they run on (never a hang), parallel
+workers, functions kept by a worker, x64 copied into workers; Ray likewise; which errors are a
+lost worker."""
+
+import concurrent.futures.process
 
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
 from nas_jax.search import journal
-from nas_jax.search.executors import InlineExecutor, Outcome, ProcessExecutor
+from nas_jax.search.executors import InlineExecutor, Outcome, ProcessExecutor, lost_worker
 from nas_jax.search.ray_executor import RayExecutor
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -71,12 +76,57 @@ def test_process_timeout_kills_the_worker_and_the_next_call_runs(pool):
   assert wait_all(pool, 1)[after].result == 9
 
 
-def test_process_worker_crash_is_a_failure_not_a_hang(pool):
-  crash = pool.submit(h.hard_exit, 3)
-  done = wait_all(pool, 1, limit_s=20)
-  assert "exited with code 3" in done[crash].error and not done[crash].timed_out
-  again = pool.submit(h.add, 1, 1)
-  assert wait_all(pool, 1)[again].result == 2
+def test_a_lost_process_worker_reruns_its_call_on_a_fresh_one(pool, tmp_path):
+  """The worker dies mid-call (as under the OOM killer or kill -9): the call is not a failure, it
+  runs again on a new process and its result comes back under its own ticket."""
+  t = pool.submit(h.exit_once, str(tmp_path / "died"), 7)
+  done = wait_all(pool, 1, limit_s=30)
+  assert (tmp_path / "died").exists()
+  assert done[t].result == 7 and done[t].error == ""
+
+
+def test_a_call_that_always_loses_its_worker_fails_after_its_reruns():
+  """Reruns are bounded: the call's worker dies on each of 1 + retries runs while fresh workers
+  keep starting, so the evaluation itself is at fault: one failed Outcome naming the worker's exit,
+  and the pool runs the next call."""
+  with ProcessExecutor(num_workers=1, retries=2) as ex:
+    t = ex.submit(h.hard_exit, 3)
+    (outcome,) = wait_all(ex, 1, limit_s=90).values()
+    assert re.search(r"exited with code 3 during an evaluation, on each of its 3 runs", outcome.error)
+    after = ex.submit(h.add, 2, 2)
+    assert wait_all(ex, 1, limit_s=60)[after].result == 4 and t != after
+
+
+def test_process_rejects_bad_retries():
+  with pytest.raises(ValueError, match="retries=-1"):
+    ProcessExecutor(1, retries=-1)
+
+
+def test_lost_worker_tells_the_infrastructure_from_the_evaluation():
+  """Ray's node, raylet, worker, actor, system and object losses are the infrastructure's; a
+  call's own exception (Ray's RayTaskError, any plain exception), a cancel and Ray's memory
+  monitor killing a greedy call are the evaluation's."""
+  x = pytest.importorskip("ray").exceptions
+  lost = [
+    x.NodeDiedError("node 1 died"),
+    x.LocalRayletDiedError(),
+    x.WorkerCrashedError(),
+    x.ActorDiedError(),
+    x.RaySystemError("gcs gone"),
+    x.ObjectLostError("ab" * 14, None, ""),
+    x.OwnerDiedError("ab" * 14, None, ""),
+    x.RpcError("unavailable"),
+    concurrent.futures.process.BrokenProcessPool("a process died"),
+  ]
+  own = [
+    ValueError("bad arch"),
+    x.RayTaskError("evaluate", "Traceback ...", ValueError("bad arch")).as_instanceof_cause(),
+    x.RayTaskError("evaluate", "Traceback ...", x.WorkerCrashedError()).as_instanceof_cause(),
+    x.TaskCancelledError(),
+    x.OutOfMemoryError("the memory monitor killed it"),
+  ]
+  assert [lost_worker(e) for e in lost] == [True] * len(lost)
+  assert [lost_worker(e) for e in own] == [False] * len(own)
 
 
 def test_process_workers_run_in_parallel():
@@ -141,11 +191,16 @@ def test_ray_executor_same_semantics(ray_alone):
     # jax: seconds, more on a busy machine), so the calls that must finish get a generous limit and
     # the one that must time out gets its own executor with a short one.
     ex = RayExecutor(num_workers=2, timeout_s=120.0)
-    t_ok, t_err, t_crash = ex.submit(h.add, 1, 2), ex.submit(h.boom, "ray boom"), ex.submit(h.hard_exit, 3)
+    marker = os.path.join(tempfile.mkdtemp(prefix="nas_jax_ray_"), "died")
+    t_ok, t_err, t_lost = ex.submit(h.add, 1, 2), ex.submit(h.boom, "ray boom"), ex.submit(h.exit_once, marker, 5)
     done = wait_all(ex, 3, limit_s=240)
     assert done[t_ok].result == 3 and done[t_ok].worker.startswith("ray:")
     assert "ValueError: ray boom" in done[t_err].error
-    assert done[t_crash].error and done[t_crash].result is None and not done[t_crash].timed_out
+    assert os.path.exists(marker) and done[t_lost].result == 5 and not done[t_lost].error  # rerun
+    doomed = RayExecutor(num_workers=1, retries=1)
+    t_doomed = doomed.submit(h.hard_exit, 3)
+    assert re.search("WorkerCrashedError.*on each of its 2 runs", wait_all(doomed, 1, limit_s=240)[t_doomed].error)
+    doomed.shutdown()
     t_x64 = ex.submit(h.x64_enabled)
     assert wait_all(ex, 1, limit_s=240)[t_x64].result is True
     cutoff = RayExecutor(num_workers=1, timeout_s=2.0)
