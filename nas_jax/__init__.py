@@ -49,6 +49,7 @@ from nas_jax.features.otmann import KERNEL_NU_STR, OtmannDistances, otmann_dista
 from nas_jax.features.pairwise import arc_pair, hamming, otmann_pair, sq_euclidean, vector_pair
 from nas_jax.surrogates.ensemble import ensemble_surrogate
 from nas_jax.surrogates.gp_fit import Box, fit_map, sample_hypers
+from nas_jax.surrogates.gp_lbfgs import Lbfgs, fit_lbfgs, lbfgs
 from nas_jax.surrogates.kernels import (
   ArcKernel,
   ExpSquared,
@@ -156,6 +157,9 @@ __all__ = [
   "ensemble",
   "Box",
   "fit_map",
+  "fit_lbfgs",
+  "lbfgs",
+  "Lbfgs",
   "sample_hypers",
   "ArcKernel",
   "ExpSquared",

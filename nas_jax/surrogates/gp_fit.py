@@ -23,6 +23,7 @@ __all__ = [
   "sample_box",
   "sample_hypers",
   "slice_sample",
+  "validate_fit_args",
 ]
 
 # A shrinking slice halves its interval on average per rejection, so 100 rejections reach float
@@ -145,7 +146,9 @@ def check_counts(where: str, **counts: tuple[Any, int]) -> None:
       raise ValueError(f"{where}: {name}={value!r}; expected an int >= {least}")
 
 
-def _check_fit_args(where: str, box: Any, pair: Any, y, mask, **counts: tuple[Any, int]) -> None:
+def validate_fit_args(where: str, box: Any, pair: Any, y, mask, **counts: tuple[Any, int]) -> None:
+  """Plain-Python checks shared by the fits: box is a Box, the counts (as in check_counts) and
+  the data (gp.validate_data). Raises TypeError or ValueError naming `where`."""
   if not isinstance(box, Box):
     raise TypeError(f"{where}: box is a {type(box).__name__}; expected gp_fit.Box")
   check_counts(where, **counts)
@@ -197,7 +200,7 @@ def fit_map(
     ValueError, TypeError: on invalid arguments, before anything is traced.
   """
   batch = {} if batch_size is None else {"batch_size": (batch_size, 1)}
-  _check_fit_args("fit_map", box, pair, y, mask, n_starts=(n_starts, 1), steps=(steps, 1), **batch)
+  validate_fit_args("fit_map", box, pair, y, mask, n_starts=(n_starts, 1), steps=(steps, 1), **batch)
   if not lr > 0:
     raise ValueError(f"fit_map: lr={lr!r}; expected a positive float")
   return _fit_map(
@@ -326,7 +329,7 @@ def sample_hypers(
     ValueError, TypeError: on invalid arguments, before anything is traced.
   """
   counts = dict(n_samples=(n_samples, 1), n_chains=(n_chains, 1), thin=(thin, 1), burn_in=(burn_in, 0))
-  _check_fit_args("sample_hypers", box, pair, y, mask, **counts)
+  validate_fit_args("sample_hypers", box, pair, y, mask, **counts)
   if n_samples % n_chains:
     raise ValueError(f"sample_hypers: n_samples={n_samples} is not a multiple of n_chains={n_chains}")
   return _sample_hypers(

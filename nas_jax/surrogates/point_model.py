@@ -144,6 +144,7 @@ def gp(
   n_hyper_samples: int = 0,
   n_chains: int | None = None,
   warm_steps: int = 20,
+  fitter: Any = None,
   target_offset: float | None = None,
 ) -> SurrogatePart:
   """A GP with fitted hyper-parameters (maximum likelihood, or posterior samples).
@@ -156,6 +157,8 @@ def gp(
       of kernel, p, p_bar and ard.
     n_starts, fit_steps: the multi-start Adam fit; n_hyper_samples, n_chains: posterior samples
       instead (n_chains defaults to 4 when sampling); warm_steps: steps of a warm refit.
+    fitter: None for the Adam fit; `gp_lbfgs.lbfgs(...)` for L-BFGS to convergence from its own
+      few starts (n_starts and fit_steps then unused; warm_steps caps a refit's iterations).
     target_offset: None to model scores; c to model c - score (BANANAS' val error, c = 100).
   """
   shape = {k: v for k, v in (("kernel", kernel), ("p", p), ("p_bar", p_bar), ("ard", ard)) if v is not None}
@@ -165,7 +168,7 @@ def gp(
   options = dict(
     n_starts=n_starts, steps=fit_steps, n_hyper_samples=samples, n_chains=n_chains or (4 if samples else 1)
   )
-  surrogate_of = lambda b, project: gp_surrogate(b, project=project, warm_steps=warm_steps, **options)
+  surrogate_of = lambda b, project: gp_surrogate(b, project=project, warm_steps=warm_steps, fitter=fitter, **options)
   surrogate_of(priors.vector_box(1), False)  # checks the fit's options now, before any space is known
 
   def build(featurizer: Featurizer) -> PointModel:

@@ -9,7 +9,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from nas_jax.surrogates import gp, gp_fit
+from nas_jax.surrogates import gp, gp_fit, gp_lbfgs
 
 __all__ = [
   "GPState",
@@ -85,6 +85,7 @@ def gp_surrogate(
   project: bool = False,
   n_samples: int = 16,
   warm_steps: int = 20,
+  fitter: gp_lbfgs.Lbfgs | None = None,
 ) -> Surrogate:
   """A GP surrogate whose inputs are Pairwise values (the pair (C, C) for fit and condition).
 
@@ -98,7 +99,11 @@ def gp_surrogate(
     project: clip the Gram matrix's eigenvalues at 0 (set it for NasbotKernel, nasbot.md 7.4).
     n_samples: joint draws per hyper-parameter sample when predict gets JointInputs.
     warm_steps: Adam steps of `refit`, from the fitted hyper-parameters (maximum likelihood only;
-      a surrogate that samples its hyper-parameters has no refit).
+      a surrogate that samples its hyper-parameters has no refit); with `fitter`, the refit's
+      L-BFGS iterations at most.
+    fitter: None for the Adam fit above; `gp_lbfgs.lbfgs(...)` fits by L-BFGS to convergence
+      instead (gp_lbfgs.fit_lbfgs; n_starts, steps, lr and batch_size then unused), and its
+      refit runs L-BFGS from the fitted hyper-parameters alone.
 
   Returns:
     Surrogate. fit raises LinAlgError when, outside jit, the GP cannot be factorised.
@@ -121,14 +126,23 @@ def gp_surrogate(
   )
   if not lr > 0:
     raise ValueError(f"gp_surrogate: lr={lr!r}; expected a positive float")
+  if fitter is not None and not isinstance(fitter, gp_lbfgs.Lbfgs):
+    raise TypeError(f"gp_surrogate: fitter is a {type(fitter).__name__}; expected None or gp_lbfgs.lbfgs(...)")
+  if fitter is not None and n_hyper_samples:
+    raise ValueError(f"gp_surrogate: fitter and n_hyper_samples={n_hyper_samples} exclude each other; choose one")
   if n_hyper_samples and n_hyper_samples % n_chains:
     raise ValueError(f"gp_surrogate: n_hyper_samples={n_hyper_samples} is not a multiple of n_chains={n_chains}")
-  if n_hyper_samples == 0:  # unused options are blanked so that equal fits share a compile
+  if fitter is not None:  # unused options are blanked so that equal fits share a compile
+    config = _FitConfig(0, 0, 0.0, None, 0, 0, 0, project, fitter)
+  elif n_hyper_samples == 0:
     config = _FitConfig(n_starts, steps, float(lr), batch_size, 0, 0, 0, project)
   else:
     config = _FitConfig(0, 0, 0.0, None, n_hyper_samples, n_chains, burn_in, project)
   squeeze = n_hyper_samples == 0
-  warm = config._replace(n_starts=1, steps=warm_steps)
+  if fitter is None:
+    warm = config._replace(n_starts=1, steps=warm_steps)
+  else:
+    warm = config._replace(lbfgs=fitter._replace(n_starts=0, max_iter=warm_steps))
   note_jitter = gp.JitterNote()
 
   def checked(state: GPState, where: str) -> GPState:
@@ -167,6 +181,7 @@ class _FitConfig(NamedTuple):
   n_chains: int
   burn_in: int
   project: bool
+  lbfgs: gp_lbfgs.Lbfgs | None = None
 
 
 def _state(k_state, hypers, pair, y, mask, project) -> GPState:
@@ -178,9 +193,13 @@ def _state(k_state, hypers, pair, y, mask, project) -> GPState:
 
 @functools.partial(jax.jit, static_argnames=("config",))
 def _refit(key, box, hypers, pair, y, mask, *, config: _FitConfig) -> GPState:
-  """config.steps Adam steps from the first of `hypers` [S, ...]; its start wins if they end worse
-  (or not finite), so a warm refit never leaves a better fit behind."""
+  """config.steps Adam steps (or config.lbfgs) from the first of `hypers` [S, ...]; its start wins
+  if they end worse (or not finite), so a warm refit never leaves a better fit behind."""
   start = jax.tree.map(lambda x: x[:1], hypers)
+  if config.lbfgs is not None:
+    best = gp_lbfgs.fit_lbfgs(key, box, pair, y, mask, starts=start, project=config.project, **config.lbfgs._asdict())
+    hypers = jax.tree.map(lambda x: x[None], best[0].hypers)
+    return _state(jax.random.split(key)[1], hypers, pair, y, mask, config.project)
   end, lml = gp_fit.optimise(start, box, pair, y, mask, steps=config.steps, lr=config.lr, project=config.project)
   lml0 = gp.log_marginal_likelihood(jax.tree.map(lambda x: x[0], start), pair, y, mask, project=config.project)
   better = jnp.isfinite(lml[0]) & ~(lml[0] < lml0)
@@ -192,7 +211,10 @@ def _refit(key, box, hypers, pair, y, mask, *, config: _FitConfig) -> GPState:
 def _fit(key, box, pair, y, mask, *, config: _FitConfig) -> GPState:
   k_fit, k_state = jax.random.split(key)
   c = config
-  if c.n_hyper_samples == 0:
+  if c.lbfgs is not None:
+    best = gp_lbfgs.fit_lbfgs(k_fit, box, pair, y, mask, project=c.project, **c.lbfgs._asdict())[0].hypers
+    hypers = jax.tree.map(lambda x: x[None], best)
+  elif c.n_hyper_samples == 0:
     options = dict(n_starts=c.n_starts, steps=c.steps, lr=c.lr, batch_size=c.batch_size)
     best = gp_fit.fit_map(k_fit, box, pair, y, mask, project=c.project, **options).hypers
     hypers = jax.tree.map(lambda x: x[None], best)

@@ -33,7 +33,7 @@ from nas_jax.spaces.cells import nb101_space, nb201_space
 from nas_jax.spaces.conditional import conditional_space
 from nas_jax.spaces.morph_space import morph_space
 from nas_jax.spaces.space import Space, layer_graph_space
-from nas_jax.surrogates import point_model
+from nas_jax.surrogates import gp_lbfgs, point_model
 
 __all__ = [
   "SPACES",
@@ -41,6 +41,7 @@ __all__ = [
   "SURROGATES",
   "ACQUISITIONS",
   "OPTIMISERS",
+  "FITTERS",
   "STRATEGIES",
   "SCHEDULERS",
   "make_strategy",
@@ -84,6 +85,9 @@ OPTIMISERS: dict[str, Callable] = {
   "enumerate": optimizers.enumeration,
   "per_depth": per_depth,
 }
+#: GP hyper-parameter fits by config name (`fitter`, options in `fitter_config`) of NASBOT's
+#: strategy_config or a bo GP's surrogate_config: "adam" is the GP's own multi-start Adam fit.
+FITTERS: dict[str, Callable] = {"adam": lambda: None, "lbfgs": gp_lbfgs.lbfgs}
 _ACQUISITION_OPTIONS = ("kappa", "xi", "sigma_scale")  # what acquisition_config may set, for any acquisition
 
 
@@ -104,6 +108,13 @@ def _dict(options: Any) -> dict:
   if not isinstance(out, dict):
     raise ValueError(f"options {options!r}: expected a dict of options")
   return dict(out)
+
+
+def _with_fitter(options: dict, where: str) -> dict:
+  """options with its `fitter` name and `fitter_config` turned into the fitter value."""
+  if "fitter" in options or "fitter_config" in options:
+    options["fitter"] = build(FITTERS, options.pop("fitter", "adam"), where, options.pop("fitter_config", None))
+  return options
 
 
 def _acquisition(name: Any, options: dict, where: str) -> Any:
@@ -160,7 +171,12 @@ def _bo(config, space, task) -> Strategy:
     featurizer=build(
       FEATURIZERS, o.pop("featurizer", "otmann"), "strategy_config.featurizer", o.pop("featurizer_config", None)
     ),
-    surrogate=build(SURROGATES, o.pop("surrogate", "gp"), "strategy_config.surrogate", o.pop("surrogate_config", None)),
+    surrogate=build(
+      SURROGATES,
+      o.pop("surrogate", "gp"),
+      "strategy_config.surrogate",
+      _with_fitter(_dict(o.pop("surrogate_config", None)), "strategy_config.surrogate_config.fitter"),
+    ),
     acquisition=_acquisition(
       o.pop("acquisition", "ei"), _dict(o.pop("acquisition_config", None)), "strategy_config.acquisition"
     ),
@@ -172,7 +188,7 @@ def _bo(config, space, task) -> Strategy:
 
 def _nasbot(config, space, task, acquisition: str | None = None) -> Strategy:
   """NASBOT; `acquisition` overrides the config's (RAND: "random")."""
-  o = _options(config)
+  o = _with_fitter(_options(config), "strategy_config.fitter")
   name = o.pop("acquisition", "ei")
   chosen = build(ACQUISITIONS, acquisition or name, "strategy_config.acquisition")
   return _preset(presets.nasbot, o, space, task, acquisition=chosen)

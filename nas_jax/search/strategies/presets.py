@@ -47,6 +47,7 @@ def nasbot(
   n_hyper_samples: int = 0,
   n_starts: int = 16,
   fit_steps: int = 200,
+  fitter: Any = None,
   ea_scale: float = 25.0,
   ea_min: int = 50,
   ea_max: int = 500,
@@ -60,7 +61,8 @@ def nasbot(
   kernel of eq. (7), maximised by the EA with n_EA = clip(ea_scale sqrt(t), ea_min, ea_max).
   kernel "d"/"d_bar" and p, p_bar are the App. C.4 ablations; acquisition=uniform() is RAND.
   refit_every > 1 fits the GP in full every that many evaluations and refits it from there with
-  warm_steps steps in between (not in the paper: a speed option, `bo`'s warm refits)."""
+  warm_steps steps in between (not in the paper: a speed option, `bo`'s warm refits).
+  fitter=gp_lbfgs.lbfgs(...) fits the GP by L-BFGS instead of n_starts x fit_steps Adam steps."""
   acquisition = acquisition or ei()
   return bo(
     space,
@@ -73,6 +75,7 @@ def nasbot(
       n_hyper_samples=n_hyper_samples,
       n_starts=n_starts,
       fit_steps=fit_steps,
+      fitter=fitter,
       warm_steps=warm_steps,
     ),
     acquisition=acquisition,
