@@ -77,6 +77,7 @@ def _non_psd_problem():
   return pair, jnp.array([0.0, 1.0, 2.0]), jnp.ones(3, bool), box
 
 
+@pytest.mark.slow  # a compile of its own (the zoom line search is a large program)
 def test_a_nan_start_loses_to_a_finite_one():
   pair, y, mask, box = _non_psd_problem()
   draws = gp_fit.sample_box(jax.random.key(2), box, 16)
