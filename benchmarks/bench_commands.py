@@ -55,7 +55,7 @@ def main():
     wall = time.perf_counter() - t0
   lines = [line for line in done.stdout.splitlines() if line.strip()]
   if done.returncode != 0 or not lines:
-    sys.exit(f"the {args.which} command failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    sys.exit(f"the {args.which} command failed (exit {done.returncode}):\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}")
   print(f"{_minutes(wall)}: {lines[-1]}")
   if args.which == "main":
     figures = {"wall time": _minutes(wall), "printed": lines[-1].split(": ", 1)[-1].split(", 0 failed")[0]}

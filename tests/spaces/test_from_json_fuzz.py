@@ -1,7 +1,7 @@
 """Every parser of interchange JSON on arbitrary JSON: a point, or a ValueError/TypeError with a
 short message naming what was wrong, never another exception (an OverflowError from a 400-digit
 number, an AttributeError from a list where an object belongs). Hypothesis, 10,000 inputs per
-parser with --runslow, 1,000 by default: each either random JSON or a valid point's JSON with
+parser with --runslow, 200 by default: each either random JSON or a valid point's JSON with
 random values in some of its fields."""
 
 import pytest
@@ -30,8 +30,8 @@ SPACE_ARGS = {"layer_graph": {"kind": "cnn"}}
 
 
 def fuzz(request):
-  """Hypothesis settings: 10,000 examples with --runslow, 1,000 by default."""
-  examples = 10_000 if request.config.getoption("--runslow") else 1_000
+  """Hypothesis settings: 10,000 examples with --runslow, 200 by default."""
+  examples = 10_000 if request.config.getoption("--runslow") else 200
   return settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 

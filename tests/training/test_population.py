@@ -61,6 +61,7 @@ def test_a_population_trains_each_network_as_alone_with_its_own_stopping():
     assert float(jnp.mean((out - DIABETES.y_val) ** 2)) == pytest.approx(r.val_loss, rel=1e-4)
 
 
+@pytest.mark.slow  # CNN programs compile slowly; the MLP test above runs the same trainer by default
 def test_padded_cnn_training_follows_specialised_training():
   """Two epochs of Adam as a population of two: the scores of `specialised.evaluate` to float
   tolerance (a validation error may move by one example of 360), and the best epoch's variables
