@@ -278,10 +278,14 @@ class _Slot:
     self.process.start()
     child.close()
     self.name = f"process-{index}/pid{self.process.pid}"
-    self.ticket: int | None = None
     self.job: tuple[int, bytes, int] | None = None  # (ticket, payload, attempt) of the call it runs
     self.started = 0.0
     self.ready = False  # booted: its time limit runs from now on, not while it imports
+
+  @property
+  def ticket(self) -> int | None:
+    """The ticket of the call it runs; None when idle."""
+    return None if self.job is None else self.job[0]
 
   def stop(self) -> None:
     if self.process.is_alive():
@@ -330,13 +334,12 @@ class ProcessExecutor:
           self._slots[i] = _Slot(self._ctx, i, self._x64)
         slot = self._slots[i]
         slot.job = self._queue.popleft()
-        slot.ticket, payload, _ = slot.job
         slot.started = time.monotonic()
-        slot.conn.send_bytes(payload)
+        slot.conn.send_bytes(slot.job[1])
 
   def _retire(self, slot: _Slot) -> None:
     """Kills a slot's process; `_dispatch` starts a new one when the slot is next needed."""
-    slot.ticket = None
+    slot.job = None
     slot.stop()
 
   def _collect(self) -> list[tuple[int, Outcome]]:
@@ -356,7 +359,7 @@ class ProcessExecutor:
         pass  # the pipe closed: the process died; handled below
       ticket, elapsed = slot.ticket, now - slot.started
       if reply is not None:
-        slot.ticket = None
+        slot.job = None
         out.append((ticket, ended(*reply, slot.name)))
       elif not slot.process.is_alive():
         slot.process.join()
