@@ -1,8 +1,8 @@
 """Imports flow one way down the layers: arch -> spaces -> features -> surrogates -> acquisition ->
-search -> models -> training -> tasks -> viz -> wiring -> experiments (then launch/, outside the
-package). A module never imports from a package listed after its own; features, models, training
-and tasks see only `arch` of the earlier layers (plus the Task and Observation types for tasks);
-nothing imports nas_jax by string."""
+search -> models -> training -> proxies -> tasks -> viz -> wiring -> experiments (then launch/,
+outside the package). A module never imports from a package listed after its own; features,
+models, training, proxies and tasks see only `arch` of the earlier layers (plus the Task and
+Observation types for tasks); nothing imports nas_jax by string."""
 
 import ast
 import os
@@ -19,6 +19,7 @@ ORDER = [
   "search",
   "models",
   "training",
+  "proxies",
   "tasks",
   "viz",
   "wiring",
@@ -31,6 +32,7 @@ MAY_IMPORT = {
   "features": ("arch",),
   "models": ("arch",),
   "training": ("arch", "models"),
+  "proxies": ("arch", "models"),
   "tasks": ("arch", "models", "training", "search.task", "search.state"),
 }
 # Calls that import a module named by a string: they would hide an import from this test.
