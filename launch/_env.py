@@ -8,11 +8,28 @@ compile (a network's training step) are kept in a persistent cache, so a resumed
 repeated network, or the seeds of a comparison evaluating the same initial pool skip recompiling
 it: set JAX_COMPILATION_CACHE_DIR to move the cache, or to "" to turn it off. Worker processes
 inherit both settings.
+
+A worker process that a search spawns runs this module first too, as it re-imports the launch
+script before anything of nas_jax runs in it: from here on it dies with its parent (on Linux), so
+a search killed while its workers still import jax leaves none of them behind for the seconds
+those imports take (nas_jax.search.executors watches the parent once a worker is up).
 """
 
+import ctypes
 import os
+import signal
 import sys
 
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "nas_jax", "xla"))
+
+
+# A spawned worker (multiprocessing's marker on its command line; its sys.argv is the parent's)
+# asks Linux to kill it with its parent. A watching thread would not do: importing jax holds the
+# interpreter lock for seconds at a time.
+if "--multiprocessing-fork" in sys.orig_argv and sys.platform.startswith("linux"):
+  PR_SET_PDEATHSIG = 1
+  ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+  if os.getppid() == 1:  # the search died before this line: init adopted the worker
+    os._exit(1)

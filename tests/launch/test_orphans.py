@@ -42,10 +42,9 @@ def _alive(pids: set) -> set:
   return alive
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc (Linux)")
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["kill-9", "sigterm", "sigint"])
-def test_workers_do_not_outlive_a_killed_search(tmp_path, sig):
-  main = subprocess.Popen(
+def _search(tmp_path) -> subprocess.Popen:
+  """A local-executor search whose two workers each sleep 600 s in their evaluation."""
+  return subprocess.Popen(
     [
       sys.executable,
       "launch/search.py",
@@ -61,19 +60,34 @@ def test_workers_do_not_outlive_a_killed_search(tmp_path, sig):
     stderr=open(tmp_path / "stderr", "w"),
     env={**os.environ, "JAX_COMPILATION_CACHE_DIR": ""},
   )
+
+
+def _workers(main: subprocess.Popen) -> set:
+  deadline, workers = time.time() + 120, set()
+  while time.time() < deadline and len(workers) < 2:  # the two workers (and a resource tracker)
+    time.sleep(0.1)
+    workers = _children(main.pid)
+  assert len(workers) >= 2, "the search did not start its workers"
+  return workers
+
+
+def _gone_within(workers: set, seconds: float) -> None:
+  deadline = time.time() + seconds
+  while _alive(workers) and time.time() < deadline:
+    time.sleep(0.1)
+  assert not _alive(workers), f"workers {_alive(workers)} outlived the search by over {seconds} s"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc (Linux)")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["kill-9", "sigterm", "sigint"])
+def test_workers_do_not_outlive_a_killed_search(tmp_path, sig):
+  main = _search(tmp_path)
   try:
-    deadline, workers = time.time() + 120, set()
-    while time.time() < deadline and len(workers) < 2:  # the two workers (and a resource tracker)
-      time.sleep(0.5)
-      workers = _children(main.pid)
-    assert len(workers) >= 2, "the search did not start its workers"
+    workers = _workers(main)
     time.sleep(2.0)  # they are evaluating: each call sleeps for 600 s
     os.kill(main.pid, sig)
     main.wait(timeout=60)
-    deadline = time.time() + 10
-    while _alive(workers) and time.time() < deadline:
-      time.sleep(0.2)
-    assert not _alive(workers), f"workers {_alive(workers)} outlived the search"
+    _gone_within(workers, 10)
     if sig != signal.SIGKILL:
       lines = [line for line in (tmp_path / "stderr").read_text().splitlines() if line.strip()]
       assert main.returncode == 130 and lines == [
@@ -81,6 +95,21 @@ def test_workers_do_not_outlive_a_killed_search(tmp_path, sig):
       ], lines
       summary = json.loads((tmp_path / loop.SUMMARY).read_text())
       assert summary["n_evaluated"] == len(journal.replay(tmp_path / loop.JOURNAL))
+  finally:
+    if main.poll() is None:
+      main.kill()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc (Linux)")
+def test_workers_killed_while_starting_exit_with_the_search(tmp_path):
+  # Killed the moment its workers exist, while they still import the launch script and jax: they
+  # watch their parent from the first import on, not only once they are ready.
+  main = _search(tmp_path)
+  try:
+    workers = _workers(main)
+    os.kill(main.pid, signal.SIGKILL)
+    main.wait(timeout=60)
+    _gone_within(workers, 2.5)
   finally:
     if main.poll() is None:
       main.kill()
