@@ -60,6 +60,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def fuzz_examples(request) -> int:
+  """Inputs per `fuzz` test: 10,000 with --runslow (how .ci/run runs them), 200 by default, where
+  the 10,000 would cost minutes of hypothesis' input generation per parser."""
+  return 10_000 if request.config.getoption("--runslow") else 200
+
+
+@pytest.fixture
 def count_compiles():
   """`with count_compiles() as n:` ... then `n[0]`: the XLA programs compiled inside the block
   (jax's backend-compile event; cache hits do not count)."""

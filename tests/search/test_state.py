@@ -101,12 +101,12 @@ _ANY_JSON = st.recursive(
 )
 
 
-def test_from_json_gives_an_observation_or_a_short_message(request):
+@pytest.mark.fuzz
+def test_from_json_gives_an_observation_or_a_short_message(fuzz_examples):
   """Any JSON, or a valid row with random values in some fields: an Observation that round-trips,
   or a ValueError/TypeError naming the field (never an OverflowError from a 400-digit number)."""
-  examples = 10_000 if request.config.getoption("--runslow") else 200
 
-  @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+  @settings(max_examples=fuzz_examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
   @given(_ANY_JSON | st.fixed_dictionaries({k: st.just(v) | _ANY_JSON for k, v in _GOOD.items()}))
   def check(obj):
     try:

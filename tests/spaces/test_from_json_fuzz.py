@@ -1,7 +1,7 @@
 """Every parser of interchange JSON on arbitrary JSON: a point, or a ValueError/TypeError with a
 short message naming what was wrong, never another exception (an OverflowError from a 400-digit
 number, an AttributeError from a list where an object belongs). Hypothesis, 10,000 inputs per
-parser with --runslow, 200 by default: each either random JSON or a valid point's JSON with
+parser with --runslow (.ci/run), 200 by default: each either random JSON or a valid point's JSON with
 random values in some of its fields."""
 
 import pytest
@@ -29,9 +29,11 @@ JSON = st.recursive(
 SPACE_ARGS = {"layer_graph": {"kind": "cnn"}}
 
 
-def fuzz(request):
-  """Hypothesis settings: 10,000 examples with --runslow, 200 by default."""
-  examples = 10_000 if request.config.getoption("--runslow") else 200
+pytestmark = pytest.mark.fuzz
+
+
+def fuzz(examples: int):
+  """Hypothesis settings for `examples` inputs."""
   return settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
@@ -64,10 +66,10 @@ def _short_error(parse, obj):
 
 
 @pytest.mark.parametrize("name", list(_spaces()))
-def test_from_json_gives_a_point_or_a_short_message(name, request):
+def test_from_json_gives_a_point_or_a_short_message(name, fuzz_examples):
   space = _spaces()[name]
 
-  @fuzz(request)
+  @fuzz(fuzz_examples)
   @given(_inputs(space.to_json(space.initial(1)[0])))
   def check(obj):
     point = _short_error(space.from_json, obj)
@@ -77,10 +79,10 @@ def test_from_json_gives_a_point_or_a_short_message(name, request):
   check()
 
 
-def test_morph_op_from_json_gives_an_op_or_a_short_message(request):
+def test_morph_op_from_json_gives_an_op_or_a_short_message(fuzz_examples):
   ops = st.tuples(st.sampled_from(["deep", "wide", "add", "concat"]), SCALARS, SCALARS, SCALARS).map(list)
 
-  @fuzz(request)
+  @fuzz(fuzz_examples)
   @given(JSON | ops)
   def check(obj):
     op = _short_error(Op.from_json, obj)
