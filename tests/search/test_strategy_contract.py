@@ -115,6 +115,10 @@ CASES = {
     steps=5,
     failed=(0, 3),
   ),
+  # NASBOT's GP fitted by L-BFGS from the previous optimum plus fresh starts (its `fitter`)
+  "nasbot[lbfgs]": Case(
+    _mlp, dict(_OTMANN, fitter="lbfgs", fitter_config=dict(n_starts=2)), ({"fitter": NOPE},), steps=5, failed=(0, 3)
+  ),
   "rand": Case(_mlp, _OTMANN, ({"solver": NOPE}, {"otmann_params": NOPE}, {"selection": NOPE}), steps=5, failed=(0, 3)),
   "bananas": Case(
     _nb201,
@@ -152,6 +156,14 @@ CASES = {
 }
 
 
+CASE_NAMES = sorted(CASES)  # every strategy, and variants `name[variant]` of some with other parts
+
+
+def _strategy(name: str) -> str:
+  """The registered strategy of a case: `nasbot[lbfgs]` -> `nasbot`."""
+  return name.split("[")[0]
+
+
 def _case(name: str) -> Case:
   if name not in CASES:
     pytest.fail(
@@ -169,8 +181,8 @@ TASK = Task(name="hash", goal="max", evaluate=_never_evaluate)
 
 
 def _build(name: str, space: Any, options: dict) -> Strategy:
-  config = ml_collections.ConfigDict({"strategy": name, "strategy_config": options})
-  return STRATEGIES[name](config, space, TASK)
+  config = ml_collections.ConfigDict({"strategy": _strategy(name), "strategy_config": options})
+  return STRATEGIES[_strategy(name)](config, space, TASK)
 
 
 def _value(space: Any, point: Any) -> float:
@@ -243,10 +255,10 @@ def _replayed(name: str) -> Any:
 
 
 def test_every_registered_strategy_has_a_case():
-  assert sorted(CASES) == NAMES
+  assert sorted({_strategy(name) for name in CASES}) == NAMES
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CASE_NAMES)
 def test_replaying_the_journal_proposes_what_the_live_run_does(name):
   run = _run(name)
   replayed = _replayed(name)
@@ -254,20 +266,22 @@ def test_replaying_the_journal_proposes_what_the_live_run_does(name):
   assert _jsons(run.space, again) == _jsons(run.space, _next_two(name))
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CASE_NAMES)
 def test_a_model_predicts_as_a_function_of_the_state(name):
   run = _run(name)
   points = [p for batch in run.proposed for p in batch][:3] + _next_two(name)
   mean = None if run.strategy.predict is None else run.strategy.predict(run.state, points)
   if mean is None:  # no predict, or no model ("rand": BO on random acquisition values)
-    assert name in ("ea", "local_search", "rand", "random", "regularized_evolution"), f"{name}: no predictions"
+    assert _strategy(name) in ("ea", "local_search", "rand", "random", "regularized_evolution"), (
+      f"{name}: no predictions"
+    )
     return
   assert mean.shape == (len(points),) and np.all(np.isfinite(mean))
   replayed = _replayed(name)
   np.testing.assert_allclose(run.strategy.predict(replayed, points), mean, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CASE_NAMES)
 def test_no_proposal_is_observed_pending_or_repeated(name):
   run = _run(name)
   during = [k for points in run.proposed for k in _keys(run.space, points)]
@@ -279,7 +293,7 @@ def test_no_proposal_is_observed_pending_or_repeated(name):
   assert not set(keys) & (set(during) | set(_keys(run.space, pending)))
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CASE_NAMES)
 def test_failed_observations_are_accepted_and_the_search_goes_on(name):
   case, run = _case(name), _run(name)
   assert [o.status for o in run.journal].count(Status.FAILED) == len(case.failed)
@@ -291,7 +305,7 @@ def test_failed_observations_are_accepted_and_the_search_goes_on(name):
   assert run.space.canonical_key(point) not in _keys(run.space, first)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CASE_NAMES)
 def test_a_batch_call_gives_n_distinct_new_points(name):
   run = _run(name)
   _, cold = run.strategy.propose(run.strategy.init(KEY), 3, [])
@@ -304,7 +318,7 @@ def test_a_batch_call_gives_n_distinct_new_points(name):
 
 def _bad_cases() -> list:
   out = []
-  for name in NAMES:
+  for name in sorted(set(NAMES) | set(CASES)):
     for bad in CASES[name].bad if name in CASES else ({},):
       out.append(pytest.param(name, bad, id=f"{name}-{'-'.join(bad) or 'no-case'}"))
   return out
@@ -352,8 +366,8 @@ def _constrained_run(name: str, objectives: bool) -> tuple:
   base = case.space()
   space = constrained(base, lambda p: {"params": _cost(base, p)}, {"params": LIMIT})
   task = TASK._replace(objectives=(("params", "min"),)) if objectives else TASK
-  config = ml_collections.ConfigDict({"strategy": name, "strategy_config": case.options})
-  strategy = STRATEGIES[name](config, space, task)
+  config = ml_collections.ConfigDict({"strategy": _strategy(name), "strategy_config": case.options})
+  strategy = STRATEGIES[_strategy(name)](config, space, task)
   state, journal, proposed = strategy.init(KEY), [], []
   for t in range(case.steps):
     state, points = strategy.propose(state, 1, [])
@@ -366,7 +380,7 @@ def _constrained_run(name: str, objectives: bool) -> tuple:
 
 
 @pytest.mark.parametrize("objectives", [False, True], ids=["one-objective", "two-objectives"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CASE_NAMES)
 def test_every_proposal_satisfies_the_constraints(name, objectives):
   space, _, _, proposed = _constrained_run(name, objectives)
   assert len(proposed) == _case(name).steps + 2
@@ -374,7 +388,7 @@ def test_every_proposal_satisfies_the_constraints(name, objectives):
   assert max(costs) <= LIMIT, f"{name} proposed a point of cost {max(costs):.3f} > {LIMIT}"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", CASE_NAMES)
 def test_a_multi_objective_journal_replays_to_the_same_proposals(name):
   _, strategy, journal, proposed = _constrained_run(name, True)
   replayed = strategy.update(strategy.init(KEY), journal)
