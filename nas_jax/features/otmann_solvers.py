@@ -52,30 +52,26 @@ class SinkhornConfig(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("kind", "params"))
-def _exact_problems(pa, pb, nus, kind, params):
-  """Augmented problems (spec 6.2) of a chunk of pairs at every nu, masses normalised to total 1.
-
-  Returns:
-    cost [C, n_nu, S+1, S+1], supply [C, S+1], demand [C, S+1].
-  """
-
-  def one(a, b):
-    prob = costs.augmented_problem(a, b, nus, kind, params)
-    return prob.cost, prob.supply / prob.supply.sum(), prob.demand / prob.demand.sum()
-
-  return jax.vmap(one)(pa, pb)
+def _exact_costs(pa, pb, nus, kind, params):
+  """Augmented costs (spec 6.2) of a chunk of pairs at every nu: [C, n_nu, S+1, S+1]."""
+  return jax.vmap(lambda a, b: costs.augmented_problem(a, b, nus, kind, params).cost)(pa, pb)
 
 
 def _solve_lps(
-  cost: np.ndarray, a: np.ndarray, b: np.ndarray, na: np.ndarray, nb: np.ndarray, pool: concurrent.futures.Executor
+  cost: np.ndarray, ma: np.ndarray, mb: np.ndarray, na: np.ndarray, nb: np.ndarray, pool: concurrent.futures.Executor
 ) -> np.ndarray:
   """d_bar of each pair and nu by network simplex, on each problem trimmed to its real layers.
 
-  POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core.
+  POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core. The
+  supplies and demands of eq. (5) are made here, in float64, from the layer masses: each sink
+  holds the other network's total and both sides are divided by tm_a + tm_b. Made in float32
+  (jax_enable_x64 off), the two sides' roundings differ, layers of equal mass stop matching
+  exactly, and d moves by about 1e-7 of the total mass, which is far more than 1e-7 of d for
+  similar networks (benchmarks/bench_otmann_agreement.py).
 
   Args:
     cost: [C, n_nu, S+1, S+1] float64 augmented costs, sinks at slots na and nb.
-    a, b: [C, S+1] normalised supplies and demands.
+    ma, mb: [C, S] layer masses of each pair's networks, 0 on padded slots.
     na, nb: [C] int real-layer counts.
     pool: a thread pool of one worker per core, for blocks of pairs.
 
@@ -92,8 +88,9 @@ def _solve_lps(
   def block(pairs: range) -> None:
     for p in pairs:
       r, c = na[p] + 1, nb[p] + 1
-      ap, bp = a[p, :r], b[p, :c]
-      ap, bp = ap / ap.sum(), bp / bp.sum()  # float32 masses sum to 1 only within ~1e-7: "infeasible"
+      xa, xb = ma[p, : r - 1], mb[p, : c - 1]
+      ap, bp = np.append(xa, xb.sum()), np.append(xb, xa.sum())
+      ap, bp = ap / ap.sum(), bp / bp.sum()  # each sums to 1 within an ulp, as POT's check needs
       for k in range(cost.shape[1]):
         _, out[k, p], _, _, status = emd_c(ap, bp, np.ascontiguousarray(cost[p, k, :r, :c]), _EMD_MAX_ITER, 1)
         if status != 1:
@@ -256,13 +253,13 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
     width = min(chunk_size, next_power_of_two(len(sel)))
     idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
     pa, pb = _take(fa, ia[idx], s), _take(fb, ib[idx], s)
-    return sel, pa.n[: len(sel)], pb.n[: len(sel)], _exact_problems(pa, pb, nus, kind, params)
+    return sel, pa, pb, _exact_costs(pa, pb, nus, kind, params)
 
   ahead = dispatch(*chunks[0]) if chunks else None
   with concurrent.futures.ThreadPoolExecutor(_CORES, thread_name_prefix="otmann-lp") as pool:
     for k in range(len(chunks)):
-      sel, na, nb, problems = ahead
+      sel, pa, pb, cost = ahead
       ahead = dispatch(*chunks[k + 1]) if k + 1 < len(chunks) else None
-      cost, a, b = (np.asarray(x, np.float64)[: len(sel)] for x in problems)
-      out[:, sel] = _solve_lps(cost, a, b, na, nb, pool)
+      cost, ma, mb = (np.asarray(x, np.float64)[: len(sel)] for x in (cost, pa.masses, pb.masses))
+      out[:, sel] = _solve_lps(cost, ma, mb, pa.n[: len(sel)], pb.n[: len(sel)], pool)
   return out
