@@ -75,3 +75,28 @@ def test_a_warmed_up_prescreened_search_runs_from_the_command_line(params_csv, t
   # the warm-up's 1,000 cells are charged on the first proposal, the prescreened mutants after
   assert notes[0]["proxy_scored"] == 1000 and notes[0]["proxy_s"] == pytest.approx(10.0)
   assert sum(n.get("proxy_scored", 0) for n in notes) > 1000
+
+
+@pytest.mark.slow
+def test_the_nb201_table_reports_the_proxy_cost_beside_the_queries(params_csv, tmp_path):
+  cmd = [
+    sys.executable,
+    "launch/nb201_table.py",
+    f"--out={tmp_path}",
+    f"--data={os.path.dirname(TABLE)}",
+    "--datasets=cifar10",
+    "--seeds=2",
+    "--budget=12",
+    "--configs=configs/random_nb201.py,configs/re_nb201.py:zc_warmup",
+    f"--proxy_path={params_csv}",
+    "--proxy_column=params",
+    "--proxy_seconds=0.5",
+  ]
+  p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+  assert p.returncode == 0, p.stderr[-3000:]
+  out = json.loads((tmp_path / "regrets.json").read_text())
+  assert out["proxy"] == {"random_nb201": [[0, 0.0]] * 2, "re_nb201-zc_warmup": [[1000, 500.0]] * 2}
+  table = (tmp_path / "table.md").read_text()
+  assert "| random | 2 | 12 |" in table and "| RE + zero-cost warm-up | 2 | 12 + 1000 (500 s) |" in table
+  q = out["regrets"]["cifar10"]["re_nb201-zc_warmup"]["queries"]
+  assert q["n"] == 2 and 0 <= q["reached"] <= 2
