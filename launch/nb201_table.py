@@ -140,7 +140,11 @@ def main(argv):
   print("\n".join(lines))
   if FLAGS.record:
     title = f"NAS-Bench-201 test regret after {FLAGS.budget} queries (lower is better)"
-    _records.write_table(FLAGS.record, title, os.path.join(FLAGS.out, "table.md"), {"datasets": ", ".join(regrets)})
+    figures = {"datasets": ", ".join(regrets)}
+    if proxy and any(scored for runs in proxy.values() for scored, _ in runs):
+      figures["proxy"] = f"column {FLAGS.proxy_column or '(configs)'} of {FLAGS.proxy_path or '(configs)'}"
+      figures["proxy seconds per score"] = "(configs)" if FLAGS.proxy_seconds is None else f"{FLAGS.proxy_seconds:g}"
+    _records.write_table(FLAGS.record, title, os.path.join(FLAGS.out, "table.md"), figures)
 
 
 if __name__ == "__main__":

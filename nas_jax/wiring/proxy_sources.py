@@ -4,6 +4,8 @@ a column `arch_str` (NB201 cells) and one column per proxy, as `launch/proxies.p
 
     c.proxy = dict(path="runs/proxies/nb201_{dataset}.csv",  # {dataset}: config.task.dataset
                    column="synflow", seconds_per_score=0.0,  # 1 / the scorer's cells per second
+                   # the params baseline from the NB201 table itself: path=".../nb201_200epochs.csv.gz",
+                   # column="params_mb_{dataset}"
                    warmup_n=0, warmup_k=0,                    # (a) best k of n scored random cells
                    prescreen=0,                               # (c) one move in `prescreen` goes on
                    feature=False, prior_mean=False)           # (b) surrogate input / GP prior mean
@@ -73,10 +75,15 @@ def proxy_options(config: Any) -> dict:
   return {**PROXY_FIELDS, **given}
 
 
+def _field(config: Any, name: str) -> Any:
+  """config.proxy.<name> with `{dataset}` replaced by config.task.dataset."""
+  value = proxy_options(config)[name]
+  return value.replace("{dataset}", str(config.task.get("dataset", ""))) if isinstance(value, str) else value
+
+
 def proxy_path(config: Any) -> str:
   """config.proxy.path with `{dataset}` replaced by config.task.dataset."""
-  path = proxy_options(config)["path"]
-  return path.replace("{dataset}", str(config.task.get("dataset", ""))) if isinstance(path, str) else path
+  return _field(config, "path")
 
 
 def _used(o: dict) -> bool:
@@ -124,5 +131,7 @@ def proxy_meter(config: Any, space: Any) -> tuple[ProxyMeter | None, dict]:
   o = proxy_options(config)
   if not _used(o):
     return None, o
-  proxy = proxy_table(proxy_path(config), o["column"], space, seconds_per_score=float(o["seconds_per_score"]))
+  proxy = proxy_table(
+    proxy_path(config), _field(config, "column"), space, seconds_per_score=float(o["seconds_per_score"])
+  )
   return ProxyMeter(proxy, space.canonical_key), o
