@@ -21,5 +21,5 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   tokens = common.split_arg(arg, ("smoke", "zc_warmup", "zc_prescreen"))
   c = random_nb201.get_config("smoke" if "smoke" in tokens else "")
   c.strategy = "regularized_evolution"
-  c.strategy_config = ml_collections.ConfigDict({"population_size": 30, "tournament_size": 10, "n_init": 10})
+  c.strategy_config = ml_collections.ConfigDict({"population_size": 30, "tournament_size": 10})
   return common.add_proxy(c, tokens)

@@ -142,6 +142,7 @@ def main(argv):
     title = f"NAS-Bench-201 test regret after {FLAGS.budget} queries (lower is better)"
     figures = {"datasets": ", ".join(regrets)}
     if proxy and any(scored for runs in proxy.values() for scored, _ in runs):
+      title += f", with the zero-cost proxy {FLAGS.proxy_column or '(of the configs)'}"
       figures["proxy"] = f"column {FLAGS.proxy_column or '(configs)'} of {FLAGS.proxy_path or '(configs)'}"
       figures["proxy seconds per score"] = "(configs)" if FLAGS.proxy_seconds is None else f"{FLAGS.proxy_seconds:g}"
     _records.write_table(FLAGS.record, title, os.path.join(FLAGS.out, "table.md"), figures)
