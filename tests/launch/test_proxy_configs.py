@@ -100,3 +100,21 @@ def test_the_nb201_table_reports_the_proxy_cost_beside_the_queries(params_csv, t
   assert "| random | 2 | 12 |" in table and "| RE + zero-cost warm-up | 2 | 12 + 1000 (500 s) |" in table
   q = out["regrets"]["cifar10"]["re_nb201-zc_warmup"]["queries"]
   assert q["n"] == 2 and 0 <= q["reached"] <= 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+  "variant, parts",
+  [
+    (VARIANTS[2], {"featurizer": "trunc_path+params", "optimizer": "mutation+prescreen", "surrogate": "ensemble"}),
+    (VARIANTS[3], {"featurizer": "otmann", "optimizer": "ea+prescreen", "surrogate": "gp+prior_mean"}),
+  ],
+)
+def test_the_model_based_proxy_presets_search_with_their_parts(variant, parts, params_csv, tmp_path):
+  c = config_files.load_config(os.path.join(ROOT, "configs", variant))
+  c.task.path, c.proxy.path, c.proxy.column, c.workdir = os.path.dirname(TABLE), params_csv, "params", str(tmp_path)
+  done = config_lib.search_from_config(c, progress=False)
+  notes = [o.info["strategy"] for o in done]
+  assert len(done) == c.budget and [n["origin"] for n in notes[:10]] == ["zc_warmup"] * 10
+  modelled = [n for n in notes if n["origin"] not in ("zc_warmup", "sample")]
+  assert modelled and all({k: n[k] for k in parts} == parts for n in modelled)
