@@ -4,6 +4,9 @@ Run (`:smoke` = tiny budget, used by tests and CI; `:paper` = the paper's preset
 UCB; the table folder is never downloaded):
   python launch/search.py --config=configs/bananas_nb201.py[:smoke|:paper|:smoke+paper] --config.workdir=runs/bananas_nb201 \\
     --config.task.path=../shared/data/nasbench201
+Zero-cost proxy variants (docs/proxies_search.md; '+'-joined with the above): `zc_warmup` starts
+from the 10 cells the proxy ranks best of 1,000, `zc_prescreen` passes the acquisition the best
+quarter of the mutants, `zc_feature` appends the proxy to the encoding.
 The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.py`.
 
 Space, task and executor fields are those of `random_nb201.py`.
@@ -11,13 +14,11 @@ Space, task and executor fields are those of `random_nb201.py`.
 
 import ml_collections
 
-from configs import random_nb201
+from configs import common, random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  tokens = [t for t in arg.split("+") if t]
-  if any(t not in ("smoke", "paper") for t in tokens):
-    raise ValueError(f"get_config: arg must be '+'-separated tokens of smoke, paper; got {arg!r}")
+  tokens = common.split_arg(arg, ("smoke", "paper", "zc_warmup", "zc_prescreen", "zc_feature"))
   smoke = "smoke" in tokens
   c = random_nb201.get_config("smoke" if smoke else "")
   c.strategy = "bananas"
@@ -27,4 +28,4 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     options.update(epochs=5, hidden=(8, 8))
   c.strategy_config = ml_collections.ConfigDict(options)
   c.budget = 25 if smoke else 150  # smoke: past the 10 random cells into two BO iterations
-  return c
+  return common.add_proxy(c, tokens)

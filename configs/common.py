@@ -47,3 +47,39 @@ def add_run_fields(
   c.seed = 0
   c.workdir = config_dict.placeholder(str)  # required: check_search_config says so when unset
   return c
+
+
+# Config tokens of the zero-cost proxy's parts (docs/proxies_search.md): the warm-up, the
+# prescreened moves, the proxy as the ensemble's feature, and as the GP's prior mean.
+ZC_TOKENS = ("zc_warmup", "zc_prescreen", "zc_feature", "zc_prior")
+
+
+def split_arg(arg: str, allowed: tuple) -> list:
+  """A config's arg as its '+'-joined tokens, each one of `allowed`."""
+  tokens = [t for t in arg.split("+") if t]
+  if any(t not in allowed for t in tokens):
+    raise ValueError(f"get_config: arg must be '+'-joined tokens of {', '.join(allowed)}; got {arg!r}")
+  return tokens
+
+
+def add_proxy(c: ml_collections.ConfigDict, tokens) -> ml_collections.ConfigDict:
+  """Adds `c.proxy`, the zero-cost proxy's source and the parts that `tokens` (ZC_TOKENS) turn on,
+  and returns `c`; a config without those tokens has no proxy section. The warm-up's k = 10 is the
+  random start of every NB201 method here, so a warmed-up search spends the same queries on it."""
+  if not set(tokens) & set(ZC_TOKENS):
+    return c
+  c.proxy = ml_collections.ConfigDict(
+    {
+      # A CSV of arch_str and one column per proxy (launch/proxies.py --dataset=D --out=...);
+      # {dataset} stands for config.task.dataset.
+      "path": "runs/proxies/nb201_{dataset}.csv",
+      "column": "synflow",
+      "seconds_per_score": 0.0,  # what one score costs: 1 / the scorer's cells per second
+      "warmup_n": 1000 if "zc_warmup" in tokens else 0,  # (a) the best warmup_k of warmup_n random cells
+      "warmup_k": 10 if "zc_warmup" in tokens else 0,
+      "prescreen": 4 if "zc_prescreen" in tokens else 0,  # (c) one move in 4 goes on, the proxy's best
+      "feature": "zc_feature" in tokens,  # (b) the ensemble's extra input
+      "prior_mean": "zc_prior" in tokens,  # (b) the GP's prior mean
+    }
+  )
+  return c

@@ -5,6 +5,10 @@ NASBOT's EA, starting from 10 random cells (BANANAS' t0) so that seeds differ.
 (`refit_every`, a speed option that is not in the paper). `:lbfgs` fits the GP by L-BFGS to
 convergence from 4 starts instead of 16 starts x 200 Adam steps (`fitter`, a speed option).
 
+Zero-cost proxy variants (docs/proxies_search.md; '+'-joined with the above): `zc_warmup` starts
+from the 10 cells the proxy ranks best of 1,000, `zc_prescreen` passes EI the best quarter of
+each batch of the EA's children, `zc_prior` gives the GP the proxy as its prior mean.
+
 Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never downloaded):
   python launch/search.py --config=configs/nasbot_nb201.py[:smoke] --config.workdir=runs/nasbot_nb201 \\
     --config.task.path=../shared/data/nasbench201
@@ -15,21 +19,20 @@ Space, task and executor fields are those of `random_nb201.py`.
 
 import ml_collections
 
-from configs import random_nb201
+from configs import common, random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  if arg not in ("", "smoke", "warm", "lbfgs"):
-    raise ValueError(f"get_config: arg must be '', 'smoke', 'warm' or 'lbfgs', got {arg!r}")
-  c = random_nb201.get_config("smoke" if arg == "smoke" else "")
-  smoke = arg == "smoke"
+  tokens = common.split_arg(arg, ("smoke", "warm", "lbfgs", "zc_warmup", "zc_prescreen", "zc_prior"))
+  smoke = "smoke" in tokens
+  c = random_nb201.get_config("smoke" if smoke else "")
   c.strategy = "bo"
   c.strategy_config = ml_collections.ConfigDict(
     {
       "featurizer": "otmann",
       "surrogate": "gp",
       "surrogate_config": {"n_starts": 2 if smoke else 16, "fit_steps": 20 if smoke else 200, "warm_steps": 20}
-      if arg != "lbfgs"
+      if "lbfgs" not in tokens
       else {"fitter": "lbfgs", "fitter_config": {"n_starts": 4}},
       "acquisition": "ei",
       "optimizer": "ea",
@@ -37,7 +40,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "optimizer_config": {"lo": 10 if smoke else 50, "hi": 10 if smoke else 500, "pool": False},
       "initial": "random",
       "n_init": 10,
-      "refit_every": 10 if arg == "warm" else 1,  # k > 1: the full fit every k evaluations, warm refits between
+      "refit_every": 10 if "warm" in tokens else 1,  # k > 1: the full fit every k evaluations, warm refits between
     }
   )
-  return c
+  return common.add_proxy(c, tokens)

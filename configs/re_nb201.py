@@ -5,16 +5,21 @@ Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never dow
     --config.task.path=../shared/data/nasbench201
 The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.py`.
 
+`:zc_warmup` starts from the 10 cells a zero-cost proxy ranks best of 1,000 random ones,
+`:zc_prescreen` makes each child the proxy's best of 4 mutants, `:zc_warmup+zc_prescreen` both
+(docs/proxies_search.md; the proxy's CSV is `config.proxy.path`).
+
 Space, task and executor fields are those of `random_nb201.py`.
 """
 
 import ml_collections
 
-from configs import random_nb201
+from configs import common, random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  c = random_nb201.get_config(arg)
+  tokens = common.split_arg(arg, ("smoke", "zc_warmup", "zc_prescreen"))
+  c = random_nb201.get_config("smoke" if "smoke" in tokens else "")
   c.strategy = "regularized_evolution"
   c.strategy_config = ml_collections.ConfigDict({"population_size": 30, "tournament_size": 10})
-  return c
+  return common.add_proxy(c, tokens)

@@ -1,9 +1,14 @@
 """The NAS-Bench-201 table: every method on CIFAR-10, CIFAR-100 and ImageNet16-120 over seeds,
 mean ± standard error of the test regret at the budget (spec bananas.md 11.2), both against the
-best test accuracy and against the test accuracy of the best-validation cell.
+best test accuracy and against the test accuracy of the best-validation cell, the median number
+of queries to the best validation accuracy, and what a zero-cost proxy cost beside the queries.
 
   python launch/nb201_table.py --out=runs/nb201_table --seeds=20 --budget=150 \
     --slow=configs/nasbot_nb201.py --slow_seeds=10
+
+Configs with a proxy (`:zc_*` variants, docs/proxies_search.md) read the CSV of --proxy_path
+(`{dataset}` in it stands for each dataset), column --proxy_column, each score costing
+--proxy_seconds; "proxy cells" is the mean number of distinct cells it scored per run.
 
 Each (dataset, config, seed) run has its own workdir under OUT/<dataset>/, so rerunning resumes
 and finished runs are replayed; OUT/table.md holds the table, OUT/regrets.json the numbers.
@@ -19,6 +24,7 @@ from absl import flags
 
 from nas_jax.experiments import compare
 from nas_jax.tasks import tabular
+from nas_jax.wiring import config_files
 
 FLAGS = flags.FLAGS
 METHODS = (
@@ -39,6 +45,13 @@ NAMES = {
   "gp_nb201": "GP-BO (Hamming on path encodings)",
   "nasbot_nb201": "NASBOT (OTMANN GP + EI + EA)",
   "nasbot_nb201-warm": "NASBOT, warm GP refits (refit_every=10)",
+  "re_nb201-zc_warmup": "RE + zero-cost warm-up",
+  "re_nb201-zc_prescreen": "RE + prescreened children",
+  "re_nb201-zc_warmup+zc_prescreen": "RE + warm-up + prescreen",
+  "bananas_nb201-zc_warmup": "BANANAS + zero-cost warm-up",
+  "bananas_nb201-zc_prescreen": "BANANAS + prescreened mutants",
+  "bananas_nb201-zc_feature": "BANANAS + proxy feature",
+  "bananas_nb201-zc_warmup+zc_prescreen+zc_feature": "BANANAS + warm-up + prescreen + feature",
 }
 flags.DEFINE_list("configs", list(METHODS), "Config specs, path.py[:arg].")
 flags.DEFINE_list("datasets", list(tabular.DATASETS), "NB201 datasets.")
@@ -48,7 +61,28 @@ flags.DEFINE_integer("slow_seeds", 10, "Seeds for the --slow configs.", lower_bo
 flags.DEFINE_integer("budget", 150, "Queries per run.", lower_bound=1)
 flags.DEFINE_string("data", "../shared/data/nasbench201", "Folder of nb201_200epochs.csv.gz.")
 flags.DEFINE_string("out", None, "Output folder.")
+flags.DEFINE_string("proxy_path", "", "Proxy CSV of the configs with a proxy ({dataset}: each dataset); '': theirs.")
+flags.DEFINE_string("proxy_column", "", "The proxy's column in --proxy_path; '': the configs' own.")
+flags.DEFINE_float("proxy_seconds", None, "Seconds one proxy score costs; unset: the configs' own.")
 flags.DEFINE_string("record", "", _records.DOC)
+
+
+def _proxy_overrides(spec: str) -> dict:
+  """The --proxy_* overrides for a config with a proxy section; {} for one without."""
+  if "proxy" not in config_files.load_config(spec):
+    return {}
+  given = {
+    "proxy.path": FLAGS.proxy_path,
+    "proxy.column": FLAGS.proxy_column,
+    "proxy.seconds_per_score": FLAGS.proxy_seconds,
+  }
+  return {k: v for k, v in given.items() if v not in ("", None)}
+
+
+def _queries(q: dict, budget: int) -> str:
+  """The median queries to the optimum, with how many runs reached it."""
+  median = f"{q['median']:.0f}" if q["median"] != float("inf") else f">{budget}"
+  return f"{median} ({q['reached']}/{q['n']})"
 
 
 def main(argv):
@@ -62,7 +96,7 @@ def main(argv):
     _cli.fail(f"--slow: {unknown_slow} are not in --configs")
   if not os.path.isfile(os.path.join(FLAGS.data, tabular.NB201_FILE)):
     _cli.fail(f"--data: {FLAGS.data!r} has no {tabular.NB201_FILE}; point it at the NB201 table folder")
-  regrets = {}
+  regrets, proxy = {}, {}
   for ds in FLAGS.datasets:
     table = tabular.load_nb201(os.path.join(FLAGS.data, tabular.NB201_FILE), ds)
     regrets[ds] = {}
@@ -74,33 +108,44 @@ def main(argv):
         list(seeds),
         FLAGS.budget,
         os.path.join(out, compare.run_name(spec)),
-        overrides={"task.dataset": ds, "task.path": FLAGS.data},
+        overrides={"task.dataset": ds, "task.path": FLAGS.data, **_proxy_overrides(spec)},
       )
       name = compare.run_name(spec)
       regrets[ds][name] = tabular.regret_summary(results["test_runs"][name], table)
+      regrets[ds][name]["queries"] = tabular.queries_to_optimum(results["runs"][name], table)
+      proxy.setdefault(name, []).extend(results["proxy"][name])
       r = regrets[ds][name]
       print(f"{ds} {name}: regret {r['regret'][0]:.3f} ± {r['regret'][1]:.3f} over {r['n']} seeds", flush=True)
   with open(os.path.join(FLAGS.out, "regrets.json"), "w") as f:
-    json.dump({"budget": FLAGS.budget, "regrets": regrets}, f, indent=1)
+    json.dump({"budget": FLAGS.budget, "regrets": regrets, "proxy": proxy}, f, indent=1)
   names = list(dict.fromkeys(n for ds in regrets.values() for n in ds))
+  heads = (f"{ds} regret | {ds} regret (best-valid cell) | {ds} queries to val. optimum" for ds in regrets)
   lines = [
-    "| method | seeds | " + " | ".join(f"{ds} regret | {ds} regret (best-valid cell)" for ds in regrets) + " |",
-    "|---|---|" + "---|---|" * len(regrets),
+    "| method | seeds | queries + proxy cells (proxy s) | " + " | ".join(heads) + " |",
+    "|---|---|---|" + "---|---|---|" * len(regrets),
   ]
   for n in names:
     cells = [
       f"{regrets[ds][n]['regret'][0]:.3f} ± {regrets[ds][n]['regret'][1]:.3f} | "
-      f"{regrets[ds][n]['regret_bv'][0]:.3f} ± {regrets[ds][n]['regret_bv'][1]:.3f}"
+      f"{regrets[ds][n]['regret_bv'][0]:.3f} ± {regrets[ds][n]['regret_bv'][1]:.3f} | "
+      f"{_queries(regrets[ds][n]['queries'], FLAGS.budget)}"
       for ds in regrets
     ]
     seeds = regrets[next(iter(regrets))][n]["n"]
-    lines.append(f"| {NAMES.get(n, n)} | {seeds} | " + " | ".join(cells) + " |")
+    scored, secs = (sum(x) / len(proxy[n]) for x in zip(*proxy[n]))
+    cost = f"{FLAGS.budget} + {scored:.0f} ({secs:.3g} s)" if scored else f"{FLAGS.budget}"
+    lines.append(f"| {NAMES.get(n, n)} | {seeds} | {cost} | " + " | ".join(cells) + " |")
   with open(os.path.join(FLAGS.out, "table.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
   print("\n".join(lines))
   if FLAGS.record:
     title = f"NAS-Bench-201 test regret after {FLAGS.budget} queries (lower is better)"
-    _records.write_table(FLAGS.record, title, os.path.join(FLAGS.out, "table.md"), {"datasets": ", ".join(regrets)})
+    figures = {"datasets": ", ".join(regrets)}
+    if proxy and any(scored for runs in proxy.values() for scored, _ in runs):
+      title += f", with the zero-cost proxy {FLAGS.proxy_column or '(of the configs)'}"
+      figures["proxy"] = f"column {FLAGS.proxy_column or '(configs)'} of {FLAGS.proxy_path or '(configs)'}"
+      figures["proxy seconds per score"] = "(configs)" if FLAGS.proxy_seconds is None else f"{FLAGS.proxy_seconds:g}"
+    _records.write_table(FLAGS.record, title, os.path.join(FLAGS.out, "table.md"), figures)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_architecture, random_json
 from nas_jax.spaces.space import Space, layer_graph_space
 from nas_jax.spaces.constrained import constrained
+from nas_jax.spaces.proxy_scores import ProxyMeter, ProxyScores, prescreened
 from nas_jax.features.bourgain import (
   BourgainAnchors,
   anchors_from_sets,
@@ -45,6 +46,7 @@ from nas_jax.features.edit_distance import (
 )
 from nas_jax.features.encodings import ENCODINGS, encode
 from nas_jax.features.featurizers import arc, edit, encoding, otmann, poor_man
+from nas_jax.features.proxy_feature import with_proxy_feature
 from nas_jax.features.otmann import KERNEL_NU_STR, OtmannDistances, otmann_distances
 from nas_jax.features.pairwise import arc_pair, hamming, otmann_pair, sq_euclidean, vector_pair
 from nas_jax.surrogates.ensemble import ensemble_surrogate
@@ -61,6 +63,7 @@ from nas_jax.surrogates.kernels import (
   Sum,
 )
 from nas_jax.surrogates.point_model import ensemble, gp, gp_fixed
+from nas_jax.surrogates.proxy_prior import prior_mean
 from nas_jax.surrogates.surrogate import Predictive, Surrogate, gp_surrogate, hallucinate
 from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule
 from nas_jax.acquisition.tree_search import TreeResult, tree_maximize
@@ -76,6 +79,7 @@ from nas_jax.acquisition.functions import (
   with_pending,
 )
 from nas_jax.acquisition.acq_optimiser import feasible_first
+from nas_jax.acquisition.prescreen import prescreen
 from nas_jax.acquisition.conditional_search import per_depth
 from nas_jax.acquisition.optimizers import ea, enumeration, mutation_search, random_search, tree
 from nas_jax.acquisition.pareto import crowding_distance, hypervolume, non_dominated, pareto_ranks
@@ -91,6 +95,7 @@ from nas_jax.search.strategies.bo import bo
 from nas_jax.search.strategies.initial import pool, random_design
 from nas_jax.search.strategies.objectives import ehvi, parego, single
 from nas_jax.search.strategies.presets import autokeras, bananas, conditional_bo, gp_bo, nasbot, rand
+from nas_jax.search.strategies.proxy_search import with_proxy
 from nas_jax.search.task import Task, TaskResult
 from nas_jax.wiring.config import check_search_config, search_from_config
 from nas_jax.wiring.parts import SCHEDULERS, SPACES, STRATEGIES, make_strategy
@@ -125,6 +130,9 @@ __all__ = [
   "canonical_key",
   "layer_graph_space",
   "constrained",
+  "ProxyScores",
+  "ProxyMeter",
+  "prescreened",
   "BourgainAnchors",
   "anchors_from_sets",
   "bourgain_anchors",
@@ -143,6 +151,7 @@ __all__ = [
   "encoding",
   "arc",
   "poor_man",
+  "with_proxy_feature",
   "KERNEL_NU_STR",
   "OtmannDistances",
   "otmann_distances",
@@ -155,6 +164,7 @@ __all__ = [
   "gp",
   "gp_fixed",
   "ensemble",
+  "prior_mean",
   "Box",
   "fit_map",
   "fit_lbfgs",
@@ -194,7 +204,9 @@ __all__ = [
   "enumeration",
   "per_depth",
   "feasible_first",
+  "prescreen",
   "bo",
+  "with_proxy",
   "pool",
   "random_design",
   "single",

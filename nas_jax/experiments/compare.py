@@ -30,6 +30,7 @@ __all__ = [
   "hypervolume_curve",
   "reference_point",
   "run_costs",
+  "proxy_cost",
   "at_simulated_time",
   "method_table",
 ]
@@ -99,6 +100,13 @@ def run_costs(observations: Sequence[Observation], budget: int) -> np.ndarray:
     return np.full(budget, np.nan)
   t = np.cumsum([float(c or 0.0) for c in costs])
   return np.concatenate([t, np.full(budget - t.size, t[-1])])
+
+
+def proxy_cost(observations: Sequence[Observation]) -> tuple[int, float]:
+  """(cells, seconds): what a run's zero-cost proxy cost, summed from the notes its strategy made
+  on each proposal (`search.strategies.proxy_search`: proxy_scored, proxy_s); (0, 0.0) without one."""
+  notes = [o.info.get("strategy") or {} for o in observations]
+  return int(sum(n.get("proxy_scored", 0) for n in notes)), float(sum(n.get("proxy_s", 0.0) for n in notes))
 
 
 def reference_point(runs: Sequence[Sequence[Observation]], task) -> dict:
@@ -241,6 +249,7 @@ def compare(
 
   Returns:
     The results: {"goal", "budget", "overrides", "runs": {name: [[best-so-far per evaluation] per seed]},
+    "proxy": {name: [[cells, seconds] the proxy cost, per seed]} (`proxy_cost`),
     "test_runs": {name: [[test value of the best-so-far architecture] per seed]},
     "seconds": {name: [[wall seconds from the run's start to each evaluation's end] per seed]}}.
     `curves_seconds.png` plots best-so-far against those seconds (`best_at_seconds`). With several
@@ -278,7 +287,7 @@ def compare(
   goal = task.goal
   curve_keys = ("runs", "test_runs", "seconds", "sim_seconds")
   results = {"goal": goal, "budget": budget, "overrides": dict(overrides or {}), "budgets": budgets}
-  results.update({k: {name: [] for name in configs} for k in curve_keys})
+  results.update({k: {name: [] for name in configs} for k in (*curve_keys, "proxy")})
   journals = {}
   for name, c in configs.items():
     for seed in seeds:
@@ -288,6 +297,7 @@ def compare(
       seconds, costs = run_seconds(observations, budgets[name]), run_costs(observations, budgets[name])
       for k, curve in zip(curve_keys, (best, test, seconds, costs)):
         results[k][name].append(_nullable(curve))
+      results["proxy"][name].append(list(proxy_cost(observations)))
       log.info("%s seed %d: best %s", name, seed, results["runs"][name][-1][-1])
   if task.objectives:
     ref = dict(hv_ref) if hv_ref else reference_point(list(journals.values()), task)

@@ -27,6 +27,7 @@ from nas_jax.search.task import Task, TaskResult
 __all__ = [
   "best_valid_test",
   "regret_summary",
+  "queries_to_optimum",
   "DATASETS",
   "REPORT_METRICS",
   "NB201_FILE",
@@ -255,6 +256,27 @@ def best_valid_test(table: Nb201Table) -> float:
   """The reported accuracy of the cell with the best validation accuracy (the first of ties):
   the reference of `regret_bv` (spec 11.2; 1.1111 below best_test on ImageNet16-120)."""
   return float(table.test[int(np.argmax(table.valid))])
+
+
+def queries_to_optimum(value_runs: Any, table: Nb201Table) -> dict:
+  """How many queries each run needed to observe the best validation accuracy of the table.
+
+  Args:
+    value_runs: [runs][q] each run's best validation accuracy so far after each query
+      (`compare`'s "runs").
+    table: the dataset's table.
+
+  Returns:
+    {"median": the median over runs (inf when fewer than half reached it), "reached": how many
+    runs reached it, "n": runs}.
+  """
+  needed = []
+  for r in value_runs:
+    hit = np.flatnonzero(np.asarray(r, float) >= table.best_valid - 1e-9)
+    needed.append(float(hit[0] + 1) if hit.size else np.inf)
+  if not needed:
+    raise ValueError("value_runs: no run; expected one best-so-far curve per run")
+  return {"median": float(np.median(needed)), "reached": int(np.isfinite(needed).sum()), "n": len(needed)}
 
 
 def regret_summary(test_runs: Any, table: Nb201Table) -> dict:

@@ -15,6 +15,7 @@ from nas_jax.tasks import synthetic, tabular
 from nas_jax.training import trainer_choice
 from nas_jax.training.train_config import TrainConfig, check_config
 from nas_jax.wiring.parts import SCHEDULERS, SPACES, STRATEGIES
+from nas_jax.wiring.proxy_sources import check_proxy
 from nas_jax.wiring.registries import COSTS, EXECUTORS, TASKS, fidelities_of
 
 __all__ = ["check_search_config", "objectives_of", "limits_of"]
@@ -369,3 +370,4 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
   _need_count("seed", config.seed, 0)
   prefetch = config.get("prefetch", 0)
   _need_count("prefetch", prefetch, 0, ": proposals queued beyond the busy workers")
+  check_proxy(config)

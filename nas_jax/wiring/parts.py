@@ -26,14 +26,20 @@ from nas_jax.features import encodings
 from nas_jax.features import featurizers as feat
 from nas_jax.features.otmann import KERNEL_NU_STR
 from nas_jax.search.strategies import baselines, local_search, objectives, presets, regularized_evolution, schedulers
+from nas_jax.acquisition.prescreen import prescreen
+from nas_jax.features.proxy_feature import with_proxy_feature
 from nas_jax.search.strategies.bo import bo
+from nas_jax.search.strategies.proxy_search import with_proxy
 from nas_jax.search.strategies.initial import pool, random_design
 from nas_jax.search.strategy import Strategy
 from nas_jax.spaces.cells import nb101_space, nb201_space
 from nas_jax.spaces.conditional import conditional_space
 from nas_jax.spaces.morph_space import morph_space
 from nas_jax.spaces.space import Space, layer_graph_space
+from nas_jax.spaces.proxy_scores import prescreened
 from nas_jax.surrogates import gp_lbfgs, point_model
+from nas_jax.surrogates.proxy_prior import prior_mean
+from nas_jax.wiring.proxy_sources import proxy_meter
 
 __all__ = [
   "SPACES",
@@ -162,7 +168,7 @@ def _preset(preset: Callable, o: dict, space: Any, task: Any, **parts) -> Strate
   return _call(preset, space, task, o, objective=_objective(o, task), **parts)
 
 
-def _bo(config, space, task) -> Strategy:
+def _bo(config, space, task, proxy: tuple = (None, {})) -> Strategy:
   o = _options(config)
   objective = _objective(o, task)
   initial, n_init, min_ok = o.pop("initial", "pool"), o.pop("n_init", 10), o.pop("min_ok", 1)
@@ -183,6 +189,13 @@ def _bo(config, space, task) -> Strategy:
     optimiser=build(OPTIMISERS, o.pop("optimizer", "ea"), "strategy_config.optimizer", o.pop("optimizer_config", None)),
     initial=build(designs, initial, "strategy_config.initial"),
   )
+  meter, p = proxy
+  if p.get("feature"):
+    parts["featurizer"] = with_proxy_feature(parts["featurizer"], meter)
+  if p.get("prior_mean"):
+    parts["surrogate"] = prior_mean(parts["surrogate"], meter)
+  if p.get("prescreen"):
+    parts["optimiser"] = prescreen(parts["optimiser"], meter, one_in=p["prescreen"])
   return _call(bo, space, task, o, objective=objective, **parts)
 
 
@@ -194,7 +207,7 @@ def _nasbot(config, space, task, acquisition: str | None = None) -> Strategy:
   return _preset(presets.nasbot, o, space, task, acquisition=chosen)
 
 
-def _bananas(config, space, task) -> Strategy:
+def _bananas(config, space, task, proxy: tuple = (None, {})) -> Strategy:
   o = _options(config)
   chosen = presets.BANANAS_PRESETS.get(o.get("preset", "code"), presets.BANANAS_PRESETS["code"])
   name, kappa, sigma = o.pop("acquisition", None), o.pop("ucb_beta", None), o.pop("ei_sigma_scale", None)
@@ -208,6 +221,16 @@ def _bananas(config, space, task) -> Strategy:
     raise ValueError(f"strategy_config.candidates: {candidates!r} is unknown; choose one of: mutation, random")
   if candidates == "random":
     o["optimiser"] = optimizers.random_search(n_candidates=n_random or chosen["n_random_candidates"])
+  meter, p = proxy
+  if p.get("prior_mean"):
+    raise ValueError(
+      "config.proxy.prior_mean: bananas models with an ensemble, which has no prior mean; use proxy.feature"
+    )
+  if p.get("feature"):
+    o["featurizer"] = with_proxy_feature(feat.encoding(o.pop("encoding", None) or chosen["encoding"]), meter)
+  if p.get("prescreen"):
+    counts = {k: o.pop(k) for k in ("n_parents", "n_candidates", "attempts_per_parent") if k in o}
+    o["optimiser"] = prescreen(o.get("optimiser") or optimizers.mutation_search(**counts), meter, one_in=p["prescreen"])
   return _preset(presets.bananas, o, space, task)
 
 
@@ -279,8 +302,35 @@ SCHEDULERS: dict[str, Callable[..., Strategy]] = {
 }
 
 
+# How a strategy takes a proxy's parts (`config.proxy`) besides the warm-up, which any strategy
+# takes: "model" factories are called with the proxy (prescreened optimiser, feature, prior
+# mean); "moves" strategies run on the prescreened space.
+_PROXY_MODELS = {"bo": _bo, "bananas": _bananas}
+_PROXY_MOVES = ("regularized_evolution", "local_search", "ea")
+
+
+def _proxy_strategy(name: str, config: Any, space: Any, task: Any) -> Strategy:
+  """The strategy `name` with the parts of `config.proxy` (`wiring.proxy_sources`)."""
+  meter, p = proxy_meter(config, space)
+  if meter is None:
+    return STRATEGIES[name](config, space, task)
+  if name in _PROXY_MODELS:
+    strategy = _PROXY_MODELS[name](config, space, task, (meter, p))
+  else:
+    wanted = [f for f in ("feature", "prior_mean") if p[f]] + (
+      ["prescreen"] if p["prescreen"] and name not in _PROXY_MOVES else []
+    )
+    if wanted:
+      takes = ", ".join([*_PROXY_MODELS, *_PROXY_MOVES]) if "prescreen" in wanted else ", ".join(_PROXY_MODELS)
+      raise ValueError(f"config.proxy.{wanted[0]}: strategy {name!r} does not take it; strategies that do: {takes}")
+    moved = prescreened(space, meter, one_in=p["prescreen"]) if p["prescreen"] else space
+    strategy = STRATEGIES[name](config, moved, task)
+  return with_proxy(strategy, space, meter, n=p["warmup_n"], k=p["warmup_k"])
+
+
 def make_strategy(name: str, config: Any, space: Any, task: Any) -> Strategy:
-  """Builds the strategy `name` of `STRATEGIES`; ValueError listing the known names otherwise."""
+  """Builds the strategy `name` of `STRATEGIES`, with a proxy's parts when `config.proxy` uses
+  one; ValueError listing the known names otherwise."""
   if name not in STRATEGIES:
     raise ValueError(f"strategy: {name!r} is unknown; choose one of: {', '.join(sorted(STRATEGIES))}")
-  return STRATEGIES[name](config, space, task)
+  return _proxy_strategy(name, config, space, task)

@@ -120,3 +120,12 @@ def test_regret_summary_reads_both_references_by_hand():
     assert s["regret_bv"][0] == pytest.approx(2.0 - gap, abs=1e-4)
   with pytest.raises(ValueError, match="test_runs"):
     tabular.regret_summary([[float("nan")]], t)
+
+
+def test_queries_to_optimum_counts_to_the_first_best_validation_by_hand(tmp_path):
+  f = tmp_path / "mine.csv"
+  f.write_text(f"arch_str,cifar10_valid_acc,cifar10_test_acc\n{BEST},50.0,60.0\n")
+  t = tabular.load_nb201(str(f))  # best validation accuracy 50
+  runs = [[10.0, 50.0, 50.0], [10.0, 20.0, 50.0], [10.0, 20.0, 30.0]]
+  assert tabular.queries_to_optimum(runs, t) == {"median": 3.0, "reached": 2, "n": 3}
+  assert tabular.queries_to_optimum(runs[1:] + [[1.0, 2.0, 3.0]], t)["median"] == float("inf")  # most never reach it

@@ -111,12 +111,14 @@ def bananas(
   batch_size: int = 32,
   lr: float = 0.01,
   hidden: Sequence[int] = (20,) * 10,
+  featurizer: Any = None,
   objective: Any = None,
 ) -> Strategy:
   """BANANAS: n_init random cells, then batches of k chosen by one acquisition of an ensemble on
   the cells' encoding, fitted to error_offset - score (the val error in % for accuracies in %).
   `preset` fills what is None (encoding, acquisition, ddof: `BANANAS_PRESETS`); the optimiser
-  mutates the n_parents best cells unless another is given (random_search: the ablation)."""
+  mutates the n_parents best cells unless another is given (random_search: the ablation); a given
+  featurizer replaces the encoding's (e.g. the encoding with a proxy's feature appended)."""
   if preset not in BANANAS_PRESETS:
     raise ValueError(f"bananas: preset={preset!r}; allowed: {', '.join(BANANAS_PRESETS)}")
   check_counts("bananas: ", {"n_init": (n_init, 1), "k": (k, 1)})
@@ -124,7 +126,7 @@ def bananas(
   return bo(
     space,
     goal,
-    featurizer=feat.encoding(encoding or chosen["encoding"]),
+    featurizer=featurizer or feat.encoding(encoding or chosen["encoding"]),
     surrogate=ensemble(
       n_members=n_members,
       hidden=hidden,
