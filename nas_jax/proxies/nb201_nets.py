@@ -1,0 +1,83 @@
+"""`ProxyNet`s of NAS-Bench-201 cells: the masked network, whose ops are data (so the constructor
+traces under `jax.vmap` over cells and keys), and the specialised network of one static cell."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from nas_jax.models.nb201_net import Nb201Net, Nb201Spec, specialise_params
+from nas_jax.proxies.net import ProxyNet
+
+__all__ = ["nb201_proxy_net", "nb201_specialised_proxy_net", "init_params"]
+
+
+def _bound(path: tuple, shapes: dict) -> float:
+  """A leaf's init interval U(-bound, bound): 1/sqrt(fan_in) of its layer, for a kernel
+  ([N?, k, k, C_in, C_out] conv or [C_in, C_out] dense) and for the bias beside it."""
+  kernel = shapes[path[:-1] + ("kernel",)]
+  fan_in = int(np.prod(kernel[-4:-1])) if len(kernel) >= 4 else kernel[-2]
+  return 1.0 / np.sqrt(fan_in)
+
+
+def init_params(key: jax.Array, spec: Nb201Spec) -> Any:
+  """The masked network's initial parameters, drawn as `Nb201Net.init` draws them (PyTorch's
+  default: kernels and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), norm scales 1, offsets 0) but
+  from ONE uniform draw split over the leaves: Flax's per-parameter generators made this the
+  slowest part of the scorer's program to compile. Traceable in `key`."""
+  x = jax.ShapeDtypeStruct((1, spec.image_size, spec.image_size, 3), jnp.float32)
+  abstract = jax.eval_shape(lambda: Nb201Net(spec).init(jax.random.key(0), x, jnp.zeros(6, jnp.int32)))["params"]
+  flat = flax.traverse_util.flatten_dict(abstract)
+  shapes = {k: v.shape for k, v in flat.items()}
+  drawn = [k for k in flat if k[-1] in ("kernel", "bias")]
+  u = jax.random.uniform(key, (sum(int(np.prod(shapes[k])) for k in drawn),), jnp.float32, -1.0, 1.0)
+  out, start = {}, 0
+  for k, v in flat.items():
+    if k[-1] in ("kernel", "bias"):
+      size = int(np.prod(v.shape))
+      out[k] = u[start : start + size].reshape(v.shape) * _bound(k, shapes)
+      start += size
+    else:
+      out[k] = (jnp.ones if k[-1] == "scale" else jnp.zeros)(v.shape, jnp.float32)
+  return flax.traverse_util.unflatten_dict(out)
+
+
+def _proxy_net(model: Nb201Net, plain: Nb201Net, params: Any, spec: Nb201Spec, *ops: jax.Array) -> ProxyNet:
+  def tapped(p, x, taps):
+    variables = {"params": p} if taps is None else {"params": p, "perturbations": taps}
+    logits, state = model.apply(variables, x, *ops, mutable=["intermediates"])
+    return logits, state["intermediates"]
+
+  return ProxyNet(
+    apply=lambda p, x: model.apply({"params": p}, x, *ops),
+    params=params,
+    plain=lambda p, x: plain.apply({"params": p}, x, *ops),
+    tapped=tapped,
+    input_shape=(spec.image_size, spec.image_size, 3),
+  )
+
+
+def nb201_proxy_net(ops: jax.Array, key: jax.Array, spec: Nb201Spec = Nb201Spec()) -> ProxyNet:
+  """The masked NB201 network of cell `ops` [6] int (op codes, data) initialised from `key`.
+
+  Traceable in `ops` and `key`: under `jax.vmap` it builds a batch of networks with one program.
+  `plain` drops the batch norms of stem, cells and head; the reduction blocks keep theirs, as in
+  the reference's BN-free copy (`nb201_net`). `tapped`'s acts are the sown conv and classifier
+  outputs, one `tap` per conv module and per edge (an edge's fused conv; zeros unless its op is
+  a conv), in a tree shaped like `taps`.
+  """
+  spec = spec._replace(bn=True)
+  plain = Nb201Net(spec._replace(bn=False))
+  return _proxy_net(Nb201Net(spec), plain, init_params(key, spec), spec, ops)
+
+
+def nb201_specialised_proxy_net(cell: Sequence[int], key: jax.Array, spec: Nb201Spec = Nb201Spec()) -> ProxyNet:
+  """The specialised network of the static cell `cell` (6 op codes), with the parameters the
+  masked network of the same `key` has on its ops, so its proxies equal `nb201_proxy_net`'s."""
+  spec, cell = spec._replace(bn=True), tuple(int(o) for o in cell)
+  params = specialise_params(init_params(key, spec), cell)
+  return _proxy_net(Nb201Net(spec, cell), Nb201Net(spec._replace(bn=False), cell), params, spec)
