@@ -33,7 +33,8 @@ a 3x3 conv on every edge. Parameter paths are the same in both forms, so `specia
 maps the masked parameters to a cell's specialised network by dropping the absent ops.
 
 Each conv's and the classifier's output (before any norm) is sown as `intermediates/.../tap` and
-perturbed by `perturbations/.../tap` when that collection is given (see
+perturbed by `perturbations/.../tap` when that collection is given; a masked edge has `tap1` and
+`tap3`, its fused conv's output times the mask of conv1 and of conv3, one per conv weight (see
 `nas_jax.proxies.nb201_nets`).
 """
 
@@ -137,10 +138,10 @@ def _conv(x: jax.Array, w: jax.Array, b: jax.Array | None, stride: int = 1) -> j
   return y if b is None else y + b.astype(x.dtype)
 
 
-def _tap(module: nn.Module, y: jax.Array) -> jax.Array:
-  """Sows `y` as the module's tap and adds its perturbation, if given."""
-  module.sow("intermediates", "tap", y, init_fn=lambda: None, reduce_fn=lambda _, new: new)
-  return module.perturb("tap", y)
+def _tap(module: nn.Module, y: jax.Array, name: str = "tap") -> jax.Array:
+  """Sows `y` as the module's tap `name` and adds its perturbation, if given."""
+  module.sow("intermediates", name, y, init_fn=lambda: None, reduce_fn=lambda _, new: new)
+  return module.perturb(name, y)
 
 
 class _ConvBn(nn.Module):
@@ -199,7 +200,10 @@ class _Edge(nn.Module):
       w1, b1 = _ConvWeights(1, self.c, self.c, bias, name="conv1")()
       w = m[_CONV3] * w3.astype(x.dtype) + m[_CONV1] * jnp.pad(w1.astype(x.dtype), ((1, 1), (1, 1), (0, 0), (0, 0)))
       b = m[_CONV3] * b3.astype(x.dtype) + m[_CONV1] * b1.astype(x.dtype) if bias else None
-      y = _tap(self, _conv(jax.nn.relu(x), w, b))
+      y = _conv(jax.nn.relu(x), w, b)
+      # One tap per conv weight (fisher pairs each weight with its layer's output): the fused
+      # conv's output is conv3's when that op is on, conv1's when it is, and the other tap is 0.
+      y = _tap(self, m[_CONV1] * y, "tap1") + _tap(self, m[_CONV3] * y, "tap3")
       if self.bn:
         y = _normalise(y)
         if self.affine:

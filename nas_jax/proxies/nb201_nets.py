@@ -46,16 +46,33 @@ def init_params(key: jax.Array, spec: Nb201Spec) -> Any:
   return flax.traverse_util.unflatten_dict(out)
 
 
+def _unstacked(tree: dict) -> dict:
+  """A stage's cells one tree each: `stageK` holds a list of N cell trees where the scanned
+  network stacks them on a leading axis, so every leaf is one layer's (a conv bias is [C], not
+  [N, C]) and the proxies' per-layer sums see N layers."""
+  out = dict(tree)
+  for name, stacked in tree.items():
+    if name.startswith("stage"):
+      n = jax.tree.leaves(stacked)[0].shape[0]
+      out[name] = [jax.tree.map(lambda a, i=i: a[i], stacked) for i in range(n)]
+  return out
+
+
+def _stacked(tree: dict) -> dict:
+  """The inverse of `_unstacked`: what the scanned network reads."""
+  return {k: jax.tree.map(lambda *a: jnp.stack(a), *v) if k.startswith("stage") else v for k, v in tree.items()}
+
+
 def _proxy_net(model: Nb201Net, plain: Nb201Net, params: Any, spec: Nb201Spec, *ops: jax.Array) -> ProxyNet:
   def tapped(p, x, taps):
-    variables = {"params": p} if taps is None else {"params": p, "perturbations": taps}
+    variables = {"params": _stacked(p)} if taps is None else {"params": _stacked(p), "perturbations": _stacked(taps)}
     logits, state = model.apply(variables, x, *ops, mutable=["intermediates"])
-    return logits, state["intermediates"]
+    return logits, _unstacked(state["intermediates"])
 
   return ProxyNet(
-    apply=lambda p, x: model.apply({"params": p}, x, *ops),
-    params=params,
-    plain=lambda p, x: plain.apply({"params": p}, x, *ops),
+    apply=lambda p, x: model.apply({"params": _stacked(p)}, x, *ops),
+    params=_unstacked(params),
+    plain=lambda p, x: plain.apply({"params": _stacked(p)}, x, *ops),
     tapped=tapped,
     input_shape=(spec.image_size, spec.image_size, 3),
   )
@@ -67,8 +84,8 @@ def nb201_proxy_net(ops: jax.Array, key: jax.Array, spec: Nb201Spec = Nb201Spec(
   Traceable in `ops` and `key`: under `jax.vmap` it builds a batch of networks with one program.
   `plain` drops the batch norms of stem, cells and head; the reduction blocks keep theirs, as in
   the reference's BN-free copy (`nb201_net`). `tapped`'s acts are the sown conv and classifier
-  outputs, one `tap` per conv module and per edge (an edge's fused conv; zeros unless its op is
-  a conv), in a tree shaped like `taps`.
+  outputs, one per conv weight (an edge's `tap1` and `tap3`: its fused conv's output where that
+  conv is its op, zeros otherwise), in a tree shaped like `taps`.
   """
   spec = spec._replace(bn=True)
   plain = Nb201Net(spec._replace(bn=False))

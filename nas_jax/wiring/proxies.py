@@ -5,14 +5,21 @@ from __future__ import annotations
 from typing import Sequence
 
 from nas_jax.models.nb201_net import Nb201Spec, nb201_flops, nb201_params
-from nas_jax.proxies import data_free
+from nas_jax.proxies import data_free, measures
 from nas_jax.proxies.proxy import Proxy, Reads
 
 __all__ = ["PROXIES", "NB201_DATASETS", "proxies_of", "nb201_spec_of"]
 
-# name -> the proxy; `Proxy.needs_data` says whether it reads a batch.
+# name -> the proxy; `Proxy.needs_data` says whether it reads a batch. NASWOT is not here: it reads
+# the codes of every ReLU the program runs, and the masked network runs one on every edge inside a
+# scanned stage (measures.naswot scores layer-graph networks, `proxies.arch_nets`).
 PROXIES = {
   "synflow": Proxy(data_free.synflow, Reads.NET),
+  "grad_norm": Proxy(measures.grad_norm, Reads.BATCH),
+  "snip": Proxy(measures.snip, Reads.BATCH),
+  "grasp": Proxy(measures.grasp, Reads.BATCH),
+  "fisher": Proxy(measures.fisher, Reads.BATCH),
+  "jacob_cov": Proxy(measures.jacob_cov, Reads.BATCH),
   "params": Proxy(nb201_params, Reads.CELL),
   "flops": Proxy(nb201_flops, Reads.CELL),
 }

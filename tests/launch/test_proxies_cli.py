@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from nas_jax.arch.cell import parse_arch_str
 from nas_jax.models.nb201_net import Nb201Spec, nb201_flops, nb201_params
@@ -42,13 +43,39 @@ def test_cli_scores_the_listed_cells_into_the_csv(tmp_path):
   assert float(rows[0]["synflow"]) > 0 and float(rows[1]["synflow"]) == 0
 
 
+@pytest.mark.slow  # six proxies' programs to compile: about two minutes on 2 cores
+def test_cli_scores_data_dependent_proxies_on_the_given_batch(tmp_path):
+  # A seeded synthetic batch (no dataset here): every data proxy scores each cell, finite, and the
+  # all-`none` cell, whose output ignores its input, has no Jacobian to correlate.
+  rng = np.random.default_rng(0)
+  np.savez(tmp_path / "batch.npz", x=rng.normal(size=(4, 16, 16, 3)).astype(np.float32), y=np.arange(4) % 120)
+  (tmp_path / "cells.txt").write_text("\n".join(CELLS) + "\n")
+  out = tmp_path / "scores.csv"
+  names = "grad_norm,snip,grasp,fisher,jacob_cov"
+  p = _run(
+    "--space=nb201",
+    "--dataset=imagenet16",
+    f"--cells={tmp_path / 'cells.txt'}",
+    f"--batch={tmp_path / 'batch.npz'}",
+    f"--proxies={names}",
+    f"--out={out}",
+    *SMALL,
+  )
+  assert p.returncode == 0, p.stderr[-3000:]
+  with open(out) as f:
+    rows = list(csv.DictReader(f))
+  assert list(rows[0]) == ["arch_str", *names.split(",")]
+  assert all(np.isfinite(float(rows[0][n])) for n in names.split(","))
+  assert float(rows[0]["grad_norm"]) > 0 and float(rows[0]["snip"]) > 0
+
+
 def test_cli_bad_input_is_one_line(tmp_path):
   out = str(tmp_path / "s.csv")
   (tmp_path / "cells.txt").write_text(CELLS[0] + "\n|conv~0|\n")
   for args, text in [
     (
       ["--proxies=synflow,snipx"],
-      "proxies: ['synflow', 'snipx'] has unknown ['snipx']; choose from: synflow, params, flops",
+      "proxies: ['synflow', 'snipx'] has unknown ['snipx']; choose from: synflow, grad_norm, snip,",
     ),
     (["--dataset=mnist"], "dataset: 'mnist' is unknown; choose one of: cifar10, cifar100, imagenet16"),
     ([f"--cells={tmp_path / 'cells.txt'}"], "line 2: arch_str"),

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from nas_jax.models.nb201_net import Nb201Spec
 from nas_jax.proxies.data_free import synflow
 from nas_jax.proxies.nb201_nets import nb201_proxy_net, nb201_specialised_proxy_net
-from nas_jax.proxies.net import ProxyNet
+from nas_jax.proxies.net import ProxyNet, is_weight
 
 TINY = Nb201Spec(channels=2, cells_per_stage=1, num_classes=3, image_size=8)
 
@@ -58,3 +58,26 @@ def test_masked_and_specialised_nb201_networks_score_alike_and_float32_is_close(
   assert float(f(jnp.array((2, 0, 0, 0, 0, 1)))) == 0  # node 2 has no input: no flow
   ops = jnp.array((3, 2, 4, 1, 3, 3))
   np.testing.assert_allclose(f(ops, jnp.float32), f(ops), rtol=1e-4)
+
+
+def test_nb201_proxy_net_shows_one_leaf_per_layer_and_synflow_sums_only_kernels():
+  # The network scans a stage's cells, stacking their parameters on a leading axis; the ProxyNet
+  # shows each cell's own, so a conv bias [C] is not taken for a weight [N, C].
+  spec = TINY._replace(cells_per_stage=2)
+  net = nb201_proxy_net(jnp.array((3, 2, 4, 1, 3, 3)), jax.random.key(0), spec)
+  paths = jax.tree_util.tree_flatten_with_path(net.params)[0]
+  weights = [(jax.tree_util.keystr(p), leaf.shape) for p, leaf in paths if is_weight(leaf)]
+  assert all(p.endswith("['kernel']") for p, _ in weights), weights
+  # stem, 3 convs in each of 2 reductions, 2 cells x 3 stages x 6 edges x (conv1, conv3), classifier
+  assert len(weights) == 1 + 2 * 3 + 2 * 3 * 6 * 2 + 1
+  assert sorted({len(s) for _, s in weights}) == [2, 4]
+  # synflow by hand over the kernels only: |params| in, all-ones input, sum of logits out
+  params = jax.tree.map(jnp.abs, net.params)
+  x = jnp.ones((1, *net.input_shape))
+  grads = jax.grad(lambda p: jnp.sum(net.plain(p, x)))(params)
+  by_hand = sum(
+    jnp.sum(jnp.abs(g * w))
+    for (path, w), g in zip(jax.tree_util.tree_flatten_with_path(params)[0], jax.tree.leaves(grads))
+    if jax.tree_util.keystr(path).endswith("['kernel']")
+  )
+  np.testing.assert_allclose(synflow(net), by_hand, rtol=1e-12)
