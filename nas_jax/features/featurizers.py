@@ -45,6 +45,7 @@ from nas_jax.features.otmann import (
   stack_features,
 )
 from nas_jax.features.otmann_costs import OtmannFeatures
+from nas_jax.features.otmann_store import OtmannStore
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
 
 __all__ = ["BINARY_ENCODINGS", "POOR_MAN_FILL", "FeaturizerPart", "otmann", "edit", "encoding", "arc", "poor_man"]
@@ -71,12 +72,13 @@ def _probe(space: Any) -> Any:
 
 
 class OtmannItem(NamedTuple):
-  """What the OTMANN featurizer keeps of a point: its network's canonical key and kind, and the
-  network's host features (`otmann.feature_rows`), built once per point."""
+  """What the OTMANN featurizer keeps of a point: its network's canonical key and kind, the
+  network's host features (`otmann.feature_rows`), built once per point, and the point's key."""
 
   key: str
   kind: str
   features: OtmannFeatures
+  point_key: Any
 
 
 def otmann(
@@ -90,40 +92,50 @@ def otmann(
 
 def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -> Featurizer:
   to_arch = _needs(space, "layer_graph", "otmann", "a layer-graph view of the points")
+  kind = to_arch(_probe(space)).kind  # one kind of network per space
+  store = OtmannStore(len(nus))  # the featurizer's own: pairs solved and points featurized
 
   def prepare(points: list) -> list:
-    archs = [to_arch(p) for p in points]
-    keys = [arch_key(a) for a in archs]
-    first: dict[str, int] = {}  # one feature row per distinct network
-    for i, k in enumerate(keys):
-      first.setdefault(k, i)
-    rows = dict(zip(first, feature_rows(host_features([archs[i] for i in first.values()], params))))
-    return [OtmannItem(k, a.kind, rows[k]) for k, a in zip(keys, archs)]
+    point_keys = [space.canonical_key(p) for p in points]
+    known = [store.item(p) for p in point_keys]
+    todo = [i for i, k in enumerate(known) if k is None]
+    archs = {i: to_arch(points[i]) for i in todo}
+    rows = iter(feature_rows(host_features(list(archs.values()), params)) if todo else ())
+    for i in todo:
+      known[i] = (arch_key(archs[i]), next(rows))
+    return [OtmannItem(k, kind, f, p) for p, (k, f) in zip(point_keys, known)]
+
+  def solve(codes: np.ndarray) -> np.ndarray:
+    # Each pair is solved with the network of the smaller key as the source: an LP and its
+    # transpose agree only to ~1e-13, so a pair has one value whichever side meets it first
+    # (and a matrix built in one call is exactly symmetric).
+    lo, hi = store.split(codes)
+    nets, local = np.unique(np.concatenate([lo, hi]), return_inverse=True)
+    i, j = local[: len(codes)], local[len(codes) :]
+    flip = np.array([store.key(a) > store.key(b) for a, b in zip(lo.tolist(), hi.tolist())], bool)
+    src, dst = np.where(flip, j, i), np.where(flip, i, j)
+    feats = stack_features([store.network_features(n) for n in nets.tolist()])
+    out = feature_pair_distances(
+      feats, feats, src, dst, kind, solver=solver, nu_str=nus, params=params, chunk_size=chunk_size
+    )
+    return np.stack([out.d.T, out.d_bar.T], 1)  # [P, 2, n_nu]
 
   def dist_pairs(a: list, b: list, ia: np.ndarray, ib: np.ndarray) -> tuple:
-    # Each unordered pair of distinct networks is solved once (conditional points share
-    # networks, cells share graphs), the network with the smaller key as the source: an LP and
-    # its transpose agree only to ~1e-13, so this keeps a matrix built in one call (a replay's)
-    # exactly symmetric, with half the LPs. np.unique ranks the distinct networks by key.
+    store.make_room(len(ia))
     items = a + b
-    _, first, rank = np.unique([x.key for x in items], return_index=True, return_inverse=True)
-    i, j = rank[ia], rank[len(a) + ib]
-    lo, hi = np.minimum(i, j), np.maximum(i, j)
-    pairs, inverse = np.unique(lo * len(first) + hi, return_inverse=True)
-    feats = stack_features([items[k].features for k in first])
-    out = feature_pair_distances(
-      feats,
-      feats,
-      pairs // len(first),
-      pairs % len(first),
-      a[0].kind,
-      solver=solver,
-      nu_str=nus,
-      params=params,
-      chunk_size=chunk_size,
-    )
-    same = lo == hi  # one network: distance 0, as OTMANN's
-    return tuple(np.where(same, 0.0, x[:, inverse]) for x in out)
+    ids = store.point_ids([x.point_key for x in items], [x.key for x in items], [x.features for x in items])
+    i, j = ids[ia], ids[len(a) + ib]
+    codes, inverse = np.unique(store.codes(i, j), return_inverse=True)
+    lo, hi = store.split(codes)
+    rows = store.rows(codes)
+    same = np.array([store.key(x) == store.key(y) for x, y in zip(lo.tolist(), hi.tolist())], bool)
+    new = (rows < 0) & ~same
+    if new.any():
+      store.put(codes[new], solve(codes[new]))
+      rows[new] = store.rows(codes[new])
+    values = np.zeros((len(codes), 2, len(nus)))  # one network: distance 0, as OTMANN's
+    values[rows >= 0] = store.values(rows[rows >= 0])
+    return values[inverse, 0].T, values[inverse, 1].T
 
   def dist(a: list, b: list) -> tuple:
     ia, ib = (x.ravel() for x in np.indices((len(a), len(b))))

@@ -227,10 +227,16 @@ def sinkhorn_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size, config) -> np.
 def _take(feats: costs.OtmannFeatures, idx: np.ndarray, slots: int) -> costs.OtmannFeatures:
   """Features of architectures idx on exactly `slots` slots: trimmed (real layers come first) or
   padded with zero-mass slots."""
-  fit = lambda x: np.pad(x[..., :slots], [(0, 0)] * (x.ndim - 1) + [(0, max(0, slots - x.shape[-1]))])
-  return feats._replace(
-    labels=fit(feats.labels[idx]), masses=fit(feats.masses[idx]), paths=fit(feats.paths[idx]), n=feats.n[idx]
-  )
+
+  def fit(x: np.ndarray) -> np.ndarray:
+    x = x[idx][..., :slots]
+    if x.shape[-1] == slots:
+      return x
+    out = np.zeros(x.shape[:-1] + (slots,), x.dtype)  # one zero array, not np.pad's general path
+    out[..., : x.shape[-1]] = x
+    return out
+
+  return feats._replace(labels=fit(feats.labels), masses=fit(feats.masses), paths=fit(feats.paths), n=feats.n[idx])
 
 
 def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:

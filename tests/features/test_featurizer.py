@@ -11,6 +11,7 @@ from nas_jax.features import featurizer
 from nas_jax.features import featurizers as F
 from nas_jax.features import otmann
 from nas_jax.features.otmann import otmann_distances
+from nas_jax.arch.cell import nb201_cell
 from nas_jax.spaces.cells import nb101_space, nb201_space
 from nas_jax.spaces import morph_space
 from nas_jax.spaces.conditional import conditional_space
@@ -168,3 +169,41 @@ def test_each_featurizer_builds_on_the_spaces_that_offer_what_it_reads():
     F.otmann(solver="lp")
   with pytest.raises(ValueError, match="encoding: 'paths' is unknown"):
     F.encoding("paths")
+
+
+def test_otmann_pairs_met_before_are_remembered_to_the_last_bit(monkeypatch):
+  """A featurizer remembers every pair of points it solved (`OtmannStore`): candidates met again
+  in a new cache or in another order are scored without a new LP, with exactly the values a
+  fresh featurizer computes. Two cells of one network are distance 0 apart, and each is solved
+  on its own layer order (agreeing to ~1e-13), so no history changes a value."""
+  solved = []
+  direct = otmann.feature_pair_distances
+  monkeypatch.setattr(
+    F,
+    "feature_pair_distances",
+    lambda fa, fb, ia, ib, *a, **k: solved.append(len(ia)) or direct(fa, fb, ia, ib, *a, **k),
+  )
+  # ops (0->1, 0->2, 1->2, 0->3, 1->3, 2->3): node 1 reaches nothing, so its input op is dead;
+  # two cell strings, one network.
+  twins = [nb201_cell([1, 0, 0, 2, 0, 0]), nb201_cell([4, 0, 0, 2, 0, 0])]
+  assert NB201.canonical_key(twins[0]) != NB201.canonical_key(twins[1])
+  cells = NB201.sample(jax.random.key(5), 10)
+  train, cands = cells[:6], cells[6:]
+  fresh = F.otmann()(NB201)
+  t_ref, x_ref = fresh.pairs(fresh.init(train), train, cands)
+  warm = F.otmann()(NB201)
+  warm.init(cands[::-1] + train[::-1])  # every pair solved once, in other calls and orders
+  solved.clear()
+  cache = warm.init(train)  # a new cache: the train distances again
+  t, x = warm.pairs(cache, train, cands[::-1])
+  assert sum(solved) == 0
+  np.testing.assert_array_equal(t.d, t_ref.d)
+  np.testing.assert_array_equal(t.d_bar, t_ref.d_bar)
+  np.testing.assert_array_equal(x.d, x_ref.d[:, ::-1])
+  np.testing.assert_array_equal(x.d_bar, x_ref.d_bar[:, ::-1])
+  archs = [NB201.layer_graph(c) for c in cells]
+  ref = otmann_distances(archs[6:], archs[:6], nu_str=otmann.KERNEL_NU_STR)
+  np.testing.assert_allclose(x_ref.d, ref.d, rtol=1e-12)
+  t2, x2 = warm.pairs(warm.extend(cache, twins[:1]), train + twins[:1], twins[1:])
+  assert np.all(x2.d[:, 0, -1] == 0) and np.all(x2.d_bar[:, 0, -1] == 0)
+  np.testing.assert_allclose(x2.d[:, 0, :-1], t2.d[:, -1, :-1], rtol=1e-12)

@@ -1,0 +1,33 @@
+"""OtmannStore: pairs are unordered, rows come back as put, unknown pairs are -1, and a store that
+would overflow its capacity forgets everything before the call that needs the room."""
+
+import numpy as np
+import pytest
+
+from nas_jax.features.otmann_store import OtmannStore
+
+
+def test_pairs_are_unordered_and_come_back_as_put():
+  store = OtmannStore(2, capacity=4)
+  ids = store.point_ids(["a", "b", "c", "a"], ["net1", "net2", "net1", "ignored"], ["fa", "fb", "fc", "fd"])
+  assert ids.tolist() == [0, 1, 2, 0] and store.item("a") == ("net1", "fa") and store.item("z") is None
+  codes = store.codes(np.array([1, 0]), np.array([0, 2]))
+  assert codes.tolist() == store.codes(np.array([0, 2]), np.array([1, 0])).tolist()
+  assert [x.tolist() for x in store.split(codes)] == [[0, 0], [1, 2]]
+  assert store.rows(codes).tolist() == [-1, -1]
+  values = np.arange(8.0).reshape(2, 2, 2)
+  store.put(codes, values)
+  np.testing.assert_array_equal(store.values(store.rows(codes[::-1])), values[::-1])
+  assert len(store) == 2 and store.key(2) == "net1"
+
+
+def test_a_full_store_forgets_everything_before_the_call():
+  store = OtmannStore(1, capacity=3)
+  store.point_ids(["a", "b"], ["n1", "n2"], [0, 1])
+  store.put(store.codes(np.array([0]), np.array([1])), np.ones((1, 2, 1)))
+  store.make_room(2)  # 1 + 2 <= 3: kept
+  assert len(store) == 1
+  store.make_room(3)  # 1 + 3 > 3: forgotten, ids too
+  assert len(store) == 0 and store.item("a") is None
+  with pytest.raises(ValueError, match="OtmannStore: capacity=0; expected a positive integer"):
+    OtmannStore(1, capacity=0)
