@@ -67,8 +67,9 @@ def _needs(space: Any, field: str, name: str, what: str) -> Any:
 
 
 def _probe(space: Any) -> Any:
-  """One point of the space, to learn what its points are."""
-  return (space.initial(1) or space.sample(jax.random.key(0), 1))[0]
+  """One point of the space, to learn what its points are (a random one: a space's initial pool
+  may be empty within its limits)."""
+  return space.sample(jax.random.key(0), 1)[0]
 
 
 class OtmannItem(NamedTuple):

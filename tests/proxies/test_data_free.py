@@ -4,6 +4,7 @@ specialised NB201 networks scoring alike, and float32 close to float64 on a smal
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from nas_jax.models.nb201_net import Nb201Spec
@@ -47,6 +48,7 @@ def test_synflow_ignores_the_signs_of_parameters(seed, flips):
   np.testing.assert_allclose(synflow(_linear_net(flipped)), synflow(_linear_net(p)), rtol=1e-12)
 
 
+@pytest.mark.slow  # masked == specialised is tests/models/test_nb201_net.py's, outputs and gradients
 def test_masked_and_specialised_nb201_networks_score_alike_and_float32_is_close():
   key = jax.random.key(3)
   f = jax.jit(lambda ops, dtype=jnp.float64: synflow(nb201_proxy_net(ops, key, TINY), dtype), static_argnums=1)
