@@ -27,7 +27,8 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expandus
 
 # A spawned worker (multiprocessing's marker on its command line; its sys.argv is the parent's)
 # asks Linux to kill it with its parent. A watching thread would not do: importing jax holds the
-# interpreter lock for seconds at a time.
+# interpreter lock for seconds at a time. Linux sends the signal when the thread that started the
+# worker ends: the search loop's, which lasts as long as the search.
 if "--multiprocessing-fork" in sys.orig_argv and sys.platform.startswith("linux"):
   PR_SET_PDEATHSIG = 1
   ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
