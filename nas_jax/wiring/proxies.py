@@ -15,6 +15,7 @@ __all__ = ["PROXIES", "NB201_DATASETS", "proxies_of", "nb201_spec_of"]
 # scanned stage (measures.naswot scores layer-graph networks, `proxies.arch_nets`).
 PROXIES = {
   "synflow": Proxy(data_free.synflow, Reads.NET),
+  "synflow_signed": Proxy(data_free.synflow_signed, Reads.NET),
   "grad_norm": Proxy(measures.grad_norm, Reads.BATCH),
   "snip": Proxy(measures.snip, Reads.BATCH),
   "grasp": Proxy(measures.grasp, Reads.BATCH),

@@ -1,5 +1,6 @@
 """Synflow: a closed form on a linear network, invariance to the weights' signs, the masked and
-specialised NB201 networks scoring alike, and float32 close to float64 on a small network."""
+specialised NB201 networks scoring alike, and float32 close to float64 on a small network;
+synflow_signed: synflow where no gradient is negative, and its signed sum on an NB201 network."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from nas_jax.models.nb201_net import Nb201Spec
-from nas_jax.proxies.data_free import synflow
+from nas_jax.proxies.data_free import synflow, synflow_signed
 from nas_jax.proxies.nb201_nets import nb201_proxy_net, nb201_specialised_proxy_net
 from nas_jax.proxies.net import ProxyNet, is_weight
 
@@ -77,9 +78,23 @@ def test_nb201_proxy_net_shows_one_leaf_per_layer_and_synflow_sums_only_kernels(
   params = jax.tree.map(jnp.abs, net.params)
   x = jnp.ones((1, *net.input_shape))
   grads = jax.grad(lambda p: jnp.sum(net.plain(p, x)))(params)
-  by_hand = sum(
-    jnp.sum(jnp.abs(g * w))
+  terms = [
+    g * w
     for (path, w), g in zip(jax.tree_util.tree_flatten_with_path(params)[0], jax.tree.leaves(grads))
     if jax.tree_util.keystr(path).endswith("['kernel']")
-  )
+  ]
+  by_hand = sum(jnp.sum(jnp.abs(t)) for t in terms)
   np.testing.assert_allclose(synflow(net), by_hand, rtol=1e-12)
+  # synflow_signed, one JVP, is the same sum without the absolute value; the reduction blocks'
+  # batch norm makes some of these gradients negative, so it is below synflow here
+  signed = synflow_signed(net)
+  np.testing.assert_allclose(signed, sum(jnp.sum(t) for t in terms), rtol=1e-10)
+  assert 0.5 * by_hand < signed < by_hand
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**16))
+def test_synflow_signed_equals_synflow_where_no_gradient_is_negative(seed):
+  # no batch norm: with |params| and a positive input every dR/dW is >= 0
+  net = _linear_net(_params(seed))
+  np.testing.assert_allclose(synflow_signed(net), synflow(net), rtol=1e-12)
