@@ -2,22 +2,29 @@
 cell's specialised network on its own (its own jit, as peers run one PyTorch model at a time), and
 with --rho the Spearman rank correlation of each proxy with the table's accuracies.
 
-Speed: --speed_cells cells drawn uniformly (seed 0), synflow in float64 on the --dataset network;
-the masked scorer's compile is timed on its own, then its cells per second over all of them; the
-baseline compiles and runs each specialised network (compile included, the cost of scoring an
-unseen network that way; its second call is timed too). The two must agree to 1e-8.
+Speed: --speed_cells cells drawn uniformly (seed 0), in float64 on the --dataset network. The
+masked scorer's compile is timed on its own, then its cells per second over all of them, for
+synflow (reverse mode, one cell at a time) and synflow_signed (one JVP, --signed_width cells
+vmapped); the baseline compiles and runs each specialised network's synflow (compile included, the
+cost of scoring an unseen network that way; its second call is timed too). Masked and specialised
+synflow must agree to 1e-8. Then synflow and synflow_signed of --agree_cells cells: their largest
+relative difference and their Spearman rho.
 
-Rho: --rho_cells cells drawn uniformly (0 = all 15,625), scored for each dataset by synflow,
-params and flops; rho against `<ds>_valid_acc` (the paper's Table 1 uses final validation
-accuracy: synflow 0.737 / 0.763 / 0.751) and the test accuracy.
+Rho: for each dataset, the scores of every proxy in --scores (a CSV of launch/proxies.py, with
+`{dataset}` in the path; its command goes in --scores_command for the record), or else of
+--rho_cells cells drawn uniformly (0 = all 15,625) scored here by synflow_signed, params and flops;
+rho against `<ds>_valid_acc` (the paper's Table 1 uses final validation accuracy: synflow 0.737 /
+0.763 / 0.751) and the test accuracy.
 
   taskset -c 0,1 python benchmarks/bench_proxies.py [--speed_cells=8] [--rho] [--rho_cells=0]
+      [--scores=runs/proxies/nb201_{dataset}.csv --scores_command="python launch/proxies.py ..."]
 """
 
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before jax: see launch/_env.py
 
+import csv  # noqa: E402
 import time  # noqa: E402
 
 from absl import app, flags  # noqa: E402
@@ -32,6 +39,7 @@ from nas_jax.proxies.nb201_nets import nb201_specialised_proxy_net  # noqa: E402
 from nas_jax.proxies.scoring import Scorer, cell_codes  # noqa: E402
 from nas_jax.tasks import tabular  # noqa: E402
 from nas_jax.wiring import proxies as wiring  # noqa: E402
+from nas_jax.wiring.proxy_sources import read_proxy_column  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("speed_cells", 8, "Cells in the speed comparison.", lower_bound=1)
@@ -39,6 +47,10 @@ flags.DEFINE_string("dataset", "cifar10", "The network of the speed comparison."
 flags.DEFINE_bool("rho", False, "Also score cells on the three datasets and report Spearman rho.")
 flags.DEFINE_integer("rho_cells", 0, "Cells drawn uniformly for rho; 0 = all 15,625.", lower_bound=0)
 flags.DEFINE_integer("batch_size", 16, "Cells per call of the scorer.", lower_bound=1)
+flags.DEFINE_integer("signed_width", 4, "Cells vmapped together by synflow_signed's scorer.", lower_bound=1)
+flags.DEFINE_integer("agree_cells", 64, "Cells scored by both synflows to compare them.", lower_bound=2)
+flags.DEFINE_string("scores", None, "A CSV of launch/proxies.py per dataset ({dataset} in the path) for rho.")
+flags.DEFINE_string("scores_command", "", "The command that wrote --scores, for the record.")
 flags.DEFINE_string("data", "../shared/data/nasbench201", "Folder of the NB201 table.")
 
 PUBLISHED = {"cifar10": 0.737, "cifar100": 0.763, "imagenet16": 0.751}
@@ -55,6 +67,13 @@ def _speed(figures: dict) -> None:
   t = time.perf_counter()
   masked = scorer(ops, key)["synflow"]
   masked_s = time.perf_counter() - t
+  signed_scorer = Scorer(
+    wiring.proxies_of(["synflow_signed"]), spec, batch_size=FLAGS.batch_size, width=FLAGS.signed_width
+  )
+  signed_scorer(ops[:1], key)
+  t = time.perf_counter()
+  signed_scorer(ops, key)
+  signed_s = time.perf_counter() - t
   single, second = [], []
   with jax.enable_x64(True):
     t = time.perf_counter()
@@ -76,33 +95,65 @@ def _speed(figures: dict) -> None:
       "specialised one at a time, compile included: cells per second": round(n / single_s, 3),
       "specialised one at a time, compiled (second call): cells per second": round(n / sum(second), 3),
       "speed-up of the masked scorer over one at a time (compile included)": round(single_s / masked_s, 2),
+      f"masked scorer, synflow_signed ({FLAGS.signed_width} cells vmapped): cells per second": round(n / signed_s, 3),
+      "speed-up of synflow_signed over synflow, both masked": round(masked_s / signed_s, 2),
+      "speed-up of masked synflow_signed over specialised synflow one at a time (compile included)": round(
+        single_s / signed_s, 2
+      ),
     }
   )
   print(figures, flush=True)
+  ops = np.random.default_rng(1).integers(0, 5, (FLAGS.agree_cells, 6)).astype(np.int32)
+  full, signed = scorer(ops, key)["synflow"], signed_scorer(ops, key)["synflow_signed"]
+  flowing = full > 0
+  figures.update(
+    {
+      f"synflow against synflow_signed ({FLAGS.agree_cells} cells, {flowing.sum()} with flow): largest relative"
+      " difference": float(np.max(1 - signed[flowing] / full[flowing])),
+      "synflow against synflow_signed: Spearman rho": round(float(stats.spearmanr(full, signed).statistic), 6),
+    }
+  )
+  print(figures, flush=True)
+
+
+def _scores(ds: str, table, figures: dict) -> tuple[np.ndarray, dict]:
+  """(the table's rows, proxy name -> score per row) for `ds`: read from --scores, or scored here."""
+  if FLAGS.scores:
+    path = FLAGS.scores.replace("{dataset}", ds)
+    with open(path, newline="") as f:
+      names = [n for n in next(csv.reader(f)) if n != "arch_str"]
+    columns = {n: read_proxy_column(path, n) for n in names}
+    idx = np.array([i for i, a in enumerate(table.arch_strs) if a in columns[names[0]]])
+    return idx, {n: np.array([c[table.arch_strs[i]] for i in idx]) for n, c in columns.items()}
+  n = len(table.arch_strs)
+  idx = (
+    np.arange(n)
+    if FLAGS.rho_cells == 0
+    else np.sort(np.random.default_rng(0).choice(n, FLAGS.rho_cells, replace=False))
+  )
+  ops = np.stack([np.asarray(parse_arch_str(table.arch_strs[i]).ops) for i in idx])
+  scorer = Scorer(
+    wiring.proxies_of(["synflow_signed", "params", "flops"]),
+    wiring.nb201_spec_of(ds),
+    batch_size=FLAGS.batch_size,
+    width=FLAGS.signed_width,
+  )
+  t = time.perf_counter()
+  scores = scorer(ops, jax.random.key(0))
+  figures[f"{ds}: {len(idx)} cells scored (s)"] = round(time.perf_counter() - t, 1)
+  return idx, scores
 
 
 def _rho(figures: dict) -> list:
   rows = []
   for ds in tabular.DATASETS:
     table = tabular.load_nb201(os.path.join(FLAGS.data, tabular.NB201_FILE), ds)
-    n = len(table.arch_strs)
-    idx = (
-      np.arange(n)
-      if FLAGS.rho_cells == 0
-      else np.sort(np.random.default_rng(0).choice(n, FLAGS.rho_cells, replace=False))
-    )
-    ops = np.stack([np.asarray(parse_arch_str(table.arch_strs[i]).ops) for i in idx])
-    scorer = Scorer(
-      wiring.proxies_of(["synflow", "params", "flops"]), wiring.nb201_spec_of(ds), batch_size=FLAGS.batch_size
-    )
-    t = time.perf_counter()
-    scores = scorer(ops, jax.random.key(0))
-    figures[f"{ds}: {len(idx)} cells scored (s)"] = round(time.perf_counter() - t, 1)
+    idx, scores = _scores(ds, table, figures)
     for name, s in scores.items():
       row = [ds, name, len(idx)]
       for acc in (table.valid[idx], table.test[idx]):
         row.append(round(float(stats.spearmanr(s, acc).statistic), 3))
-      row.append(PUBLISHED[ds] if name == "synflow" else "")
+      row.append(PUBLISHED[ds] if name.startswith("synflow") else "")
       rows.append(row)
       print(row, flush=True)
   return rows
@@ -116,8 +167,11 @@ def main(argv):
   if FLAGS.rho:
     rows = _rho(figures)
     title = "Spearman rho of each proxy over the scored cells" + (
-      "" if FLAGS.rho_cells == 0 else f" (a uniform sample of {FLAGS.rho_cells})"
+      "" if FLAGS.scores or FLAGS.rho_cells == 0 else f" (a uniform sample of {FLAGS.rho_cells})"
     )
+    if FLAGS.scores:
+      figures["rho: scores read from"] = FLAGS.scores
+      figures["rho: scores written by"] = FLAGS.scores_command
     tables.append(
       {
         "title": title,

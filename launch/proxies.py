@@ -2,7 +2,7 @@
 column per proxy, one row per cell.
 
   python launch/proxies.py --space=nb201 --dataset=cifar10 --proxies=synflow,params,flops \
-    --out=scores.csv [--cells=FILE] [--batch=FILE.npz] [--batch_size=64] [--seed=0]
+    --out=scores.csv [--cells=FILE] [--batch=FILE.npz] [--batch_size=64] [--width=1] [--seed=0]
 
 Without --cells every one of the 15,625 cells is scored, in the order of their op codes (cell
 number sum_e op_e * 5**e); --cells=FILE scores the cell strings of FILE, one a line, in its order.
@@ -32,7 +32,9 @@ flags.DEFINE_string("out", None, "Output CSV.")
 flags.DEFINE_string("cells", None, "A file of cell strings, one a line; default: all cells.")
 flags.DEFINE_string("batch", None, "An .npz with x [B, H, W, 3] and y [B] for data-dependent proxies.")
 flags.DEFINE_integer("batch_size", 64, "Cells per call of the compiled program.", lower_bound=1)
-flags.DEFINE_integer("width", 1, "Cells vmapped side by side within a call (1 suits a CPU).", lower_bound=1)
+flags.DEFINE_integer(
+  "width", 1, "Cells vmapped side by side within a call (on a CPU: 1 for synflow, 4 for synflow_signed).", lower_bound=1
+)
 flags.DEFINE_integer("seed", 0, "Seed of the networks' initialisation.")
 flags.DEFINE_integer("channels", 16, "C, the first stage's width (the benchmark's: 16).", lower_bound=1)
 flags.DEFINE_integer("cells_per_stage", 5, "N, cells per stage (the benchmark's: 5).", lower_bound=1)

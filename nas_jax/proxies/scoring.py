@@ -1,8 +1,9 @@
 """Scoring NAS-Bench-201 cells at scale: every proxy of many cells in jitted batches of one shape
 (the last batch padded), so a whole space costs one compile. Inside a batch, `width` cells at a
 time run side by side under `jax.vmap` (`lax.map` over those groups): wide groups suit an
-accelerator; on a CPU, XLA lowers a vmapped conv with a kernel per cell to a grouped conv that
-is many times slower in float64 than one cell at a time, so the default width is 1.
+accelerator. On a CPU XLA lowers a vmapped conv with a kernel per cell to a grouped conv whose
+weight gradient is many times slower in float64 than one cell at a time, so the default width is
+1; forward-only proxies (`synflow_signed`) run fastest there with about 4.
 
 Each cell's network is initialised from `fold_in(key, code)`, code = sum_e ops[e] * 5**e (the cell
 itself, not its position), so a cell's scores do not depend on which batch, list or order it is

@@ -23,7 +23,15 @@ import numpy as np
 
 from nas_jax.spaces.proxy_scores import ProxyMeter, ProxyScores
 
-__all__ = ["PROXY_FIELDS", "proxy_table", "proxy_path", "proxy_options", "check_proxy", "proxy_meter"]
+__all__ = [
+  "PROXY_FIELDS",
+  "read_proxy_column",
+  "proxy_table",
+  "proxy_path",
+  "proxy_options",
+  "check_proxy",
+  "proxy_meter",
+]
 
 # Every field of config.proxy with its value when the section or the field is absent.
 PROXY_FIELDS = dict(
@@ -31,10 +39,10 @@ PROXY_FIELDS = dict(
 )
 
 
-def proxy_table(path: str, column: str, space: Any, *, seconds_per_score: float = 0.0) -> ProxyScores:
-  """The proxy `column` of the CSV at `path` (optionally .gz): a score per row's `arch_str`,
-  looked up by the `arch_str` of a point's JSON (`space.to_json`: NB201 cells). A point the table lacks is a ValueError
-  naming it; so is a file without those columns or with a non-number in the column."""
+def read_proxy_column(path: str, column: str) -> dict[str, float]:
+  """arch_str -> the number in `column`, from the CSV at `path` (optionally .gz) that
+  `launch/proxies.py` writes. ValueError naming config.proxy's field for a file that cannot be
+  read, lacks those columns, or holds a non-number in the column."""
   opener = gzip.open if path.endswith(".gz") else open
   try:
     with opener(path, "rt", newline="") as f:
@@ -45,13 +53,20 @@ def proxy_table(path: str, column: str, space: Any, *, seconds_per_score: float 
           f"config.proxy.path: {path!r} has columns {header}; expected 'arch_str' and the proxy column {column!r}"
           " (config.proxy.column)"
         )
-      table = {row["arch_str"]: float(row[column]) for row in reader}
+      return {row["arch_str"]: float(row[column]) for row in reader}
   except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
     raise ValueError(f"config.proxy.path: {path!r} is not a readable CSV table: {e}") from None
   except (TypeError, ValueError) as e:
     if str(e).startswith("config.proxy"):
       raise
     raise ValueError(f"config.proxy.path: {path!r}: column {column!r} holds a non-number ({e})") from None
+
+
+def proxy_table(path: str, column: str, space: Any, *, seconds_per_score: float = 0.0) -> ProxyScores:
+  """The proxy `column` of the CSV at `path` (`read_proxy_column`): a score per row's `arch_str`,
+  looked up by the `arch_str` of a point's JSON (`space.to_json`: NB201 cells). A point the table
+  lacks is a ValueError naming it."""
+  table = read_proxy_column(path, column)
 
   def score(points: Sequence) -> np.ndarray:
     out = np.empty(len(points))

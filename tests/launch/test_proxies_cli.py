@@ -75,7 +75,7 @@ def test_cli_bad_input_is_one_line(tmp_path):
   for args, text in [
     (
       ["--proxies=synflow,snipx"],
-      "proxies: ['synflow', 'snipx'] has unknown ['snipx']; choose from: synflow, grad_norm, snip,",
+      "proxies: ['synflow', 'snipx'] has unknown ['snipx']; choose from: synflow, synflow_signed, grad_norm,",
     ),
     (["--dataset=mnist"], "dataset: 'mnist' is unknown; choose one of: cifar10, cifar100, imagenet16"),
     ([f"--cells={tmp_path / 'cells.txt'}"], "line 2: arch_str"),
