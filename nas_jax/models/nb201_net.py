@@ -35,7 +35,9 @@ maps the masked parameters to a cell's specialised network by dropping the absen
 Each conv's and the classifier's output (before any norm) is sown as `intermediates/.../tap` and
 perturbed by `perturbations/.../tap` when that collection is given; a masked edge has `tap1` and
 `tap3`, its fused conv's output times the mask of conv1 and of conv3, one per conv weight (see
-`nas_jax.proxies.nb201_nets`).
+`nas_jax.proxies.nb201_nets`). Each ReLU sows its input's sign pattern and a weight as
+`relu_codes/.../relu` (what NASWOT reads): the weight is how many of the reference's ReLU modules it
+stands for, 1, or for a masked edge's ReLU 1 when a conv is the edge's op and 0 otherwise.
 """
 
 from __future__ import annotations
@@ -144,6 +146,14 @@ def _tap(module: nn.Module, y: jax.Array, name: str = "tap") -> jax.Array:
   return module.perturb(name, y)
 
 
+def _relu(module: nn.Module, x: jax.Array, weight: Any = 1.0) -> jax.Array:
+  """ReLU of `x`, sowing (x > 0, weight) as the module's `relu_codes/relu`."""
+  module.sow(
+    "relu_codes", "relu", (x > 0, jnp.asarray(weight, x.dtype)), init_fn=lambda: None, reduce_fn=lambda _, new: new
+  )
+  return jax.nn.relu(x)
+
+
 class _ConvBn(nn.Module):
   """conv (optionally after ReLU) then batch norm with scale and offset: stem and reduction convs."""
 
@@ -157,7 +167,7 @@ class _ConvBn(nn.Module):
   @nn.compact
   def __call__(self, x: jax.Array) -> jax.Array:
     w, _ = _ConvWeights(self.k, self.c_in, self.c_out, False, name="conv")()
-    y = _tap(self, _conv(jax.nn.relu(x) if self.relu else x, w, None, self.stride))
+    y = _tap(self, _conv(_relu(self, x) if self.relu else x, w, None, self.stride))
     if not self.bn:
       return y
     scale, offset = _NormWeights(self.c_out, name="norm")()
@@ -200,7 +210,7 @@ class _Edge(nn.Module):
       w1, b1 = _ConvWeights(1, self.c, self.c, bias, name="conv1")()
       w = m[_CONV3] * w3.astype(x.dtype) + m[_CONV1] * jnp.pad(w1.astype(x.dtype), ((1, 1), (1, 1), (0, 0), (0, 0)))
       b = m[_CONV3] * b3.astype(x.dtype) + m[_CONV1] * b1.astype(x.dtype) if bias else None
-      y = _conv(jax.nn.relu(x), w, b)
+      y = _conv(_relu(self, x, m[_CONV1] + m[_CONV3]), w, b)
       # One tap per conv weight (fisher pairs each weight with its layer's output): the fused
       # conv's output is conv3's when that op is on, conv1's when it is, and the other tap is 0.
       y = _tap(self, m[_CONV1] * y, "tap1") + _tap(self, m[_CONV3] * y, "tap3")
@@ -220,7 +230,7 @@ class _Edge(nn.Module):
       return nn.avg_pool(x, (3, 3), strides=(1, 1), padding=((1, 1), (1, 1)), count_include_pad=False)
     name = _CONV_OF[self.op]
     w, b = _ConvWeights(1 if self.op == _CONV1 else 3, self.c, self.c, bias, name=name)()
-    y = _tap(self, _conv(jax.nn.relu(x), w, b))
+    y = _tap(self, _conv(_relu(self, x), w, b))
     if self.bn:
       y = _normalise(y)
       if self.affine:
@@ -255,7 +265,7 @@ def _stage(n: int):
   stacked on a leading axis N) keeps the program, and its compile time, the size of one cell's."""
   return nn.scan(
     _Cell,
-    variable_axes={"params": 0, "intermediates": 0, "perturbations": 0},
+    variable_axes={"params": 0, "intermediates": 0, "perturbations": 0, "relu_codes": 0},
     split_rngs={"params": True},
     in_axes=nn.broadcast,
     length=n,
@@ -285,7 +295,7 @@ class Nb201Net(nn.Module):
     if s.bn:
       scale, offset = _NormWeights(c, name="head_norm")()
       h = _normalise(h) * scale + offset
-    h = jnp.mean(jax.nn.relu(h), axis=(1, 2))
+    h = jnp.mean(_relu(self, h), axis=(1, 2))
     return _Dense(c, s.num_classes, name="classifier")(h)
 
 

@@ -15,8 +15,9 @@ reference's Conv2d and Linear weights. Where this differs from the reference:
   (its fan-in), the reference's broadcast to per-parameter arrays before summing;
 - jacob_cov takes the eigenvalues with `eigvalsh` (the correlation matrix is symmetric) where the
   reference uses a general `eig`; a constant Jacobian row gives NaN, as the reference's fallback;
-- NASWOT reads the ReLU codes from the traced program (`relu_codes`), the inputs of every
-  `jax.nn.relu` call, where Mellor et al. hook every ReLU module;
+- NASWOT reads the ReLU codes a network gives (`ProxyNet.codes`, e.g. the NB201 network's sown
+  codes) or else those of its traced program (`relu_codes`), the inputs of every `jax.nn.relu`
+  call, where Mellor et al. hook every ReLU module;
 - float targets (a regression network with one output) use the mean squared error; the reference
   defines the proxies for classification, with cross-entropy.
 """
@@ -147,12 +148,17 @@ def jacob_cov(net: ProxyNet, batch: Batch) -> jax.Array:
 
 def naswot(net: ProxyNet, batch: Batch) -> jax.Array:
   """log |K_H| (Mellor et al.), K_H [B, B] summed over the network's ReLUs of c c^T + (1 - c)(1 - c)^T,
-  c [B, n] the binary codes of a ReLU's inputs: each entry counts the units on which two examples
-  agree. y is not read. Returns [], -inf when K_H is singular (e.g. two identical examples)."""
+  c [B, n] the binary codes of a ReLU's inputs (`net.codes`, each ReLU weighted as it says): each
+  entry counts the units on which two examples agree. y is not read. Returns [], -inf when K_H
+  is singular (e.g. two identical examples)."""
   x, _ = _check("naswot", net, batch, min_batch=2)
-  codes = relu_codes_lib.relu_codes(net.apply, net.params, x)
+  if net.codes is None:
+    pairs = [(c, 1.0) for c in relu_codes_lib.relu_codes(net.apply, net.params, x)]
+  else:
+    pairs = net.codes(net.params, x)
   k = jnp.zeros((x.shape[0], x.shape[0]), jnp.result_type(float))
-  for c in codes:
-    c = c.astype(k.dtype)
-    k = k + c @ c.T + (1.0 - c) @ (1.0 - c).T
+  for c, w in pairs:
+    c, w = c.astype(k.dtype), jnp.asarray(w, k.dtype)
+    agree = jnp.einsum("...bn,...cn->...bc", c, c) + jnp.einsum("...bn,...cn->...bc", 1.0 - c, 1.0 - c)
+    k = k + jnp.tensordot(w, agree, axes=w.ndim)
   return jnp.linalg.slogdet(k)[1]

@@ -69,12 +69,19 @@ def _proxy_net(model: Nb201Net, plain: Nb201Net, params: Any, spec: Nb201Spec, *
     logits, state = model.apply(variables, x, *ops, mutable=["intermediates"])
     return logits, _unstacked(state["intermediates"])
 
+  def codes(p, x):
+    sown = model.apply({"params": _stacked(p)}, x, *ops, mutable=["relu_codes"])[1]["relu_codes"]
+    pairs = jax.tree.leaves(sown, is_leaf=lambda t: isinstance(t, tuple))
+    # a stage stacks its cells' codes [N, B, H, W, C] and weights [N]
+    return [(c.reshape(*w.shape, x.shape[0], -1), w) for c, w in pairs]
+
   return ProxyNet(
     apply=lambda p, x: model.apply({"params": _stacked(p)}, x, *ops),
     params=_unstacked(params),
     plain=lambda p, x: plain.apply({"params": _stacked(p)}, x, *ops),
     tapped=tapped,
     input_shape=(spec.image_size, spec.image_size, 3),
+    codes=codes,
   )
 
 
@@ -85,7 +92,9 @@ def nb201_proxy_net(ops: jax.Array, key: jax.Array, spec: Nb201Spec = Nb201Spec(
   `plain` drops the batch norms of stem, cells and head; the reduction blocks keep theirs, as in
   the reference's BN-free copy (`nb201_net`). `tapped`'s acts are the sown conv and classifier
   outputs, one per conv weight (an edge's `tap1` and `tap3`: its fused conv's output where that
-  conv is its op, zeros otherwise), in a tree shaped like `taps`.
+  conv is its op, zeros otherwise), in a tree shaped like `taps`. `codes` are those of the
+  reference's ReLU modules: one per conv edge (a masked edge's ReLU weighs 1 when a conv is its
+  op, 0 otherwise), two per reduction block and the head's.
   """
   spec = spec._replace(bn=True)
   plain = Nb201Net(spec._replace(bn=False))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 
@@ -25,6 +25,10 @@ class ProxyNet(NamedTuple):
       outputs (each conv and dense layer's, before any norm), `taps` a pytree of the same shapes
       added to them (`None` adds nothing); fisher differentiates with respect to taps at zero.
     input_shape: the shape of one example, `(H, W, C)` or `(D,)`.
+    codes: `(params, x) -> [(codes [..., B, n] bool, weights [...]), ...]`, the sign patterns of
+      the inputs of the network's ReLUs (what NASWOT reads), each weighted by how many ReLUs it
+      stands for (the leading axes stack ReLUs, e.g. the cells of a scanned stage). None: every
+      `jax.nn.relu` in `apply`'s traced program, weight 1 (`nas_jax.proxies.relu_codes`).
   """
 
   apply: Callable[[Any, jax.Array], jax.Array]
@@ -32,6 +36,7 @@ class ProxyNet(NamedTuple):
   plain: Callable[[Any, jax.Array], jax.Array]
   tapped: Callable[[Any, jax.Array, Any], tuple[jax.Array, Any]]
   input_shape: tuple[int, ...]
+  codes: Optional[Callable[[Any, jax.Array], list[tuple[jax.Array, jax.Array]]]] = None
 
 
 def is_weight(leaf: Any) -> bool:

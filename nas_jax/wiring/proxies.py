@@ -10,9 +10,7 @@ from nas_jax.proxies.proxy import Proxy, Reads
 
 __all__ = ["PROXIES", "NB201_DATASETS", "proxies_of", "nb201_spec_of"]
 
-# name -> the proxy; `Proxy.needs_data` says whether it reads a batch. NASWOT is not here: it reads
-# the codes of every ReLU the program runs, and the masked network runs one on every edge inside a
-# scanned stage (measures.naswot scores layer-graph networks, `proxies.arch_nets`).
+# name -> the proxy; `Proxy.needs_data` says whether it reads a batch.
 PROXIES = {
   "synflow": Proxy(data_free.synflow, Reads.NET),
   "synflow_signed": Proxy(data_free.synflow_signed, Reads.NET),
@@ -21,6 +19,7 @@ PROXIES = {
   "grasp": Proxy(measures.grasp, Reads.BATCH),
   "fisher": Proxy(measures.fisher, Reads.BATCH),
   "jacob_cov": Proxy(measures.jacob_cov, Reads.BATCH),
+  "naswot": Proxy(measures.naswot, Reads.BATCH),
   "params": Proxy(nb201_params, Reads.CELL),
   "flops": Proxy(nb201_flops, Reads.CELL),
 }

@@ -192,3 +192,36 @@ def test_bad_batches_get_one_line_naming_the_argument(batch, match):
   net = _softmax_regression(np.ones((D, K)))
   with pytest.raises(ValueError, match=match):
     measures.jacob_cov(net, batch)
+
+
+NB201 = dict(channels=2, cells_per_stage=1, num_classes=3, image_size=8)
+
+
+def _nb201_naswot(cell, *, specialised):
+  from nas_jax.models.nb201_net import Nb201Spec
+  from nas_jax.proxies.nb201_nets import nb201_proxy_net, nb201_specialised_proxy_net
+
+  spec, key = Nb201Spec(**NB201), jax.random.key(2)
+  x = jax.random.normal(jax.random.key(1), (5, 8, 8, 3))
+  net = nb201_specialised_proxy_net(cell, key, spec) if specialised else nb201_proxy_net(cell, key, spec)
+  units = sum(jnp.sum(w) * c.shape[-1] for c, w in net.codes(net.params, x))
+  return measures.naswot(net, (x, jnp.zeros(5, jnp.int32))), units
+
+
+def test_naswot_of_the_masked_nb201_network_counts_the_relus_of_its_conv_edges():
+  masked = jax.jit(lambda ops: _nb201_naswot(ops, specialised=False))
+  for cell in [(0, 2, 4, 1, 3, 0), (3, 3, 3, 3, 3, 3), (1, 4, 0, 0, 4, 1)]:
+    score, units = masked(jnp.array(cell))
+    # the reference's ReLU modules: one per conv edge in each of 3 stages (on C * HW units: 2 * 64,
+    # 4 * 16, 8 * 4), two per reduction block (its input's and its first conv's) and the head's
+    convs = sum(op in (2, 3) for op in cell)
+    assert int(units) == convs * (128 + 64 + 32) + (128 + 4 * 16) + (64 + 8 * 4) + 32
+    assert np.isfinite(score)
+
+
+@pytest.mark.slow  # a compile per cell
+def test_naswot_of_the_masked_nb201_network_equals_the_specialised_ones():
+  masked = jax.jit(lambda ops: _nb201_naswot(ops, specialised=False))
+  for cell in [(0, 2, 4, 1, 3, 0), (3, 3, 3, 3, 3, 3)]:
+    special = jax.jit(lambda: _nb201_naswot(cell, specialised=True))()
+    np.testing.assert_allclose(masked(jnp.array(cell)), special, rtol=1e-9)
