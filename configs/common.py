@@ -73,7 +73,7 @@ def add_proxy(c: ml_collections.ConfigDict, tokens) -> ml_collections.ConfigDict
       # A CSV of arch_str and one column per proxy (launch/proxies.py --dataset=D --out=...);
       # {dataset} stands for config.task.dataset.
       "path": "runs/proxies/nb201_{dataset}.csv",
-      "column": "synflow",
+      "column": "synflow_signed",  # launch/proxies.py --proxies=synflow_signed --width=4
       "seconds_per_score": 0.0,  # what one score costs: 1 / the scorer's cells per second
       "warmup_n": 1000 if "zc_warmup" in tokens else 0,  # (a) the best warmup_k of warmup_n random cells
       "warmup_k": 10 if "zc_warmup" in tokens else 0,
