@@ -16,7 +16,7 @@ Rho: for each dataset, the scores of every proxy in --scores (a CSV of launch/pr
 rho against `<ds>_valid_acc` (the paper's Table 1 uses final validation accuracy: synflow 0.737 /
 0.763 / 0.751) and the test accuracy.
 
-  taskset -c 0,1 python benchmarks/bench_proxies.py [--speed_cells=8] [--rho] [--rho_cells=0]
+  taskset -c 0,1 python benchmarks/bench_proxies.py [--speed_cells=16] [--rho] [--rho_cells=0]
       [--scores=runs/proxies/nb201_{dataset}.csv --scores_command="python launch/proxies.py ..."]
 """
 
@@ -42,7 +42,7 @@ from nas_jax.wiring import proxies as wiring  # noqa: E402
 from nas_jax.wiring.proxy_sources import read_proxy_column  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("speed_cells", 8, "Cells in the speed comparison.", lower_bound=1)
+flags.DEFINE_integer("speed_cells", 16, "Cells in the speed comparison (best a multiple of --batch_size).", lower_bound=1)
 flags.DEFINE_string("dataset", "cifar10", "The network of the speed comparison.")
 flags.DEFINE_bool("rho", False, "Also score cells on the three datasets and report Spearman rho.")
 flags.DEFINE_integer("rho_cells", 0, "Cells drawn uniformly for rho; 0 = all 15,625.", lower_bound=0)
