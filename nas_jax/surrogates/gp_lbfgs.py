@@ -1,5 +1,8 @@
 """GP hyper-parameters by L-BFGS: maximum likelihood from a few starts, each run to convergence in
 one jitted while_loop, the box held by a smooth bijection (an alternative to gp_fit.fit_map).
+The objective is `gp_lml.log_marginal_likelihood`: gp's value with its gradient in closed form,
+which with project=True is the gradient of the projected likelihood itself, so that the line
+search sees a gradient consistent with the values it compares.
 """
 
 import functools
@@ -10,7 +13,7 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from nas_jax.surrogates import gp
+from nas_jax.surrogates import gp, gp_lml
 from nas_jax.surrogates.gp_fit import Box, FitResult, check_counts, sample_box, validate_fit_args
 
 __all__ = ["Lbfgs", "fit_lbfgs", "lbfgs"]
@@ -97,7 +100,7 @@ def _fit_lbfgs(key, box, pair, y, mask, starts, *, n_starts, max_iter, gtol, fto
     return jax.scipy.special.logit(jnp.clip(frac, _EDGE, 1.0 - _EDGE))
 
   def lml(theta):
-    return gp.log_marginal_likelihood(unravel(theta), pair, y, mask, project=project)
+    return gp_lml.log_marginal_likelihood(unravel(theta), pair, y, mask, project=project)
 
   fresh = sample_box(key, box, n_starts) if n_starts else None
   batches = [s for s in (starts, fresh) if s is not None]
@@ -133,7 +136,7 @@ def fit_lbfgs(
 ) -> tuple[FitResult, jax.Array]:
   """Maximum-likelihood hyper-parameters by L-BFGS from given and fresh starts.
 
-  Each start runs L-BFGS (optax's, with its zoom line search) on -log p(z | hypers) in the
+  Each start runs L-BFGS (optax's, with its zoom line search) on -log p(z | hypers) (gp_lml) in the
   dtype of y (float64 under x64), in unconstrained coordinates u with
   log-hyper = lower + (upper - lower) sigmoid(u), so the box holds without projection and a
   fixed leaf (lower == upper) stays put. The starts run one after another in one program
