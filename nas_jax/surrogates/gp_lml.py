@@ -46,8 +46,14 @@ def _eigen_parts(k, noise, z, mask):
 
 def _clip_divided_differences(w, real):
   """F_ij = (max(w_i, 0) - max(w_j, 0)) / (w_i - w_j), the derivative of max(., 0) where w_i = w_j:
-  1 if both are positive, 0 if neither is, w_+ / (w_+ - w_-) across the sign (never 0 / 0)."""
-  pos = (w > 0) & real
+  1 if both are positive, 0 if neither is, w_+ / (w_+ - w_-) across the sign (never 0 / 0).
+
+  An eigenvalue within rounding of 0 (|w| <= C eps max|w|) counts as positive: a PSD matrix has
+  many such, of either sign by chance, and clipping one moves the value by no more than rounding,
+  while a slope of 0 for it would make the gradient jump at every step.
+  """
+  tol = w.shape[0] * jnp.finfo(w.dtype).eps * jnp.max(jnp.where(real, jnp.abs(w), 0.0))
+  pos = (w > -tol) & real
   wi, wj = w[:, None], w[None, :]
   across = pos[:, None] != pos[None, :]
   gap = jnp.where(across, wi - wj, 1.0)
