@@ -17,7 +17,8 @@ lower than the better Adam fit minus 1e-6 relative.
 --nb201 fits NASBOT's GP on NAS-Bench-201 cells (OTMANN distances from the featurizer NASBOT
 uses, CIFAR-10 validation accuracies): a history of --nb201_sizes cells, 10 drawn at random and
 then, like a search that has found the good region, 60% from the best fifth of the table and the
-rest at random; each prefix is padded to the GP's capacity as a search pads it. At each size and
+rest at random; each prefix is padded as a search pads it: to a power of two for Adam, to the
+config's `fit_step` for L-BFGS. Both fits are scored on the power-of-two padding. At each size and
 for --seeds keys it fits by the paper's code's fit (Adam, 16 starts x 200 steps, gp_fit.fit_map,
 `configs/nasbot_nb201.py:adam`) and by the fitter of configs/nasbot_nb201.py (L-BFGS on the
 closed-form gradient of gp_lml), from the same starts: seconds, final log-likelihoods, the ratio
@@ -143,27 +144,34 @@ def nb201_data(path: str, n: int, seed: int = 0):
   return np.asarray(pair.d), np.asarray(pair.d_bar), table.valid[chosen]
 
 
+def _padded_nb201(d, d_bar, valid, n: int, c: int) -> tuple:
+  """(pair, y, mask) of the first n cells padded to c slots."""
+  pad = ((0, 0), (0, c - n), (0, c - n))
+  pair = pairwise.otmann_pair(np.pad(d[:, :n, :n], pad), np.pad(d_bar[:, :n, :n], pad))
+  return pair, jnp.asarray(np.pad(valid[:n], (0, c - n))), jnp.arange(c) < n
+
+
 def compare_nb201(path: str, sizes: list, seeds: int) -> None:
   """The paper's Adam fit against NASBOT's L-BFGS fit on NB201 histories; prints and records."""
   box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR)))
   d, d_bar, valid = nb201_data(path, max(sizes))
-  options = nasbot_nb201.get_config().strategy_config.surrogate_config.fitter_config.to_dict()
+  surrogate_config = nasbot_nb201.get_config().strategy_config.surrogate_config
+  options, step = surrogate_config.fitter_config.to_dict(), surrogate_config.fit_step
   fitters = {
     "adam 16x200": lambda k, p, y, m: gp_fit.fit_map(k, box, p, y, m, n_starts=16, steps=200, project=True).hypers,
     f"lbfgs {options['n_starts']} starts": lambda k, p, y, m: (
       gp_lbfgs.fit_lbfgs(k, box, p, y, m, project=True, **options)[0].hypers
     ),
   }
-  print(f"L-BFGS options of configs/nasbot_nb201.py: {options}")
+  print(f"L-BFGS options of configs/nasbot_nb201.py: {options}, on a multiple of {step} slots")
   adam_name, lbfgs_name = fitters
   print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
   print(f"cpu affinity {len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()} at start")
   figures, least = {}, {}
   for n in sizes:
-    c = next_power_of_two(n, 16)
-    pad = ((0, 0), (0, c - n), (0, c - n))
-    pair = pairwise.otmann_pair(np.pad(d[:, :n, :n], pad), np.pad(d_bar[:, :n, :n], pad))
-    y, mask = jnp.asarray(np.pad(valid[:n], (0, c - n))), jnp.arange(c) < n
+    c = next_power_of_two(n, 16)  # the search's capacity, where Adam fits; L-BFGS fits on `tight`
+    tight = min(c, -(-n // step) * step)
+    data = {adam_name: _padded_nb201(d, d_bar, valid, n, c), lbfgs_name: _padded_nb201(d, d_bar, valid, n, tight)}
     seconds = {name: [] for name in fitters}
     lml = {name: [] for name in fitters}
     compile_s = {}
@@ -172,19 +180,19 @@ def compare_nb201(path: str, sizes: list, seeds: int) -> None:
       for name, fit in fitters.items():
         if name not in compile_s:  # the first call compiles (and runs once)
           t0 = time.perf_counter()
-          jax.block_until_ready(fit(key, pair, y, mask))
+          jax.block_until_ready(fit(key, *data[name]))
           compile_s[name] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        hypers = jax.block_until_ready(fit(key, pair, y, mask))
+        hypers = jax.block_until_ready(fit(key, *data[name]))
         seconds[name].append(time.perf_counter() - t0)
-        lml[name].append(float(gp.log_marginal_likelihood(hypers, pair, y, mask, project=True)))
+        lml[name].append(float(gp.log_marginal_likelihood(hypers, *data[adam_name], project=True)))
     load = os.getloadavg()
     ratio = statistics.median(seconds[adam_name]) / statistics.median(seconds[lbfgs_name])
     gain = np.asarray(lml[lbfgs_name]) - np.asarray(lml[adam_name])
     for name in fitters:
       med = statistics.median(seconds[name])
       print(
-        f"n = {n:3d} (C = {c:3d}) {name:16s}: median {med:7.2f} s (first call with compile"
+        f"n = {n:3d} (C = {c:3d}, fitted on {len(data[name][1])}) {name:16s}: median {med:7.2f} s (first call with compile"
         f" {compile_s[name]:.1f} s), log-likelihood per seed {np.round(lml[name], 3).tolist()}"
       )
       figures[f"n={n} (C={c}), {name}, median (s)"] = round(med, 3)
