@@ -13,6 +13,19 @@ distances at each size by Adam with today's NASBOT settings (16 starts x 200 ste
 of the bo configs) and by L-BFGS from --lbfgs_starts starts, all from one key: seconds (compile
 apart), the final log-likelihood, the ratios and the load average; it asserts that L-BFGS ends no
 lower than the better Adam fit minus 1e-6 relative.
+
+--nb201 fits NASBOT's GP on NAS-Bench-201 cells (OTMANN distances from the featurizer NASBOT
+uses, CIFAR-10 validation accuracies): a history of --nb201_sizes cells, 10 drawn at random and
+then, like a search that has found the good region, 60% from the best fifth of the table and the
+rest at random; each prefix is padded as a search pads it: to a power of two for Adam, to the
+config's `fit_step` for L-BFGS. Both fits are scored on the power-of-two padding. At each size and
+for --seeds keys it fits by the paper's code's fit (Adam, 16 starts x 200 steps, gp_fit.fit_map,
+`configs/nasbot_nb201.py:adam`) and by the fitter of configs/nasbot_nb201.py (L-BFGS on the
+closed-form gradient of gp_lml), from the same starts: seconds, final log-likelihoods, the ratio
+of the times, the least gain in log-likelihood and the load. It asserts no loss over 0.01.
+
+  taskset -c 0,1 python benchmarks/bench_gp.py --nb201 [--nb201_sizes=60,120,150] [--seeds=3]
+    [--path=../shared/data/nasbench201]
 """
 
 import argparse
@@ -33,7 +46,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import record  # noqa: E402
-from nas_jax.features import pairwise  # noqa: E402
+from configs import nasbot_nb201  # noqa: E402
+from nas_jax.arch.architecture import next_power_of_two  # noqa: E402
+from nas_jax.features import featurizers, pairwise  # noqa: E402
+from nas_jax.tasks import tabular  # noqa: E402
+from nas_jax.wiring import config as search_config  # noqa: E402
 from nas_jax.surrogates import gp, gp_fit, gp_lbfgs, kernels  # noqa: E402
 
 NU_STR = (0.1, 0.2, 0.4, 0.8)
@@ -106,6 +123,92 @@ def compare_fitters(sizes: list, repeats: int, lbfgs_starts: int) -> None:
   record.write("bench_gp_fitters", f"NASBOT GP fit, Adam vs L-BFGS, C = {sizes}", figures)
 
 
+def nb201_data(path: str, n: int, seed: int = 0):
+  """The OTMANN pair (d, d_bar [n_nu, n, n]) and validation accuracies [n] of n NB201 cells: 10 at
+  random, then 60% from the best fifth of the table and the rest at random (module docstring)."""
+  config = nasbot_nb201.get_config()
+  config.task.path = path
+  space, _, _ = search_config.build_search(config)
+  table = tabular.load_nb201(path, "cifar10")
+  rng = np.random.default_rng(seed)
+  rows = len(table.arch_strs)
+  best_fifth = np.argsort(-table.valid)[: rows // 5]
+  chosen = [int(i) for i in rng.choice(rows, 10, replace=False)]
+  while len(chosen) < n:
+    i = int(rng.choice(best_fifth) if rng.uniform() < 0.6 else rng.integers(rows))
+    if i not in chosen:
+      chosen.append(i)
+  points = [space.from_json({"arch_str": table.arch_strs[i], "kind": "nb201"}) for i in chosen]
+  featurizer = featurizers.otmann()(space)
+  pair, _ = featurizer.pairs(featurizer.extend(featurizer.init([]), points), points, [])
+  return np.asarray(pair.d), np.asarray(pair.d_bar), table.valid[chosen]
+
+
+def _padded_nb201(d, d_bar, valid, n: int, c: int) -> tuple:
+  """(pair, y, mask) of the first n cells padded to c slots."""
+  pad = ((0, 0), (0, c - n), (0, c - n))
+  pair = pairwise.otmann_pair(np.pad(d[:, :n, :n], pad), np.pad(d_bar[:, :n, :n], pad))
+  return pair, jnp.asarray(np.pad(valid[:n], (0, c - n))), jnp.arange(c) < n
+
+
+def compare_nb201(path: str, sizes: list, seeds: int) -> None:
+  """The paper's Adam fit against NASBOT's L-BFGS fit on NB201 histories; prints and records."""
+  box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR)))
+  d, d_bar, valid = nb201_data(path, max(sizes))
+  surrogate_config = nasbot_nb201.get_config().strategy_config.surrogate_config
+  options, step = surrogate_config.fitter_config.to_dict(), surrogate_config.fit_step
+  fitters = {
+    "adam 16x200": lambda k, p, y, m: gp_fit.fit_map(k, box, p, y, m, n_starts=16, steps=200, project=True).hypers,
+    f"lbfgs {options['n_starts']} starts": lambda k, p, y, m: (
+      gp_lbfgs.fit_lbfgs(k, box, p, y, m, project=True, **options)[0].hypers
+    ),
+  }
+  print(f"L-BFGS options of configs/nasbot_nb201.py: {options}, on a multiple of {step} slots")
+  adam_name, lbfgs_name = fitters
+  print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
+  print(f"cpu affinity {len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()} at start")
+  figures, least = {}, {}
+  for n in sizes:
+    c = next_power_of_two(n, 16)  # the search's capacity, where Adam fits; L-BFGS fits on `tight`
+    tight = min(c, -(-n // step) * step)
+    data = {adam_name: _padded_nb201(d, d_bar, valid, n, c), lbfgs_name: _padded_nb201(d, d_bar, valid, n, tight)}
+    seconds = {name: [] for name in fitters}
+    lml = {name: [] for name in fitters}
+    compile_s = {}
+    for seed in range(seeds):
+      key = jax.random.key(seed)
+      for name, fit in fitters.items():
+        if name not in compile_s:  # the first call compiles (and runs once)
+          t0 = time.perf_counter()
+          jax.block_until_ready(fit(key, *data[name]))
+          compile_s[name] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        hypers = jax.block_until_ready(fit(key, *data[name]))
+        seconds[name].append(time.perf_counter() - t0)
+        lml[name].append(float(gp.log_marginal_likelihood(hypers, *data[adam_name], project=True)))
+    load = os.getloadavg()
+    ratio = statistics.median(seconds[adam_name]) / statistics.median(seconds[lbfgs_name])
+    gain = np.asarray(lml[lbfgs_name]) - np.asarray(lml[adam_name])
+    for name in fitters:
+      med = statistics.median(seconds[name])
+      print(
+        f"n = {n:3d} (C = {c:3d}, fitted on {len(data[name][1])}) {name:16s}: median {med:7.2f} s (first call with compile"
+        f" {compile_s[name]:.1f} s), log-likelihood per seed {np.round(lml[name], 3).tolist()}"
+      )
+      figures[f"n={n} (C={c}), {name}, median (s)"] = round(med, 3)
+      figures[f"n={n} (C={c}), {name}, log-likelihoods"] = [round(v, 4) for v in lml[name]]
+    print(
+      f"n = {n:3d} {adam_name} / {lbfgs_name} = {ratio:.1f}x; log-likelihood gain of L-BFGS per seed"
+      f" {np.round(gain, 3).tolist()} (min {gain.min():+.3f}); load average {load}"
+    )
+    figures[f"n={n} (C={c}), {adam_name} / {lbfgs_name}"] = f"{ratio:.1f}x"
+    figures[f"n={n} (C={c}), least log-likelihood gain of L-BFGS"] = round(float(gain.min()), 4)
+    figures[f"n={n} (C={c}), load average"] = [round(v, 2) for v in load]
+    least[n] = float(gain.min())
+  record.write("bench_gp_nb201", f"NASBOT GP fit on NB201 cells, Adam vs L-BFGS, n = {sizes}", figures)
+  assert min(least.values()) >= -0.01, least
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--n", type=int, default=200)
@@ -115,7 +218,14 @@ def main():
   parser.add_argument("--fitters", action="store_true", help="Adam against L-BFGS instead")
   parser.add_argument("--sizes", default="100,500", help="--fitters: the sizes C")
   parser.add_argument("--lbfgs_starts", type=int, default=4, help="--fitters: L-BFGS starts")
+  parser.add_argument("--nb201", action="store_true", help="Adam against L-BFGS on NB201 cells instead")
+  parser.add_argument("--nb201_sizes", default="60,120,150", help="--nb201: history sizes n")
+  parser.add_argument("--seeds", type=int, default=3, help="--nb201: keys per size")
+  parser.add_argument("--path", default="../shared/data/nasbench201", help="--nb201: the NB201 tables")
   args = parser.parse_args()
+  if args.nb201:
+    compare_nb201(args.path, [int(v) for v in args.nb201_sizes.split(",")], args.seeds)
+    return
   if args.fitters:
     compare_fitters([int(v) for v in args.sizes.split(",")], args.repeats, args.lbfgs_starts)
     return

@@ -227,3 +227,24 @@ def test_a_search_under_a_parameter_budget_evaluates_nothing_above_it(tmp_path, 
   summary = json.loads((tmp_path / loop.SUMMARY).read_text())
   assert summary["objectives"] == [["value", task.goal], ["params", "min"], ["flops", "min"]]
   assert summary["pareto_front"] and {m["trial_id"] for m in summary["pareto_front"]} <= {o.trial_id for o in done}
+
+
+@pytest.mark.slow  # two NB201 smoke searches with the L-BFGS fit (~20 s)
+def test_the_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(tmp_path):
+  """The default NASBOT fit (L-BFGS) is a function of the journal: a search stopped after 12
+  evaluations and resumed proposes the cells, with the same acquisition values, that an
+  uninterrupted one does."""
+  path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
+  whole, cut = smoke(path, tmp_path / "whole"), smoke(path, tmp_path / "cut")
+  _skip_without_data(whole)
+  assert whole.strategy_config.surrogate_config.fitter == "lbfgs"
+  done = config_lib.search_from_config(whole, progress=False)
+  cut.budget = 12
+  config_lib.search_from_config(cut, progress=False)
+  cut.budget = whole.budget
+  resumed = config_lib.search_from_config(cut, progress=False)
+  strip = lambda obs: [
+    (o.trial_id, o.arch_json["arch_str"], o.value, o.info["strategy"].get("acquisition")) for o in obs
+  ]
+  assert strip(resumed) == strip(done)
+  assert sum(o.info["strategy"].get("origin") == "ei" for o in done) >= 3  # the GP proposed some

@@ -1,5 +1,8 @@
 """GP hyper-parameters by L-BFGS: maximum likelihood from a few starts, each run to convergence in
 one jitted while_loop, the box held by a smooth bijection (an alternative to gp_fit.fit_map).
+The objective is `gp_lml.log_marginal_likelihood`: gp's value with its gradient in closed form,
+which with project=True is the gradient of the projected likelihood itself, so that the line
+search sees a gradient consistent with the values it compares.
 """
 
 import functools
@@ -10,11 +13,18 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from nas_jax.surrogates import gp
+from nas_jax.surrogates import gp, gp_lml
 from nas_jax.surrogates.gp_fit import Box, FitResult, check_counts, sample_box, validate_fit_args
 
 __all__ = ["Lbfgs", "fit_lbfgs", "lbfgs"]
 
+# Evaluations per line search at most. The projected likelihood has kinks where an eigenvalue of
+# the kernel matrix crosses 0; there the zoom search can meet its curvature condition on neither
+# side and would spend optax's default budget (20) on one iteration, where the next iteration
+# from the best point found does better. A step too short grows 8-fold, so that six evaluations
+# still reach far from a start where the sigmoid of the box flattens the gradient.
+_LINESEARCH_STEPS = 6
+_GROWTH = 8.0
 # A start on the box's edge maps to this fraction of the width inside it: the sigmoid reaches
 # neither end, and from here the start's own gradient can still move it.
 _EDGE = 1e-6
@@ -57,8 +67,10 @@ def lbfgs(
 
 
 def _run(u0, neg_lml, *, max_iter, gtol, ftol, memory_size):
-  """L-BFGS with optax's zoom line search from u0 [D] until converged or max_iter: u [D]."""
-  opt = optax.lbfgs(memory_size=memory_size)
+  """L-BFGS with optax's zoom line search (at most _LINESEARCH_STEPS evaluations each) from u0 [D]
+  until converged or max_iter: u [D]."""
+  linesearch = optax.scale_by_zoom_linesearch(_LINESEARCH_STEPS, increase_factor=_GROWTH, initial_guess_strategy="one")
+  opt = optax.lbfgs(memory_size=memory_size, linesearch=linesearch)
   value_and_grad = optax.value_and_grad_from_state(neg_lml)
 
   def searching(carry):
@@ -97,7 +109,7 @@ def _fit_lbfgs(key, box, pair, y, mask, starts, *, n_starts, max_iter, gtol, fto
     return jax.scipy.special.logit(jnp.clip(frac, _EDGE, 1.0 - _EDGE))
 
   def lml(theta):
-    return gp.log_marginal_likelihood(unravel(theta), pair, y, mask, project=project)
+    return gp_lml.log_marginal_likelihood(unravel(theta), pair, y, mask, project=project)
 
   fresh = sample_box(key, box, n_starts) if n_starts else None
   batches = [s for s in (starts, fresh) if s is not None]
@@ -133,7 +145,7 @@ def fit_lbfgs(
 ) -> tuple[FitResult, jax.Array]:
   """Maximum-likelihood hyper-parameters by L-BFGS from given and fresh starts.
 
-  Each start runs L-BFGS (optax's, with its zoom line search) on -log p(z | hypers) in the
+  Each start runs L-BFGS (optax's, with its zoom line search) on -log p(z | hypers) (gp_lml) in the
   dtype of y (float64 under x64), in unconstrained coordinates u with
   log-hyper = lower + (upper - lower) sigmoid(u), so the box holds without projection and a
   fixed leaf (lower == upper) stays put. The starts run one after another in one program

@@ -11,7 +11,8 @@ picks the kernel its featurizer's pairs need:
 The train points are the successful observations followed by the points pending evaluation; the
 pending ones are hallucinated by one rule for every surrogate (kriging believer: observed at the
 real model's mean), and `pred_p` is the prediction of the model that holds them. Every padded size
-is a power of two, so a growing history compiles O(log n) times.
+is a power of two, so a growing history compiles O(log n) times; a GP built with `fit_step` = k
+fits its hyper-parameters on the observations padded to a multiple of k instead.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class PointModel(NamedTuple):
     min_train, min_candidates: the smallest padded sizes of the train and candidate sets.
     target_offset: None to model scores; a number c to model c - score (BANANAS' val error with
       c = 100, Auto-Keras' cost with c = 1), predictions being mapped back to scores.
+    fit_step: 0 to fit at the train capacity; k > 0 to fit (when no point is pending) on the
+      observations padded to a multiple of k below it, then condition at the train capacity
+      (`fit`).
   """
 
   name: str
@@ -76,6 +80,7 @@ class PointModel(NamedTuple):
   min_train: int
   min_candidates: int
   target_offset: float | None
+  fit_step: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +151,7 @@ def gp(
   warm_steps: int = 20,
   fitter: Any = None,
   target_offset: float | None = None,
+  fit_step: int = 0,
 ) -> SurrogatePart:
   """A GP with fitted hyper-parameters (maximum likelihood, or posterior samples).
 
@@ -160,7 +166,13 @@ def gp(
     fitter: None for the Adam fit; `gp_lbfgs.lbfgs(...)` for L-BFGS to convergence from its own
       few starts (n_starts and fit_steps then unused; warm_steps caps a refit's iterations).
     target_offset: None to model scores; c to model c - score (BANANAS' val error, c = 100).
+    fit_step: 0, or k > 0 to fit on the observations padded to a multiple of k rather than to
+      the train capacity, a power of two (`PointModel.fit_step`): a fit costs the cube of its
+      padded size, and the power of two can waste up to 8x of it, for one more compiled fit per
+      k new observations.
   """
+  if isinstance(fit_step, bool) or not isinstance(fit_step, int) or fit_step < 0:
+    raise ValueError(f"gp: fit_step={fit_step!r}; expected an int >= 0 (0: fit at the train capacity)")
   shape = {k: v for k, v in (("kernel", kernel), ("p", p), ("p_bar", p_bar), ("ard", ard)) if v is not None}
   if box is not None and shape:
     raise ValueError(f"gp: box excludes the options {sorted(shape)}; the box fixes the kernel")
@@ -178,7 +190,7 @@ def gp(
     except TypeError as e:  # an option this featurizer's kernel does not take
       raise ValueError(f"gp on {featurizer.name!r} features: {e}") from None
     surrogate = surrogate_of(b, featurizer.pair_type is OtmannPair)
-    return PointModel("gp", featurizer, surrogate, False, 16, 8, target_offset)
+    return PointModel("gp", featurizer, surrogate, False, 16, 8, target_offset, fit_step)
 
   return build
 
@@ -236,7 +248,9 @@ def fit(
 
   Every train point must be in `cache` (`featurizer.extend` it with the pending points first).
   With `warm` (an earlier fit of this model), the surrogate's `refit` starts from its
-  hyper-parameters instead of a full fit (GPs with fitted hyper-parameters only).
+  hyper-parameters instead of a full fit (GPs with fitted hyper-parameters only). With
+  `model.fit_step` and no pending point, the full fit runs on the observations padded to a
+  multiple of fit_step, and the surrogate's `condition` puts them on the train capacity.
   """
   if warm is not None and model.surrogate.refit is None:
     raise ValueError(f"fit: warm given, but surrogate {model.name!r} has no warm refit (a GP with fitted hypers has)")
@@ -255,7 +269,11 @@ def fit(
     )
   slots = np.arange(c)
   ok, pending = jnp.asarray(slots < n_ok), jnp.asarray((slots >= n_ok) & (slots < n))
-  if warm is None:
+  tight = min(c, -(-n_ok // model.fit_step) * model.fit_step) if model.fit_step else c
+  if warm is None and n == n_ok and tight < c:  # the fit on fewer slots, conditioned on all c
+    small = model.surrogate.fit(key, _inputs(model, pair, tight, tight), jnp.asarray(y[:tight]), ok[:tight])
+    state = model.surrogate.condition(small, inputs, jnp.asarray(y), ok)
+  elif warm is None:
     state = model.surrogate.fit(key, inputs, jnp.asarray(y), ok)
   else:
     state = model.surrogate.refit(key, warm.state, inputs, jnp.asarray(y), ok)

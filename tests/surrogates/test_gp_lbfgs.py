@@ -148,3 +148,26 @@ def test_configs_name_the_fitter_and_get_one_clear_line_for_a_wrong_one():
     with pytest.raises(ValueError, match=message):
       parts.make_strategy(name, config, nb201_space(), types.SimpleNamespace(goal="max", objectives=()))
   assert parts.FITTERS["lbfgs"](n_starts=2, max_iter=7) == gp_lbfgs.Lbfgs(2, 7)
+
+
+@pytest.mark.slow  # a compile of its own (~12 s on 2 cores)
+def test_on_a_kernel_that_is_not_psd_every_start_climbs_reproducibly():
+  """OTMANN distances need not be a metric, so NASBOT's Gram matrix has negative eigenvalues and
+  the likelihood is that of its projection, with kinks where an eigenvalue crosses 0."""
+  rng = np.random.default_rng(3)
+  n = 16
+  raw = np.triu(rng.uniform(100.0, 1000.0, (n, n)), 1)
+  x = rng.uniform(0.0, 1.0, (n, 4))
+  d = np.stack([(1.0 + nu) * (raw + raw.T) for nu in NU_STR])
+  d_bar = np.stack([np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1)) / (1.0 + nu) for nu in NU_STR])
+  pair, y, mask = pairwise.otmann_pair(d, d_bar), jnp.asarray(x[:, 0] + 0.1 * rng.normal(size=n)), jnp.ones(n, bool)
+  box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR), beta=(1e-5, 1e-3)))
+  key = jax.random.key(5)
+  starts = gp_fit.sample_box(key, box, 4)
+  kernels_at_starts = jax.vmap(lambda h: h.kernel(pair))(starts)
+  assert np.any(np.linalg.eigvalsh(np.asarray(kernels_at_starts)).min(-1) < -1e-6)  # not PSD
+  result, _ = gp_lbfgs.fit_lbfgs(key, box, pair, y, mask, n_starts=4, project=True)
+  assert np.all(np.asarray(result.lml) >= np.asarray(_lml(starts, pair, y, mask)))
+  again, _ = gp_lbfgs.fit_lbfgs(key, box, pair, y, mask, n_starts=4, project=True)
+  for a, b in zip(jax.tree.leaves(result.hypers), jax.tree.leaves(again.hypers)):
+    np.testing.assert_array_equal(a, b)

@@ -105,3 +105,25 @@ def test_bad_pairings_are_refused_by_name(surrogate, featurizer, match):
   space = conditional_space() if featurizer in (F.arc(), F.poor_man()) else NB201
   with pytest.raises(ValueError, match=match):
     surrogate()(featurizer(space))
+
+
+def test_a_fit_on_fewer_padded_slots_predicts_as_the_fit_at_the_capacity():
+  """fit_step: 9 observations (capacity 16) are fitted on 12 slots, then conditioned on 16; Adam's
+  path is the same up to rounding, so the predictions are too."""
+  feats = F.encoding("path")(NB201)
+  tight = pm.gp(n_starts=2, fit_steps=10, fit_step=4)(feats)
+  full = pm.gp(n_starts=2, fit_steps=10)(feats)
+  a, b = _fit(tight, n_ok=9), _fit(full, n_ok=9)
+  assert a.capacity == b.capacity == 16 and a.state.posterior.chol.shape == (1, 16, 16)
+  pa, _ = pm.predict(a, CELLS[9:])
+  pb, _ = pm.predict(b, CELLS[9:])
+  np.testing.assert_allclose(np.asarray(pa.mean), np.asarray(pb.mean), rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(pa.std), np.asarray(pb.std), rtol=1e-6)
+  train = CELLS[:9]  # the hyper-parameters are those of the fit on 12 slots
+  pair, _ = feats.pairs(feats.init(train), train, [])
+  y = jnp.asarray(np.concatenate([SCORES[:9], np.zeros(3)]))
+  on_12 = tight.surrogate.fit(jax.random.key(1), pair.pad(12, 12), y, jnp.arange(12) < 9)
+  for got, want in zip(jax.tree.leaves(a.state.posterior.hypers), jax.tree.leaves(on_12.posterior.hypers)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  with pytest.raises(ValueError, match=r"gp: fit_step=-1; expected an int >= 0"):
+    pm.gp(fit_step=-1)

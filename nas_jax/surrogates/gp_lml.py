@@ -1,0 +1,118 @@
+"""The GP log marginal likelihood with its gradient in closed form: one factorisation per evaluation.
+
+`gp.log_marginal_likelihood` differentiates by autodiff through the Cholesky (and, for kernels
+that are not PSD, passes the gradient straight through the eigenvalue clipping, which is exact
+only where the Gram matrix is already PSD). Here the value is the same, and the gradient comes
+from the one factorisation the value needs, via dL/dG = (alpha alpha^T - G^-1) / 2 (Rasmussen &
+Williams eq. 5.9), G the Gram matrix with noise:
+
+- project=False: one jittered Cholesky; G^-1 from its triangular factor.
+- project=True: one eigendecomposition K = V diag(w) V^T of the masked kernel matrix. It gives
+  G = V diag(max(w, 0) + noise) V^T, so the value and G^-1 need no Cholesky, and the derivative
+  of the clipping itself (Daleckii-Krein: dP = V (F o V^T dK V) V^T with F_ij the divided
+  difference of max(., 0) at w_i, w_j), so the gradient is that of the projected likelihood that
+  the value computes. Padded slots get an eigenvalue below every real one (a Gershgorin bound),
+  so they stay apart from the real spectrum and are dropped by their position.
+"""
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve
+
+from nas_jax.surrogates import gp
+
+__all__ = ["log_marginal_likelihood"]
+
+
+def _eigen_parts(k, noise, z, mask):
+  """(value, W~, V, real): the likelihood; (alpha alpha^T - G^-1) / 2 in the eigenbasis [C, C]
+  (zero at padded components); the eigenvectors V [C, C]; real: [C] bool, the real components."""
+  c = mask.shape[0]
+  n = mask.sum()
+  # Padded rows of k are zero; put them at an eigenvalue below the real block's spectrum.
+  floor = -1.0 - jnp.max(jnp.abs(k).sum(-1))
+  w, v = jnp.linalg.eigh(k + jnp.diag(jnp.where(mask, 0.0, floor)))
+  real = jnp.arange(c) >= c - n  # eigh sorts ascending: the C - n padded ones come first
+  g = jnp.where(real, jnp.maximum(w, 0.0) + noise, 1.0)
+  proj = v.T @ z
+  a = jnp.where(real, proj / g, 0.0)
+  value = -0.5 * (a * proj).sum() - 0.5 * jnp.where(real, jnp.log(g), 0.0).sum() - 0.5 * n * jnp.log(2.0 * jnp.pi)
+  w_tilde = 0.5 * (a[:, None] * a[None, :] - jnp.diag(jnp.where(real, 1.0 / g, 0.0)))
+  return value, w_tilde, w, v, real
+
+
+def _clip_divided_differences(w, real):
+  """F_ij = (max(w_i, 0) - max(w_j, 0)) / (w_i - w_j), the derivative of max(., 0) where w_i = w_j:
+  1 if both are positive, 0 if neither is, w_+ / (w_+ - w_-) across the sign (never 0 / 0).
+
+  An eigenvalue within rounding of 0 (|w| <= C eps max|w|) counts as positive: a PSD matrix has
+  many such, of either sign by chance, and clipping one moves the value by no more than rounding,
+  while a slope of 0 for it would make the gradient jump at every step.
+  """
+  tol = w.shape[0] * jnp.finfo(w.dtype).eps * jnp.max(jnp.where(real, jnp.abs(w), 0.0))
+  pos = (w > -tol) & real
+  wi, wj = w[:, None], w[None, :]
+  across = pos[:, None] != pos[None, :]
+  gap = jnp.where(across, wi - wj, 1.0)
+  mixed = (jnp.maximum(wi, 0.0) - jnp.maximum(wj, 0.0)) / gap
+  return jnp.where(pos[:, None] & pos[None, :], 1.0, jnp.where(across, mixed, 0.0))
+
+
+def _cholesky_parts(k, noise, z, mask):
+  """(value, W): the likelihood and (alpha alpha^T - G^-1) / 2 over the real block [C, C]."""
+  gram = k + jnp.diag(jnp.where(mask, noise, 1.0))
+  chol, _ = gp.cholesky_with_jitter(gram)
+  alpha = cho_solve((chol, True), z)
+  n = mask.sum()
+  log_det = jnp.where(mask, jnp.log(jnp.diag(chol)), 0.0).sum()
+  value = -0.5 * z @ alpha - log_det - 0.5 * n * jnp.log(2.0 * jnp.pi)
+  inverse = cho_solve((chol, True), jnp.eye(mask.shape[0], dtype=k.dtype))
+  both = mask[:, None] & mask[None, :]
+  return value, jnp.where(both, 0.5 * (alpha[:, None] * alpha[None, :] - inverse), 0.0)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _lml_of_gram(k, noise, z, mask, project):
+  if project:
+    return _eigen_parts(k, noise, z, mask)[0]
+  return _cholesky_parts(k, noise, z, mask)[0]
+
+
+def _lml_fwd(k, noise, z, mask, project):
+  if project:
+    value, w_tilde, w, v, real = _eigen_parts(k, noise, z, mask)
+    d_k = v @ (_clip_divided_differences(w, real) * w_tilde) @ v.T
+    d_noise = jnp.trace(w_tilde)  # G^-1 and alpha alpha^T of the real block; padded ones are 0
+  else:
+    value, d_k = _cholesky_parts(k, noise, z, mask)
+    d_noise = jnp.trace(d_k)
+  both = mask[:, None] & mask[None, :]
+  return value, (jnp.where(both, 0.5 * (d_k + d_k.T), 0.0), d_noise, z, mask)
+
+
+def _lml_bwd(project, res, g):
+  d_k, d_noise, z, mask = res
+  return g * d_k, g * d_noise, jnp.zeros_like(z), None
+
+
+_lml_of_gram.defvjp(_lml_fwd, _lml_bwd)
+
+
+def log_marginal_likelihood(
+  hypers: gp.Hypers, pair: Any, y: jax.Array, mask: jax.Array, *, project: bool = False
+) -> jax.Array:
+  """log p(z | hypers): [] float, the value of `gp.log_marginal_likelihood` (arguments as there)
+  with the closed-form gradient of the module docstring. NaN if the factorisation failed.
+
+  With project=True the eigenvalues are clipped at 0 before the noise is added, and the gradient
+  is that of the clipped likelihood (not the straight-through one of gp.project_psd).
+  """
+  y, mask = jnp.asarray(y), jnp.asarray(mask)
+  y_shift, y_scale = gp.normalise(y, mask)
+  z = jnp.where(mask, (y - y_shift) / y_scale, 0.0)
+  both = mask[:, None] & mask[None, :]
+  k = jnp.where(both, hypers.kernel(pair), 0.0)
+  return _lml_of_gram(k, jnp.exp(hypers.log_noise), z, mask, project)
