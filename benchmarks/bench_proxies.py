@@ -42,7 +42,9 @@ from nas_jax.wiring import proxies as wiring  # noqa: E402
 from nas_jax.wiring.proxy_sources import read_proxy_column  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("speed_cells", 16, "Cells in the speed comparison (best a multiple of --batch_size).", lower_bound=1)
+flags.DEFINE_integer(
+  "speed_cells", 16, "Cells in the speed comparison (best a multiple of --batch_size).", lower_bound=1
+)
 flags.DEFINE_string("dataset", "cifar10", "The network of the speed comparison.")
 flags.DEFINE_bool("rho", False, "Also score cells on the three datasets and report Spearman rho.")
 flags.DEFINE_integer("rho_cells", 0, "Cells drawn uniformly for rho; 0 = all 15,625.", lower_bound=0)

@@ -231,11 +231,12 @@ def test_a_search_under_a_parameter_budget_evaluates_nothing_above_it(tmp_path, 
 
 @pytest.mark.slow  # two NB201 smoke searches with the L-BFGS fit (~20 s)
 def test_the_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(tmp_path):
-  """The default NASBOT fit (L-BFGS) is a function of the journal: a search stopped after 12
+  """NASBOT's L-BFGS fit is a function of the journal: a search stopped after 12
   evaluations and resumed proposes the cells, with the same acquisition values, that an
   uninterrupted one does."""
   path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
-  whole, cut = smoke(path, tmp_path / "whole"), smoke(path, tmp_path / "cut")
+  whole, cut = (config_files.load_config(f"{path}:smoke+lbfgs") for _ in range(2))
+  whole.workdir, cut.workdir = str(tmp_path / "whole"), str(tmp_path / "cut")
   _skip_without_data(whole)
   assert whole.strategy_config.surrogate_config.fitter == "lbfgs"
   done = config_lib.search_from_config(whole, progress=False)
