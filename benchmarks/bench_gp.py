@@ -46,11 +46,13 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import record  # noqa: E402
-from configs import nasbot_nb201  # noqa: E402
 from nas_jax.arch.architecture import next_power_of_two  # noqa: E402
 from nas_jax.features import featurizers, pairwise  # noqa: E402
 from nas_jax.tasks import tabular  # noqa: E402
 from nas_jax.wiring import config as search_config  # noqa: E402
+from nas_jax.wiring import config_files  # noqa: E402
+
+NASBOT_NB201 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "nasbot_nb201.py")
 from nas_jax.surrogates import gp, gp_fit, gp_lbfgs, kernels  # noqa: E402
 
 NU_STR = (0.1, 0.2, 0.4, 0.8)
@@ -126,7 +128,7 @@ def compare_fitters(sizes: list, repeats: int, lbfgs_starts: int) -> None:
 def nb201_data(path: str, n: int, seed: int = 0):
   """The OTMANN pair (d, d_bar [n_nu, n, n]) and validation accuracies [n] of n NB201 cells: 10 at
   random, then 60% from the best fifth of the table and the rest at random (module docstring)."""
-  config = nasbot_nb201.get_config()
+  config = config_files.load_config(NASBOT_NB201)
   config.task.path = path
   space, _, _ = search_config.build_search(config)
   table = tabular.load_nb201(path, "cifar10")
@@ -155,7 +157,7 @@ def compare_nb201(path: str, sizes: list, seeds: int) -> None:
   """The paper's Adam fit against NASBOT's L-BFGS fit on NB201 histories; prints and records."""
   box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR)))
   d, d_bar, valid = nb201_data(path, max(sizes))
-  surrogate_config = nasbot_nb201.get_config("lbfgs").strategy_config.surrogate_config
+  surrogate_config = config_files.load_config(f"{NASBOT_NB201}:lbfgs").strategy_config.surrogate_config
   options, step = surrogate_config.fitter_config.to_dict(), surrogate_config.fit_step
   fitters = {
     "adam 16x200": lambda k, p, y, m: gp_fit.fit_map(k, box, p, y, m, n_starts=16, steps=200, project=True).hypers,
