@@ -52,7 +52,7 @@ from nas_jax.tasks import tabular  # noqa: E402
 from nas_jax.wiring import config as search_config  # noqa: E402
 from nas_jax.wiring import config_files  # noqa: E402
 
-NASBOT_NB201 = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "nasbot_nb201.py")
+NASBOT_NB201 = os.path.join(record.ROOT, "configs", "nasbot_nb201.py")
 from nas_jax.surrogates import gp, gp_fit, gp_lbfgs, kernels  # noqa: E402
 
 NU_STR = (0.1, 0.2, 0.4, 0.8)

@@ -23,12 +23,14 @@ __all__ = [
   "cholesky_with_jitter",
   "condition",
   "condition_fixed",
+  "log_likelihood",
   "log_marginal_likelihood",
   "normalise",
   "predict",
   "predict_joint",
   "project_psd",
   "validate_data",
+  "with_noise",
 ]
 
 log = logging.getLogger(__name__)
@@ -160,13 +162,26 @@ def normalise(y: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
   return shift, jnp.where(var > 0, jnp.sqrt(var), 1.0)
 
 
+def with_noise(k: jax.Array, noise: jax.Array, mask: jax.Array) -> jax.Array:
+  """The Gram matrix of kernel values k [C, C] (zero off the real block): noise added on the real
+  diagonal, 1 at padding, so padded slots factorise as the identity."""
+  return k + jnp.diag(jnp.where(mask, noise, 1.0))
+
+
+def log_likelihood(z: jax.Array, alpha: jax.Array, chol: jax.Array, mask: jax.Array) -> jax.Array:
+  """log N(z | 0, G) over the real points, from G's Cholesky factor chol [C, C] and
+  alpha = G^-1 z [C] (z zero at padding): [] float."""
+  log_det = jnp.where(mask, jnp.log(jnp.diag(chol)), 0.0).sum()
+  return -0.5 * z @ alpha - log_det - 0.5 * mask.sum() * jnp.log(2.0 * jnp.pi)
+
+
 def _gram(hypers: Hypers, pair: Any, mask: jax.Array, project: bool) -> jax.Array:
   """K + noise*I over real points, identity at padding: [C, C]."""
   both = mask[:, None] & mask[None, :]
   k = jnp.where(both, hypers.kernel(pair), 0.0)
   if project:
     k = jnp.where(both, project_psd(k), 0.0)
-  return k + jnp.diag(jnp.where(mask, jnp.exp(hypers.log_noise), 1.0))
+  return with_noise(k, jnp.exp(hypers.log_noise), mask)
 
 
 def condition(
@@ -291,9 +306,7 @@ def log_marginal_likelihood(
   Arguments as in `condition`. NaN if the factorisation failed; differentiable in hypers.
   """
   post = condition(hypers, pair, y, mask, project=project)
-  log_det = jnp.where(mask, jnp.log(jnp.diag(post.chol)), 0.0).sum()
-  n = mask.sum()
-  return -0.5 * post.z @ post.alpha - log_det - 0.5 * n * jnp.log(2.0 * jnp.pi)
+  return log_likelihood(post.z, post.alpha, post.chol, mask)
 
 
 def _cross(post: GPPosterior, pair: Any) -> jax.Array:

@@ -63,12 +63,9 @@ def _clip_divided_differences(w, real):
 
 def _cholesky_parts(k, noise, z, mask):
   """(value, W): the likelihood and (alpha alpha^T - G^-1) / 2 over the real block [C, C]."""
-  gram = k + jnp.diag(jnp.where(mask, noise, 1.0))
-  chol, _ = gp.cholesky_with_jitter(gram)
+  chol, _ = gp.cholesky_with_jitter(gp.with_noise(k, noise, mask))
   alpha = cho_solve((chol, True), z)
-  n = mask.sum()
-  log_det = jnp.where(mask, jnp.log(jnp.diag(chol)), 0.0).sum()
-  value = -0.5 * z @ alpha - log_det - 0.5 * n * jnp.log(2.0 * jnp.pi)
+  value = gp.log_likelihood(z, alpha, chol, mask)
   inverse = cho_solve((chol, True), jnp.eye(mask.shape[0], dtype=k.dtype))
   both = mask[:, None] & mask[None, :]
   return value, jnp.where(both, 0.5 * (alpha[:, None] * alpha[None, :] - inverse), 0.0)
