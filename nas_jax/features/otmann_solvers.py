@@ -62,9 +62,10 @@ def _solve_lps(
 ) -> np.ndarray:
   """d_bar of each pair and nu by network simplex, on each problem trimmed to its real layers.
 
-  POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core. The
-  supplies and demands of eq. (5) are made here, in float64, from the layer masses: each sink
-  holds the other network's total and both sides are divided by tm_a + tm_b. Made in float32
+  POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core when
+  the problems are large enough to pay for it. The supplies and demands of eq. (5) are made
+  here, in float64, from the layer masses: each sink holds the other network's total and both
+  sides are divided by tm_a + tm_b. Made in float32
   (jax_enable_x64 off), the two sides' roundings differ, layers of equal mass stop matching
   exactly, and d moves by about 1e-7 of the total mass, which is far more than 1e-7 of d for
   similar networks (benchmarks/bench_otmann_agreement.py).
@@ -83,25 +84,35 @@ def _solve_lps(
   # transport problem (workers, CLI checks) would pay.
   from ot.lp.emd_wrap import emd_c
 
-  out = np.empty(cost.shape[1::-1])
+  n, n_nu = cost.shape[:2]
+  out = np.empty((n_nu, n))
 
-  def block(pairs: range) -> None:
-    for p in pairs:
-      r, c = na[p] + 1, nb[p] + 1
-      xa, xb = ma[p, : r - 1], mb[p, : c - 1]
-      ap, bp = np.append(xa, xb.sum()), np.append(xb, xa.sum())
-      ap, bp = ap / ap.sum(), bp / bp.sum()  # each sums to 1 within an ulp, as POT's check needs
-      for k in range(cost.shape[1]):
-        _, out[k, p], _, _, status = emd_c(ap, bp, np.ascontiguousarray(cost[p, k, :r, :c]), _EMD_MAX_ITER, 1)
-        if status != 1:
-          raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {p}, nu index {k})")
+  def block(pairs: np.ndarray) -> None:
+    # The pairs of one trimmed shape share contiguous copies of their costs and masses, so that
+    # the loop over LPs does little more than call the solver: for these small problems Python's
+    # work per call had been as long as the solve, and it holds the GIL the other threads need.
+    shapes = na[pairs] * (cost.shape[3] + 1) + nb[pairs]
+    for shape in np.unique(shapes):
+      sel = pairs[shapes == shape]
+      r, c = na[sel[0]] + 1, nb[sel[0]] + 1
+      sub = np.ascontiguousarray(cost[sel, :, :r, :c])
+      xa, xb = ma[sel, : r - 1], mb[sel, : c - 1]
+      a, b = np.empty((len(sel), r)), np.empty((len(sel), c))
+      a[:, :-1], a[:, -1] = xa, xb.sum(1)
+      b[:, :-1], b[:, -1] = xb, xa.sum(1)
+      a, b = a / a.sum(1, keepdims=True), b / b.sum(1, keepdims=True)  # each sums to 1 within an ulp
+      for i, p in enumerate(sel.tolist()):
+        for k in range(n_nu):
+          _, out[k, p], _, _, status = emd_c(a[i], b[i], sub[i, k], _EMD_MAX_ITER, 1)
+          if status != 1:
+            raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {p}, nu index {k})")
 
-  n = cost.shape[0]
-  if _CORES == 1 or n < 2 * _MIN_THREAD_PAIRS:
-    block(range(n))
+  # Threads pay only for problems of more than one block of SLOTS layers: below that, each solve
+  # is a few microseconds and two threads handing the GIL to each other are slower than one.
+  if _CORES == 1 or n < 2 * _MIN_THREAD_PAIRS or cost.shape[2] <= SLOTS + 1:
+    block(np.arange(n))
   else:
-    step = -(-n // _CORES)
-    for f in [pool.submit(block, range(i, min(n, i + step))) for i in range(0, n, step)]:
+    for f in [pool.submit(block, part) for part in np.array_split(np.arange(n), _CORES)]:
       f.result()
   return out
 
