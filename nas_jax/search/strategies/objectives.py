@@ -52,10 +52,14 @@ def _acquisition_scorer(space: Any, acquisition: Any, joint: bool) -> Callable:
   """Scores by `acquisition` at every padded candidate slot (one program per candidate capacity,
   not per count), cut to the candidates: a slot's value does not depend on the slots after it."""
 
+  # One program per padded candidate count: eagerly, the acquisition's dozen array operations
+  # cost more than the GP's prediction (every batch of the EA's children pays them).
+  acquire = jax.jit(lambda pred, pred_p, best, key: acquisition(with_pending(pred, pred_p), best, key))
+
   def scorer(fitted, best, key, observed):
     def score(cands: list) -> np.ndarray:
       pred, pred_p = point_model.predict(fitted, cands, joint=joint, padded=True)
-      return np.asarray(acquisition(with_pending(pred, pred_p), best, key), np.float64)[: len(cands)]
+      return np.asarray(acquire(pred, pred_p, best, key), np.float64)[: len(cands)]
 
     return score
 
