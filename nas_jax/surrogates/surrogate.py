@@ -100,7 +100,8 @@ def gp_surrogate(
     n_samples: joint draws per hyper-parameter sample when predict gets JointInputs.
     warm_steps: Adam steps of `refit`, from the fitted hyper-parameters (maximum likelihood only;
       a surrogate that samples its hyper-parameters has no refit); with `fitter`, the refit's
-      L-BFGS iterations at most.
+      L-BFGS iterations at most; 0: the refit keeps the hyper-parameters and conditions on the
+      new data (the NASBOT authors' code between two fits, its `build_new_model_every`).
     fitter: None for the Adam fit above; `gp_lbfgs.lbfgs(...)` fits by L-BFGS to convergence
       instead (gp_lbfgs.fit_lbfgs; n_starts, steps, lr and batch_size then unused), and its
       refit runs L-BFGS from the fitted hyper-parameters alone.
@@ -121,7 +122,7 @@ def gp_surrogate(
     n_chains=(n_chains, 1),
     burn_in=(burn_in, 0),
     n_samples=(n_samples, 1),
-    warm_steps=(warm_steps, 1),
+    warm_steps=(warm_steps, 0),
     **({} if batch_size is None else {"batch_size": (batch_size, 1)}),
   )
   if not lr > 0:
@@ -139,7 +140,9 @@ def gp_surrogate(
   else:
     config = _FitConfig(0, 0, 0.0, None, n_hyper_samples, n_chains, burn_in, project)
   squeeze = n_hyper_samples == 0
-  if fitter is None:
+  if warm_steps == 0:
+    warm = None
+  elif fitter is None:
     warm = config._replace(n_starts=1, steps=warm_steps)
   else:
     warm = config._replace(lbfgs=fitter._replace(n_starts=0, max_iter=warm_steps))
@@ -164,6 +167,9 @@ def gp_surrogate(
 
   def refit(key, state, inputs, y, mask):
     gp.validate_data(inputs, y, mask, where="gp_surrogate.refit")
+    if warm is None:
+      kept = _keep(key, state.posterior.hypers, inputs, jnp.asarray(y), jnp.asarray(mask), project=project)
+      return checked(kept, "gp_surrogate.refit")
     new_state = _refit(key, box, state.posterior.hypers, inputs, jnp.asarray(y), jnp.asarray(mask), config=warm)
     return checked(new_state, "gp_surrogate.refit")
 
@@ -189,6 +195,12 @@ def _state(k_state, hypers, pair, y, mask, project) -> GPState:
   post = jax.vmap(lambda h: gp.condition(h, pair, y, mask, project=project))(hypers)
   lml = jax.vmap(lambda h: gp.log_marginal_likelihood(h, pair, y, mask, project=project))(hypers)
   return GPState(post, lml, k_state, jnp.all(post.ok) & jnp.all(jnp.isfinite(lml)))
+
+
+@functools.partial(jax.jit, static_argnames=("project",))
+def _keep(key, hypers, pair, y, mask, *, project: bool) -> GPState:
+  """A refit of no step: the GPState of hypers [S, ...] on the new data, keyed as `_refit`'s."""
+  return _state(jax.random.split(key)[1], hypers, pair, y, mask, project)
 
 
 @functools.partial(jax.jit, static_argnames=("config",))

@@ -1,6 +1,7 @@
 """The GP surrogate: joint samples with the posterior covariance, kriging-believer hallucination,
 hyper-parameter samples, and clear failures."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -116,10 +117,24 @@ def test_a_warm_refit_climbs_from_its_start_and_never_ends_below_it(data, map_mo
   assert gp_surrogate(BOX, n_hyper_samples=4, n_chains=2).refit is None  # sampled hypers: no warm start
 
 
+def test_a_refit_of_no_step_keeps_the_hypers_and_conditions_on_the_new_data(data, map_model):
+  x, y, mask, _ = data
+  surrogate, state = map_model
+  kept = gp_surrogate(BOX, n_starts=4, steps=30, warm_steps=0)
+  pair, more = pairwise.vector_pair(x), np.arange(C) < 14
+  y2 = np.where(more, np.sin(x).sum(1), 0.0)
+  new = kept.refit(jax.random.key(1), state, pair, y2, more)
+  chex.assert_trees_all_equal(new.posterior.hypers, state.posterior.hypers)
+  hypers = jax.tree.map(lambda h: h[0], state.posterior.hypers)
+  np.testing.assert_allclose(new.lml[0], gp.log_marginal_likelihood(hypers, pair, y2, more), rtol=1e-12)
+  expected = gp.predict(gp.condition(hypers, pair, y2, more), pair)[0]
+  np.testing.assert_allclose(kept.predict(new, pair).mean, expected, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize(
   "kwargs, error, message",
   [
-    (dict(warm_steps=0), ValueError, "gp_surrogate: warm_steps=0"),
+    (dict(warm_steps=-1), ValueError, "gp_surrogate: warm_steps=-1"),
     (dict(n_starts=0), ValueError, "gp_surrogate: n_starts=0"),
     (dict(n_hyper_samples=6, n_chains=4), ValueError, "not a multiple of n_chains=4"),
     (dict(lr=-1.0), ValueError, "lr=-1.0"),
