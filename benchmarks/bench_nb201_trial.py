@@ -10,7 +10,7 @@ Compiled programs come from the persistent compilation cache when an earlier run
 is printed on its own.
 
   taskset -c 0,1 python benchmarks/bench_nb201_trial.py [--budget=150] [--seed=0] [--dataset=cifar10]
-    [--nasbot=lbfgs] [--path=../shared/data/nasbench201]
+    [--nasbot=adam] [--path=../shared/data/nasbench201]
 """
 
 import os
@@ -25,16 +25,17 @@ from absl import app, flags  # noqa: E402
 import jax  # noqa: E402
 
 import record  # noqa: E402
-from configs import bananas_nb201, nasbot_nb201  # noqa: E402
 from nas_jax.search import loop  # noqa: E402
 from nas_jax.wiring import config as search_config  # noqa: E402
+from nas_jax.wiring import config_files  # noqa: E402
 
 FLAGS = flags.FLAGS
+CONFIGS = os.path.join(record.ROOT, "configs")
 TARGET = 3.0  # NASBOT's trial time / BANANAS' (issue #50)
 flags.DEFINE_integer("budget", 150, "Queries per trial.", lower_bound=11)
 flags.DEFINE_integer("seed", 0, "Seed of both trials.")
 flags.DEFINE_enum("dataset", "cifar10", ["cifar10", "cifar100", "imagenet16"], "NB201 dataset.")
-flags.DEFINE_string("nasbot", "", "Argument of configs/nasbot_nb201.py's get_config ('' or 'lbfgs').")
+flags.DEFINE_string("nasbot", "", "Argument of configs/nasbot_nb201.py's get_config ('', 'adam' or 'warm').")
 flags.DEFINE_string("path", "../shared/data/nasbench201", "The NB201 tables' folder.")
 
 
@@ -65,8 +66,9 @@ def main(argv):
   jax.config.update("jax_enable_x64", True)  # as launch/search.py
   load0 = os.getloadavg()[0]
   with tempfile.TemporaryDirectory() as tmp:
-    nasbot = _trial(nasbot_nb201.get_config(FLAGS.nasbot), os.path.join(tmp, "nasbot"))
-    bananas = _trial(bananas_nb201.get_config(), os.path.join(tmp, "bananas"))
+    nasbot_spec = os.path.join(CONFIGS, "nasbot_nb201.py") + (f":{FLAGS.nasbot}" if FLAGS.nasbot else "")
+    nasbot = _trial(config_files.load_config(nasbot_spec), os.path.join(tmp, "nasbot"))
+    bananas = _trial(config_files.load_config(os.path.join(CONFIGS, "bananas_nb201.py")), os.path.join(tmp, "bananas"))
   assert nasbot["n"] == bananas["n"] == FLAGS.budget, (nasbot["n"], bananas["n"])
   ratio = nasbot["wall"] / bananas["wall"]
   verdict = f"target <= {TARGET:g}: {'met' if ratio <= TARGET else 'missed'}"
