@@ -3,8 +3,7 @@ mean ± standard error of the test regret at the budget (spec bananas.md 11.2), 
 best test accuracy and against the test accuracy of the best-validation cell, the median number
 of queries to the best validation accuracy, and what a zero-cost proxy cost beside the queries.
 
-  python launch/nb201_table.py --out=runs/nb201_table --seeds=20 --budget=150 \
-    --slow=configs/nasbot_nb201.py --slow_seeds=10
+  python launch/nb201_table.py --out=runs/nb201_table --seeds=20 --budget=150
 
 Configs with a proxy (`:zc_*` variants, docs/proxies_search.md) read the CSV of --proxy_path
 (`{dataset}` in it stands for each dataset), column --proxy_column, each score costing
@@ -44,7 +43,8 @@ NAMES = {
   "bananas_nb201-paper": "BANANAS (paper preset)",
   "gp_nb201": "GP-BO (Hamming on path encodings)",
   "nasbot_nb201": "NASBOT (OTMANN GP + EI + EA)",
-  "nasbot_nb201-warm": "NASBOT, warm GP refits (refit_every=10)",
+  "nasbot_nb201-adam": "NASBOT, Adam fit at every evaluation",
+  "nasbot_nb201-warm": "NASBOT, Adam fit every 10 with warm refits",
   "re_nb201-zc_warmup": "RE + zero-cost warm-up",
   "re_nb201-zc_prescreen": "RE + prescreened children",
   "re_nb201-zc_warmup+zc_prescreen": "RE + warm-up + prescreen",
