@@ -43,7 +43,7 @@ NAMES = {
   "bananas_nb201-paper": "BANANAS (paper preset)",
   "gp_nb201": "GP-BO (Hamming on path encodings)",
   "nasbot_nb201": "NASBOT (OTMANN GP + EI + EA)",
-  "nasbot_nb201-adam": "NASBOT, Adam fit at every evaluation",
+  "nasbot_nb201-lbfgs": "NASBOT, L-BFGS fit every 7 evaluations",
   "nasbot_nb201-warm": "NASBOT, Adam fit every 10 with warm refits",
   "re_nb201-zc_warmup": "RE + zero-cost warm-up",
   "re_nb201-zc_prescreen": "RE + prescreened children",
