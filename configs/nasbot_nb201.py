@@ -2,15 +2,16 @@
 NASBOT's EA, starting from 10 random cells (BANANAS' t0) so that seeds differ.
 
 The GP's hyper-parameters are fitted as the paper's code fits them, 16 starts x 200 Adam steps
-at every evaluation. `:lbfgs` is faster: it fits them on the authors' code's schedule, in full
-every 7 evaluations (their `build_new_model_every`), each observation in between conditioning the
-GP under the last fit's hyper-parameters (`refit_every` = 7, `warm_steps` = 0), and the full fit
-is L-BFGS (`fitter`) from 16 random starts, each to convergence on the exact gradient of the
-projected likelihood (`gp_lml`), on the observations padded to a multiple of 32 (`fit_step`).
-It reaches higher likelihoods (benchmarks/bench_gp.py --nb201) but, on NB201, a worse regret:
-its optima make the kernel short-ranged in d_bar, so EI follows the GP's uncertainty (see
-docs/surrogates.md). `:warm` fits by Adam in full every 10 evaluations and refits from there
-with 20 Adam steps in between.
+at every evaluation. Faster fits, '+'-joined:
+- `every7`: the authors' code's schedule, a full fit every 7 evaluations (their
+  `build_new_model_every`), each observation in between conditioning the GP under the last fit's
+  hyper-parameters (`refit_every` = 7, `warm_steps` = 0);
+- `lbfgs`: the fit is L-BFGS (`fitter`) from 16 random starts, each to convergence on the exact
+  gradient of the projected likelihood (`gp_lml`), on the observations padded to a multiple of
+  32 (`fit_step`). It reaches higher likelihoods (benchmarks/bench_gp.py --nb201) but, with
+  `every7`, searched NB201 worse: its optima make the kernel short-ranged in d_bar, so EI follows
+  the GP's uncertainty (docs/surrogates.md);
+- `warm`: Adam in full every 10 evaluations and 20 Adam steps from there in between.
 
 Zero-cost proxy variants (docs/proxies_search.md; '+'-joined with the above): `zc_warmup` starts
 from the 10 cells the proxy ranks best of 1,000, `zc_prescreen` passes EI the best quarter of
@@ -30,20 +31,22 @@ from configs import common, random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  tokens = common.split_arg(arg, ("smoke", "lbfgs", "warm", "zc_warmup", "zc_prescreen", "zc_prior"))
+  tokens = common.split_arg(arg, ("smoke", "lbfgs", "every7", "warm", "zc_warmup", "zc_prescreen", "zc_prior"))
+  if "every7" in tokens and "warm" in tokens:
+    raise ValueError(f"get_config: {arg!r}; every7 and warm are two refit schedules, choose one")
   smoke = "smoke" in tokens
   c = random_nb201.get_config("smoke" if smoke else "")
   c.strategy = "bo"
-  if "lbfgs" not in tokens:
-    surrogate = {"n_starts": 2 if smoke else 16, "fit_steps": 20 if smoke else 200, "warm_steps": 20}
-    refit_every = 10 if "warm" in tokens else 1
-  else:
+  if "lbfgs" in tokens:
     # Tolerances loose enough that a start stops once its likelihood is flat to 1e-6 (relative),
     # far below the differences between the optima that the starts reach on NB201 cells;
     # fit_step: the smoke's few cells still take the path of a fit on fewer slots than the capacity.
     lbfgs = {"n_starts": 2 if smoke else 16, "max_iter": 20 if smoke else 100, "ftol": 1e-6, "gtol": 1e-3}
-    surrogate = {"fitter": "lbfgs", "fitter_config": lbfgs, "warm_steps": 0, "fit_step": 4 if smoke else 32}
-    refit_every = 7
+    surrogate = {"fitter": "lbfgs", "fitter_config": lbfgs, "fit_step": 4 if smoke else 32}
+  else:
+    surrogate = {"n_starts": 2 if smoke else 16, "fit_steps": 20 if smoke else 200}
+  surrogate["warm_steps"] = 0 if "every7" in tokens else 20
+  refit_every = 7 if "every7" in tokens else 10 if "warm" in tokens else 1
   c.strategy_config = ml_collections.ConfigDict(
     {
       "featurizer": "otmann",
