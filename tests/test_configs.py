@@ -249,3 +249,11 @@ def test_the_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(tmp_path)
   ]
   assert strip(resumed) == strip(done)
   assert sum(o.info["strategy"].get("origin") == "ei" for o in done) >= 3  # the GP proposed some
+
+
+def test_nasbot_nb201_takes_one_refit_schedule():
+  path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
+  with pytest.raises(ValueError, match="every7 and warm are two refit schedules"):
+    config_files.load_config(f"{path}:every7+warm")
+  fast = config_files.load_config(f"{path}:lbfgs+every7").strategy_config
+  assert (fast.refit_every, fast.surrogate_config.warm_steps, fast.surrogate_config.fitter) == (7, 0, "lbfgs")
