@@ -48,18 +48,22 @@ class Objective(NamedTuple):
   check: Callable[[Any, Any, Any], None]
 
 
+# One program per kind of acquisition and padded candidate count, shared by every search in the
+# process (an acquisition is a pytree of its options): eagerly, the acquisition's dozen array
+# operations cost more than the GP's prediction, and every batch of the EA's children pays them.
+@jax.jit
+def _acquire(acquisition: Any, pred, pred_p, best, key) -> jax.Array:
+  return acquisition(with_pending(pred, pred_p), best, key)
+
+
 def _acquisition_scorer(space: Any, acquisition: Any, joint: bool) -> Callable:
   """Scores by `acquisition` at every padded candidate slot (one program per candidate capacity,
   not per count), cut to the candidates: a slot's value does not depend on the slots after it."""
 
-  # One program per padded candidate count: eagerly, the acquisition's dozen array operations
-  # cost more than the GP's prediction (every batch of the EA's children pays them).
-  acquire = jax.jit(lambda pred, pred_p, best, key: acquisition(with_pending(pred, pred_p), best, key))
-
   def scorer(fitted, best, key, observed):
     def score(cands: list) -> np.ndarray:
       pred, pred_p = point_model.predict(fitted, cands, joint=joint, padded=True)
-      return np.asarray(acquire(pred, pred_p, best, key), np.float64)[: len(cands)]
+      return np.asarray(_acquire(acquisition, pred, pred_p, best, key), np.float64)[: len(cands)]
 
     return score
 
