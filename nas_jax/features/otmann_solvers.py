@@ -65,10 +65,10 @@ def _solve_lps(
   POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core when
   the problems are large enough to pay for it. The supplies and demands of eq. (5) are made
   here, in float64, from the layer masses: each sink holds the other network's total and both
-  sides are divided by tm_a + tm_b. Made in float32
-  (jax_enable_x64 off), the two sides' roundings differ, layers of equal mass stop matching
-  exactly, and d moves by about 1e-7 of the total mass, which is far more than 1e-7 of d for
-  similar networks (benchmarks/bench_otmann_agreement.py).
+  sides are divided by tm_a + tm_b. Made in float32 (jax_enable_x64 off), the two sides'
+  roundings differ, layers of equal mass stop matching exactly, and d moves by about 1e-7 of the
+  total mass, which is far more than 1e-7 of d for similar networks
+  (benchmarks/bench_otmann_agreement.py).
 
   Args:
     cost: [C, n_nu, S+1, S+1] float64 augmented costs, sinks at slots na and nb.

@@ -162,7 +162,8 @@ def gp(
     box: a `gp_fit.Box` of any kernel that reads the featurizer's pairs (a new kernel), instead
       of kernel, p, p_bar and ard.
     n_starts, fit_steps: the multi-start Adam fit; n_hyper_samples, n_chains: posterior samples
-      instead (n_chains defaults to 4 when sampling); warm_steps: steps of a warm refit.
+      instead (n_chains defaults to 4 when sampling); warm_steps: steps of a warm refit (0: the
+      refit keeps the hyper-parameters and only conditions on the new data).
     fitter: None for the Adam fit; `gp_lbfgs.lbfgs(...)` for L-BFGS to convergence from its own
       few starts (n_starts and fit_steps then unused; warm_steps caps a refit's iterations).
     target_offset: None to model scores; c to model c - score (BANANAS' val error, c = 100).

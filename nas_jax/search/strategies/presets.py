@@ -61,7 +61,8 @@ def nasbot(
   kernel of eq. (7), maximised by the EA with n_EA = clip(ea_scale sqrt(t), ea_min, ea_max).
   kernel "d"/"d_bar" and p, p_bar are the App. C.4 ablations; acquisition=uniform() is RAND.
   refit_every > 1 fits the GP in full every that many evaluations and refits it from there with
-  warm_steps steps in between (not in the paper: a speed option, `bo`'s warm refits).
+  warm_steps steps in between (`bo`'s warm refits); refit_every=7, warm_steps=0 is the authors'
+  code's schedule, which keeps the hyper-parameters between full fits (not in the paper).
   fitter=gp_lbfgs.lbfgs(...) fits the GP by L-BFGS instead of n_starts x fit_steps Adam steps."""
   acquisition = acquisition or ei()
   return bo(
