@@ -60,10 +60,15 @@ def _acquisition_scorer(space: Any, acquisition: Any, joint: bool) -> Callable:
   """Scores by `acquisition` at every padded candidate slot (one program per candidate capacity,
   not per count), cut to the candidates: a slot's value does not depend on the slots after it."""
 
+  acquire = _acquire
+  if jax.tree.leaves(acquisition) == [acquisition]:  # not a pytree of its options: its own programs
+    own = jax.jit(lambda pred, pred_p, best, key: acquisition(with_pending(pred, pred_p), best, key))
+    acquire = lambda _, *args: own(*args)
+
   def scorer(fitted, best, key, observed):
     def score(cands: list) -> np.ndarray:
       pred, pred_p = point_model.predict(fitted, cands, joint=joint, padded=True)
-      return np.asarray(_acquire(acquisition, pred, pred_p, best, key), np.float64)[: len(cands)]
+      return np.asarray(acquire(acquisition, pred, pred_p, best, key), np.float64)[: len(cands)]
 
     return score
 
