@@ -5,7 +5,7 @@ The GP's hyper-parameters are fitted as the paper's code fits them, 16 starts x 
 at every evaluation. Faster fits, '+'-joined:
 - `every7`: the authors' code's schedule, a full fit every 7 evaluations (their
   `build_new_model_every`), each observation in between conditioning the GP under the last fit's
-  hyper-parameters (`refit_every` = 7, `warm_steps` = 0); with Adam, its trials are 4-7x
+  hyper-parameters (`refit_every` = 7, `warm_steps` = 0); with Adam, its trials are about 6x
   faster and matched the default's CIFAR-10 regret on 10 seeds (docs/surrogates.md);
 - `lbfgs`: the fit is L-BFGS (`fitter`) from 16 random starts, each to convergence on the exact
   gradient of the projected likelihood (`gp_lml`), on the observations padded to a multiple of
