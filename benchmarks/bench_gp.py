@@ -54,9 +54,9 @@ from nas_jax.features import featurizers, pairwise  # noqa: E402
 from nas_jax.tasks import tabular  # noqa: E402
 from nas_jax.wiring import config as search_config  # noqa: E402
 from nas_jax.wiring import config_files  # noqa: E402
+from nas_jax.surrogates import gp, gp_fit, gp_lbfgs, kernels  # noqa: E402
 
 NASBOT_NB201 = os.path.join(record.ROOT, "configs", "nasbot_nb201.py")
-from nas_jax.surrogates import gp, gp_fit, gp_lbfgs, kernels  # noqa: E402
 
 NU_STR = (0.1, 0.2, 0.4, 0.8)
 
@@ -156,6 +156,11 @@ def _padded_nb201(d, d_bar, valid, n: int, c: int) -> tuple:
   return pair, jnp.asarray(np.pad(valid[:n], (0, c - n))), jnp.arange(c) < n
 
 
+def _fit_slots(n: int, step: int) -> int:
+  """The slots a search fits n observations on with `fit_step` = step (`point_model.fit`)."""
+  return min(next_power_of_two(n, 16), -(-n // step) * step)
+
+
 def compare_nb201(path: str, sizes: list, seeds: int) -> None:
   """The paper's Adam fit against NASBOT's L-BFGS fit on NB201 histories; prints and records."""
   box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR)))
@@ -175,15 +180,17 @@ def compare_nb201(path: str, sizes: list, seeds: int) -> None:
   print(f"cpu affinity {len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()} at start")
   figures, least = {}, {}
   for n in sizes:
-    c = next_power_of_two(n, 16)  # the search's capacity, where Adam fits; L-BFGS fits on `tight`
-    tight = min(c, -(-n // step) * step)
-    data = {adam_name: _padded_nb201(d, d_bar, valid, n, c), lbfgs_name: _padded_nb201(d, d_bar, valid, n, tight)}
+    c = next_power_of_two(n, 16)  # the search's capacity, where Adam fits; L-BFGS fits on fewer slots
+    data = {
+      adam_name: _padded_nb201(d, d_bar, valid, n, c),
+      lbfgs_name: _padded_nb201(d, d_bar, valid, n, _fit_slots(n, step)),
+    }
     seconds = {name: [] for name in fitters}
     lml = {name: [] for name in fitters}
     compile_s = {}
     # The config's schedule: at n observations, the hyper-parameters of the fit on the first m0.
     m0 = n - n % every
-    kept_data = _padded_nb201(d, d_bar, valid, m0, min(next_power_of_two(m0, 16), -(-m0 // step) * step))
+    kept_data = _padded_nb201(d, d_bar, valid, m0, _fit_slots(m0, step))
     kept = []
     for seed in range(seeds):
       key = jax.random.key(seed)
