@@ -20,6 +20,7 @@ import json
 import os
 
 from absl import flags
+import jax
 
 from nas_jax.experiments import compare
 from nas_jax.tasks import tabular
@@ -89,6 +90,7 @@ def _queries(q: dict, budget: int) -> str:
 def main(argv):
   if len(argv) > 1:
     _cli.fail(f"unexpected arguments {argv[1:]}; every option is a --flag")
+  jax.config.update("jax_enable_x64", True)  # each run as launch/search.py runs it (GP algebra in float64)
   bad = [d for d in FLAGS.datasets if d not in tabular.DATASETS]
   if bad:
     _cli.fail(f"--datasets: {bad} unknown; allowed: {', '.join(tabular.DATASETS)}")

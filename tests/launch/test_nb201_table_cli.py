@@ -41,6 +41,16 @@ def test_table_has_both_regrets_per_dataset_and_method(tmp_path):
     assert r["regret"][0] - r["regret_bv"][0] == pytest.approx(gap, abs=1e-3)
   table = (tmp_path / "table.md").read_text()
   assert "| random | 2 |" in table and "| regularised evolution | 1 |" in table
+  # A row's run is the run launch/search.py makes of its config (in float64: in float32 the
+  # random cells drawn differ, and a GP's algebra would too).
+  alone = tmp_path / "alone"
+  search = [sys.executable, "launch/search.py", "--config=configs/random_nb201.py", f"--config.workdir={alone}"]
+  search += ["--config.seed=1", "--config.budget=5", f"--config.task.path={DATA}", "--noprogress"]
+  p = subprocess.run(search, cwd=ROOT, capture_output=True, text=True, timeout=300)
+  assert p.returncode == 0, p.stderr[-3000:]
+  cells = lambda path: [json.loads(line)["arch_json"] for line in path.read_text().splitlines()]
+  in_table = tmp_path / "cifar10" / "random_nb201" / "random_nb201" / "seed1" / "journal.jsonl"
+  assert cells(in_table) == cells(alone / "journal.jsonl")
 
 
 @pytest.mark.parametrize(
