@@ -2,16 +2,16 @@
 NASBOT's EA, starting from 10 random cells (BANANAS' t0) so that seeds differ.
 
 The GP's hyper-parameters are fitted as the paper's code fits them, 16 starts x 200 Adam steps
-at every evaluation. Faster fits, '+'-joined:
+at every evaluation, on the observations padded to a multiple of 32 (`fit_step`). Faster fits,
+'+'-joined:
 - `every7`: the authors' code's schedule, a full fit every 7 evaluations (their
   `build_new_model_every`), each observation in between conditioning the GP under the last fit's
   hyper-parameters (`refit_every` = 7, `warm_steps` = 0); with Adam, its trials are about 6x
   faster and matched the default's CIFAR-10 regret on 10 seeds (docs/surrogates.md);
 - `lbfgs`: the fit is L-BFGS (`fitter`) from 16 random starts, each to convergence on the exact
-  gradient of the projected likelihood (`gp_lml`), on the observations padded to a multiple of
-  32 (`fit_step`). It reaches higher likelihoods (benchmarks/bench_gp.py --nb201) but, with
-  `every7`, searched NB201 worse: its optima make the kernel short-ranged in d_bar, so EI follows
-  the GP's uncertainty (docs/surrogates.md);
+  gradient of the projected likelihood (`gp_lml`). It reaches higher likelihoods
+  (benchmarks/bench_gp.py --nb201) but, with `every7`, searched NB201 worse: its optima make the
+  kernel short-ranged in d_bar, so EI follows the GP's uncertainty (docs/surrogates.md);
 - `warm`: Adam in full every 10 evaluations and 20 Adam steps from there in between.
 
 Zero-cost proxy variants (docs/proxies_search.md; '+'-joined with the above): `zc_warmup` starts
@@ -40,12 +40,15 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c.strategy = "bo"
   if "lbfgs" in tokens:
     # Tolerances loose enough that a start stops once its likelihood is flat to 1e-6 (relative),
-    # far below the differences between the optima that the starts reach on NB201 cells;
-    # fit_step: the smoke's few cells still take the path of a fit on fewer slots than the capacity.
+    # far below the differences between the optima that the starts reach on NB201 cells.
     lbfgs = {"n_starts": 2 if smoke else 16, "max_iter": 20 if smoke else 100, "ftol": 1e-6, "gtol": 1e-3}
-    surrogate = {"fitter": "lbfgs", "fitter_config": lbfgs, "fit_step": 4 if smoke else 32}
+    surrogate = {"fitter": "lbfgs", "fitter_config": lbfgs}
   else:
     surrogate = {"n_starts": 2 if smoke else 16, "fit_steps": 20 if smoke else 200}
+  # Fits on the observations padded to a multiple of 32, not to the power of two (up to 256 slots
+  # for 129 cells): the same likelihood and hyper-parameters up to rounding, 2-3x cheaper past 128
+  # cells; the smoke's few cells still take the path of a fit on fewer slots than the capacity.
+  surrogate["fit_step"] = 4 if smoke else 32
   surrogate["warm_steps"] = 0 if "every7" in tokens else 20
   refit_every = 7 if "every7" in tokens else 10 if "warm" in tokens else 1
   c.strategy_config = ml_collections.ConfigDict(
