@@ -23,18 +23,18 @@ README = os.path.join(ROOT, "README.md")
 FIELDS = ("schema", "name", "title", "command", "commit", "date", "machine", "load_average", "jax_version")
 FIELDS += ("backend", "source", "figures", "tables")
 
-# The README's table: (what, record name, what to show): a figure's label, or (column index, row
+# The README's table: (what, record name, what to show): a figure's label, or (column name, row
 # names) of the record's first table.
 README_ROWS = (
   (
     "Best f1 (NASBOT's synthetic CNN objective) after 50 evaluations, 20 seeds: NASBOT, RAND, EA, random",
     "compare_synthetic_f1",
-    (2, ("nasbot_synthetic", "rand_synthetic", "ea_synthetic", "random_synthetic")),
+    ("best value at 50 evaluations (max)", ("nasbot_synthetic", "rand_synthetic", "ea_synthetic", "random_synthetic")),
   ),
   (
     "NAS-Bench-201 CIFAR-10 test regret after 150 queries (lower is better)",
     "nb201_table",
-    (2, ("random", "local search", "BANANAS (code preset)", "NASBOT (OTMANN GP + EI + EA)")),
+    ("cifar10 regret", ("random", "local search", "BANANAS (code preset)", "NASBOT (OTMANN GP + EI + EA)")),
   ),
   ("One NASBOT proposal with 100 CNNs evaluated (s)", "bench_propose", "proposal, median (s)"),
   ("OTMANN distances of 60 CNNs against the authors' code", "bench_otmann_authors", "speed-up"),
@@ -133,12 +133,15 @@ def render_page(records: dict) -> str:
 
 
 def _figure(record: dict, what) -> str:
-  """A figure by label, or (column index, row names) of the first table as `row value; ...`."""
+  """A figure by label, or (column name, row names) of the first table as `row value; ...`."""
   if isinstance(what, str):
     shown = {what: record["figures"][what]} if what in record["figures"] else {}
   else:
     column, names = what
-    rows = {row[0]: row[column] for row in (record["tables"] or [{"rows": []}])[0]["rows"]}
+    table = (record["tables"] or [{"columns": [], "rows": []}])[0]
+    if column not in table["columns"]:
+      raise ValueError(f"README_ROWS: record {record['name']!r} has no column {column!r}; update README_ROWS")
+    rows = {row[0]: row[table["columns"].index(column)] for row in table["rows"]}
     shown = {name: rows[name] for name in names if name in rows}
   wanted = [what] if isinstance(what, str) else what[1]
   if len(shown) < len(wanted):

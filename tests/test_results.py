@@ -62,3 +62,12 @@ def test_a_written_record_is_the_latest_of_its_name_and_rendered(tmp_path, monke
   assert latest["bench_x"]["figures"] == {"a (s)": 1.25}
   page = render.render_page(latest)
   assert "| a (s) | 1.25 |" in page and "| ours | 1.5 |" in page and "| a (s) | 9 |" not in page
+
+
+def test_a_readme_row_reads_its_column_by_name():
+  """A table's columns may be reordered (nb201_table added one); the README keeps its figure."""
+  table = {"columns": ["method", "seeds", "queries", "cifar10 regret"], "rows": [["ours", 20, 150, "0.1 ± 0.0"]]}
+  record = {"name": "t", "figures": {}, "tables": [table]}
+  assert render._figure(record, ("cifar10 regret", ("ours",))) == "ours 0.1 ± 0.0"
+  with pytest.raises(ValueError, match="record 't' has no column 'cifar100 regret'; update README_ROWS"):
+    render._figure(record, ("cifar100 regret", ("ours",)))
