@@ -16,6 +16,7 @@ import os
 import time
 
 from absl import app, flags
+import jax
 import numpy as np
 
 import record
@@ -40,6 +41,7 @@ flags.DEFINE_float("full_trainings", 100.0, "T in average 200-epoch trainings of
 
 def main(argv):
   del argv
+  jax.config.update("jax_enable_x64", True)  # the searches as launch/search.py runs them
   path = tabular.resolve(FLAGS.data)
   load0, t0 = os.getloadavg()[0], time.time()
   regrets: dict = {d: {} for d in FLAGS.datasets}

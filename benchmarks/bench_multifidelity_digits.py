@@ -13,6 +13,7 @@ import os
 import time
 
 from absl import app, flags
+import jax
 import numpy as np
 
 import record
@@ -26,6 +27,7 @@ METHODS = ("nasbot", "asha_nasbot")
 
 def main(argv):
   del argv
+  jax.config.update("jax_enable_x64", True)  # the searches as launch/search.py runs them
   load0, t0 = os.getloadavg()[0], time.time()
   results = compare.compare(
     [f"configs/multifidelity_digits.py:{m}" for m in METHODS], list(range(FLAGS.seeds)), None, FLAGS.out

@@ -18,6 +18,7 @@ import os
 import time
 
 from absl import app, flags
+import jax
 import numpy as np
 
 import record
@@ -49,6 +50,7 @@ def table_front(path: str, dataset: str) -> tuple[dict, float]:
 
 def main(argv):
   del argv
+  jax.config.update("jax_enable_x64", True)  # the searches as launch/search.py runs them
   path = tabular.resolve(FLAGS.data)
   load0, t0 = os.getloadavg()[0], time.time()
   fronts = {d: table_front(path, d) for d in FLAGS.datasets}
