@@ -1,7 +1,9 @@
 """The NAS-Bench-201 table: every method on CIFAR-10, CIFAR-100 and ImageNet16-120 over seeds,
 mean ± standard error of the test regret at the budget (spec bananas.md 11.2), both against the
 best test accuracy and against the test accuracy of the best-validation cell, the median number
-of queries to the best validation accuracy, and what a zero-cost proxy cost beside the queries.
+of queries to the best validation accuracy, what a zero-cost proxy cost beside the queries, and
+the seconds a median run's strategy spent fitting its model and optimising the acquisition (over
+all datasets' runs; the rest of a run is table look-ups and the journal).
 
   python launch/nb201_table.py --out=runs/nb201_table --seeds=20 --budget=150
 
@@ -21,6 +23,7 @@ import os
 
 from absl import flags
 import jax
+import numpy as np
 
 from nas_jax.experiments import compare
 from nas_jax.tasks import tabular
@@ -99,7 +102,7 @@ def main(argv):
     _cli.fail(f"--slow: {unknown_slow} are not in --configs")
   if not os.path.isfile(os.path.join(FLAGS.data, tabular.NB201_FILE)):
     _cli.fail(f"--data: {FLAGS.data!r} has no {tabular.NB201_FILE}; point it at the NB201 table folder")
-  regrets, proxy = {}, {}
+  regrets, proxy, model = {}, {}, {}
   for ds in FLAGS.datasets:
     table = tabular.load_nb201(os.path.join(FLAGS.data, tabular.NB201_FILE), ds)
     regrets[ds] = {}
@@ -117,15 +120,18 @@ def main(argv):
       regrets[ds][name] = tabular.regret_summary(results["test_runs"][name], table)
       regrets[ds][name]["queries"] = tabular.queries_to_optimum(results["runs"][name], table)
       proxy.setdefault(name, []).extend(results["proxy"][name])
+      model.setdefault(name, []).extend(results["model_seconds"][name])
       r = regrets[ds][name]
       print(f"{ds} {name}: regret {r['regret'][0]:.3f} ± {r['regret'][1]:.3f} over {r['n']} seeds", flush=True)
   with open(os.path.join(FLAGS.out, "regrets.json"), "w") as f:
-    json.dump({"budget": FLAGS.budget, "regrets": regrets, "proxy": proxy}, f, indent=1)
+    json.dump({"budget": FLAGS.budget, "regrets": regrets, "proxy": proxy, "model_seconds": model}, f, indent=1)
   names = list(dict.fromkeys(n for ds in regrets.values() for n in ds))
   heads = (f"{ds} regret | {ds} regret (best-valid cell) | {ds} queries to val. optimum" for ds in regrets)
   lines = [
-    "| method | seeds | queries + proxy cells (proxy s) | " + " | ".join(heads) + " |",
-    "|---|---|---|" + "---|---|---|" * len(regrets),
+    "| method | seeds | queries + proxy cells (proxy s) | fit s + acquisition s (medians per run) | "
+    + " | ".join(heads)
+    + " |",
+    "|---|---|---|---|" + "---|---|---|" * len(regrets),
   ]
   for n in names:
     cells = [
@@ -137,7 +143,9 @@ def main(argv):
     seeds = regrets[next(iter(regrets))][n]["n"]
     scored, secs = (sum(x) / len(proxy[n]) for x in zip(*proxy[n]))
     cost = f"{FLAGS.budget} + {scored:.0f} ({secs:.3g} s)" if scored else f"{FLAGS.budget}"
-    lines.append(f"| {NAMES.get(n, n)} | {seeds} | {cost} | " + " | ".join(cells) + " |")
+    fit, acquisition = np.median(model[n], axis=0)
+    model_s = f"{fit:.0f} + {acquisition:.0f}" if fit + acquisition else "–"
+    lines.append(f"| {NAMES.get(n, n)} | {seeds} | {cost} | {model_s} | " + " | ".join(cells) + " |")
   with open(os.path.join(FLAGS.out, "table.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
   print("\n".join(lines))

@@ -31,6 +31,7 @@ __all__ = [
   "reference_point",
   "run_costs",
   "proxy_cost",
+  "model_seconds",
   "at_simulated_time",
   "method_table",
 ]
@@ -107,6 +108,14 @@ def proxy_cost(observations: Sequence[Observation]) -> tuple[int, float]:
   on each proposal (`search.strategies.proxy_search`: proxy_scored, proxy_s); (0, 0.0) without one."""
   notes = [o.info.get("strategy") or {} for o in observations]
   return int(sum(n.get("proxy_scored", 0) for n in notes)), float(sum(n.get("proxy_s", 0.0) for n in notes))
+
+
+def model_seconds(observations: Sequence[Observation]) -> tuple[float, float]:
+  """(fit, acquisition): the seconds a run's strategy spent fitting its model and optimising the
+  acquisition, summed from the timings a model-based strategy notes on each proposal
+  (`info["strategy"]["seconds"]`); (0.0, 0.0) for a strategy without a model."""
+  timed = [(o.info.get("strategy") or {}).get("seconds") or {} for o in observations]
+  return float(sum(t.get("fit", 0.0) for t in timed)), float(sum(t.get("acquisition", 0.0) for t in timed))
 
 
 def reference_point(runs: Sequence[Sequence[Observation]], task) -> dict:
@@ -250,6 +259,7 @@ def compare(
   Returns:
     The results: {"goal", "budget", "overrides", "runs": {name: [[best-so-far per evaluation] per seed]},
     "proxy": {name: [[cells, seconds] the proxy cost, per seed]} (`proxy_cost`),
+    "model_seconds": {name: [[fit, acquisition] seconds, per seed]} (`model_seconds`),
     "test_runs": {name: [[test value of the best-so-far architecture] per seed]},
     "seconds": {name: [[wall seconds from the run's start to each evaluation's end] per seed]}}.
     `curves_seconds.png` plots best-so-far against those seconds (`best_at_seconds`). With several
@@ -287,7 +297,7 @@ def compare(
   goal = task.goal
   curve_keys = ("runs", "test_runs", "seconds", "sim_seconds")
   results = {"goal": goal, "budget": budget, "overrides": dict(overrides or {}), "budgets": budgets}
-  results.update({k: {name: [] for name in configs} for k in (*curve_keys, "proxy")})
+  results.update({k: {name: [] for name in configs} for k in (*curve_keys, "proxy", "model_seconds")})
   journals = {}
   for name, c in configs.items():
     for seed in seeds:
@@ -298,6 +308,7 @@ def compare(
       for k, curve in zip(curve_keys, (best, test, seconds, costs)):
         results[k][name].append(_nullable(curve))
       results["proxy"][name].append(list(proxy_cost(observations)))
+      results["model_seconds"][name].append(list(model_seconds(observations)))
       log.info("%s seed %d: best %s", name, seed, results["runs"][name][-1][-1])
   if task.objectives:
     ref = dict(hv_ref) if hv_ref else reference_point(list(journals.values()), task)

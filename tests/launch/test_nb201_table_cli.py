@@ -40,7 +40,8 @@ def test_table_has_both_regrets_per_dataset_and_method(tmp_path):
     r = regrets[ds]["random_nb201"]
     assert r["regret"][0] - r["regret_bv"][0] == pytest.approx(gap, abs=1e-3)
   table = (tmp_path / "table.md").read_text()
-  assert "| random | 2 |" in table and "| regularised evolution | 1 |" in table
+  assert "| random | 2 | 5 | – |" in table and "| regularised evolution | 1 | 5 | – |" in table  # no model: no fit
+  assert json.loads((tmp_path / "regrets.json").read_text())["model_seconds"]["random_nb201"] == [[0.0, 0.0]] * 4
   # A row's run is the run launch/search.py makes of its config (in float64: in float32 the
   # random cells drawn differ, and a GP's algebra would too).
   alone = tmp_path / "alone"

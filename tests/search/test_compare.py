@@ -78,6 +78,13 @@ def test_run_name():
   assert compare.run_name("a/b/random_cnn_digits.py") == "random_cnn_digits"
 
 
+def test_model_seconds_sum_the_strategys_timings_by_hand():
+  timed = [{"origin": "sample"}, {"seconds": {"fit": 1.5, "acquisition": 0.25}}, {"seconds": {"fit": 2.0}}]
+  o = [dataclasses.replace(x, info={"strategy": t}) for x, t in zip(obs([1.0, 2.0, 3.0], [None] * 3), timed)]
+  assert compare.model_seconds(o) == (3.5, 0.25)
+  assert compare.model_seconds(obs([1.0], [None])) == (0.0, 0.0)  # no model, no timings
+
+
 def test_compare_writes_results_table_and_curves_and_resumes(tmp_path):
   out = str(tmp_path / "cmp")
   results = compare.compare([RANDOM, EA], [0, 1], 4, out)
@@ -98,6 +105,7 @@ def test_compare_writes_results_table_and_curves_and_resumes(tmp_path):
   assert (tmp_path / "cmp" / compare.CURVES_SECONDS).read_bytes()[:4] == b"\x89PNG"
   for runs in on_disk["seconds"].values():
     assert all(len(r) == 4 and r == sorted(r) and r[0] >= 0 for r in runs)
+  assert on_disk["model_seconds"] == {name: [[0.0, 0.0]] * 2 for name in on_disk["runs"]}  # neither has a model
   # A second call replays every run: same results, journals untouched.
   sizes = {p: os.path.getsize(p) for p in (tmp_path / "cmp").glob("*/seed*/journal.jsonl")}
   assert compare.compare([RANDOM, EA], [0, 1], 4, out) == results
