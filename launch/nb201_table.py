@@ -70,6 +70,9 @@ flags.DEFINE_string("proxy_path", "", "Proxy CSV of the configs with a proxy ({d
 flags.DEFINE_string("proxy_column", "", "The proxy's column in --proxy_path; '': the configs' own.")
 flags.DEFINE_float("proxy_seconds", None, "Seconds one proxy score costs; unset: the configs' own.")
 flags.DEFINE_string("record", "", _records.DOC)
+flags.DEFINE_string(
+  "record_note", "", "A line the record keeps about how the runs were made (e.g. the load they shared)."
+)
 
 
 def _proxy_overrides(spec: str) -> dict:
@@ -151,7 +154,11 @@ def main(argv):
   print("\n".join(lines))
   if FLAGS.record:
     title = f"NAS-Bench-201 test regret after {FLAGS.budget} queries (lower is better)"
+    if len(names) < len(METHODS):  # a table of a few methods says which
+      title += ": " + ", ".join(NAMES.get(n, n) for n in names)
     figures = {"datasets": ", ".join(regrets)}
+    if FLAGS.record_note:
+      figures["runs"] = FLAGS.record_note
     if proxy and any(scored for runs in proxy.values() for scored, _ in runs):
       title += f", with the zero-cost proxy {FLAGS.proxy_column or '(of the configs)'}"
       figures["proxy"] = f"column {FLAGS.proxy_column or '(configs)'} of {FLAGS.proxy_path or '(configs)'}"
