@@ -20,10 +20,10 @@ then, like a search that has found the good region, 60% from the best fifth of t
 rest at random; each prefix is padded as a search pads it: to a power of two for Adam, to the
 config's `fit_step` for L-BFGS. Both fits are scored on the power-of-two padding. At each size and
 for --seeds keys it fits by the paper's code's fit (Adam, 16 starts x 200 steps, gp_fit.fit_map,
-configs/nasbot_nb201.py) and by the fitter of configs/nasbot_nb201.py:lbfgs+every7 (L-BFGS on the
+configs/nasbot_nb201.py) and by the fitter of configs/nasbot_nb201.py:lbfgs (L-BFGS on the
 closed-form gradient of gp_lml), from the same starts: seconds, final log-likelihoods, the ratio
 of the times, the least gain in log-likelihood and the load. It asserts no loss over 0.01. It
-also scores the :every7 schedule: the L-BFGS fit on the first m0 = n - n % refit_every cells,
+also scores the config's schedule: the L-BFGS fit on the first m0 = n - n % refit_every cells,
 kept until n, against the Adam fit at n (the default sizes are 6, 6 and 6 evaluations past a
 full fit, the most the schedule allows at refit_every = 7).
 
@@ -165,7 +165,7 @@ def compare_nb201(path: str, sizes: list, seeds: int) -> None:
   """The paper's Adam fit against NASBOT's L-BFGS fit on NB201 histories; prints and records."""
   box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR)))
   d, d_bar, valid = nb201_data(path, max(sizes))
-  strategy_config = config_files.load_config(f"{NASBOT_NB201}:lbfgs+every7").strategy_config
+  strategy_config = config_files.load_config(f"{NASBOT_NB201}:lbfgs").strategy_config
   surrogate_config, every = strategy_config.surrogate_config, strategy_config.refit_every
   options, step = surrogate_config.fitter_config.to_dict(), surrogate_config.fit_step
   fitters = {
@@ -174,7 +174,7 @@ def compare_nb201(path: str, sizes: list, seeds: int) -> None:
       gp_lbfgs.fit_lbfgs(k, box, p, y, m, project=True, **options)[0].hypers
     ),
   }
-  print(f"L-BFGS options of configs/nasbot_nb201.py:lbfgs+every7: {options}, on a multiple of {step} slots")
+  print(f"L-BFGS options of configs/nasbot_nb201.py:lbfgs: {options}, on a multiple of {step} slots")
   adam_name, lbfgs_name = fitters
   print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}")
   print(f"cpu affinity {len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()} at start")

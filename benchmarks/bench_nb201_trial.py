@@ -10,7 +10,7 @@ Compiled programs come from the persistent compilation cache when an earlier run
 is printed on its own.
 
   taskset -c 0,1 python benchmarks/bench_nb201_trial.py [--budget=150] [--seed=0] [--dataset=cifar10]
-    [--nasbot=lbfgs] [--path=../shared/data/nasbench201]
+    [--nasbot=every1] [--path=../shared/data/nasbench201]
 """
 
 import os
@@ -38,7 +38,7 @@ TARGET = 3.0  # NASBOT's trial time / BANANAS' (issue #50)
 flags.DEFINE_integer("budget", 150, "Queries per trial.", lower_bound=11)
 flags.DEFINE_integer("seed", 0, "Seed of both trials.")
 flags.DEFINE_enum("dataset", "cifar10", ["cifar10", "cifar100", "imagenet16"], "NB201 dataset.")
-flags.DEFINE_string("nasbot", "", "Argument of configs/nasbot_nb201.py's get_config ('', 'lbfgs' or 'warm').")
+flags.DEFINE_string("nasbot", "", "Argument of configs/nasbot_nb201.py's get_config ('', 'every1', 'lbfgs' or 'warm').")
 flags.DEFINE_string("path", "../shared/data/nasbench201", "The NB201 tables' folder.")
 
 

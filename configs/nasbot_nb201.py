@@ -1,18 +1,18 @@
 """NASBOT on NAS-Bench-201 CIFAR-10: the OTMANN GP (cells as layer graphs) with EI maximised by
 NASBOT's EA, starting from 10 random cells (BANANAS' t0) so that seeds differ.
 
-The GP's hyper-parameters are fitted as the paper's code fits them, 16 starts x 200 Adam steps
-at every evaluation, on the observations padded to a multiple of 32 (`fit_step`). Faster fits,
-'+'-joined:
-- `every7`: the authors' code's schedule, a full fit every 7 evaluations (their
-  `build_new_model_every`), each observation in between conditioning the GP under the last fit's
-  hyper-parameters (`refit_every` = 7, `warm_steps` = 0); with Adam, its trials are about 6x
-  faster and matched the default's CIFAR-10 regret on 10 seeds (docs/surrogates.md);
+The GP's hyper-parameters are fitted on the authors' code's schedule: 16 starts x 200 Adam steps
+every 7 evaluations (their `build_new_model_every`), each observation in between conditioning the
+GP under the last fit's hyper-parameters (`refit_every` = 7, `warm_steps` = 0), on the
+observations padded to a multiple of 32 (`fit_step`). Over 20 seeds it searches as well as the
+full fit at every evaluation did over 10, with a seventh of the full fits (docs/surrogates.md).
+Other fits, '+'-joined:
+- `every1`: the full fit at every evaluation (refit_every = 1);
+- `warm`: the full fit every 10 evaluations and 20 Adam steps from there in between;
 - `lbfgs`: the fit is L-BFGS (`fitter`) from 16 random starts, each to convergence on the exact
   gradient of the projected likelihood (`gp_lml`). It reaches higher likelihoods
-  (benchmarks/bench_gp.py --nb201) but, with `every7`, searched NB201 worse: its optima make the
-  kernel short-ranged in d_bar, so EI follows the GP's uncertainty (docs/surrogates.md);
-- `warm`: Adam in full every 10 evaluations and 20 Adam steps from there in between.
+  (benchmarks/bench_gp.py --nb201) but searched NB201 worse: its optima make the kernel
+  short-ranged in d_bar, so EI follows the GP's uncertainty (docs/surrogates.md).
 
 Zero-cost proxy variants (docs/proxies_search.md; '+'-joined with the above): `zc_warmup` starts
 from the 10 cells the proxy ranks best of 1,000, `zc_prescreen` passes EI the best quarter of
@@ -32,9 +32,9 @@ from configs import common, random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  tokens = common.split_arg(arg, ("smoke", "lbfgs", "every7", "warm", "zc_warmup", "zc_prescreen", "zc_prior"))
-  if "every7" in tokens and "warm" in tokens:
-    raise ValueError(f"get_config: {arg!r}; every7 and warm are two refit schedules, choose one")
+  tokens = common.split_arg(arg, ("smoke", "lbfgs", "every1", "warm", "zc_warmup", "zc_prescreen", "zc_prior"))
+  if "every1" in tokens and "warm" in tokens:
+    raise ValueError(f"get_config: {arg!r}; every1 and warm are two refit schedules, choose one")
   smoke = "smoke" in tokens
   c = random_nb201.get_config("smoke" if smoke else "")
   c.strategy = "bo"
@@ -49,8 +49,8 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   # for 129 cells): the same likelihood and hyper-parameters up to rounding, 2-3x cheaper past 128
   # cells; the smoke's few cells still take the path of a fit on fewer slots than the capacity.
   surrogate["fit_step"] = 4 if smoke else 32
-  surrogate["warm_steps"] = 0 if "every7" in tokens else 20
-  refit_every = 7 if "every7" in tokens else 10 if "warm" in tokens else 1
+  surrogate["warm_steps"] = 20 if "warm" in tokens else 0
+  refit_every = 1 if "every1" in tokens else 10 if "warm" in tokens else 7
   c.strategy_config = ml_collections.ConfigDict(
     {
       "featurizer": "otmann",

@@ -231,11 +231,11 @@ def test_a_search_under_a_parameter_budget_evaluates_nothing_above_it(tmp_path, 
 
 @pytest.mark.slow  # two NB201 smoke searches with the L-BFGS fit (~20 s)
 def test_the_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(tmp_path):
-  """NASBOT's L-BFGS fit (`:lbfgs+every7`), in full every 7 evaluations and kept in between, is a function of the
+  """NASBOT's L-BFGS fit (`:lbfgs`), in full every 7 evaluations and kept in between, is a function of the
   journal: a search stopped after 12 evaluations (between two full fits) and resumed proposes
   the cells, with the same acquisition values, that an uninterrupted one does."""
   path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
-  whole, cut = (config_files.load_config(f"{path}:smoke+lbfgs+every7") for _ in range(2))
+  whole, cut = (config_files.load_config(f"{path}:smoke+lbfgs") for _ in range(2))
   whole.workdir, cut.workdir = str(tmp_path / "whole"), str(tmp_path / "cut")
   _skip_without_data(whole)
   assert whole.strategy_config.surrogate_config.fitter == "lbfgs" and whole.strategy_config.refit_every == 7
@@ -253,7 +253,15 @@ def test_the_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(tmp_path)
 
 def test_nasbot_nb201_takes_one_refit_schedule():
   path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
-  with pytest.raises(ValueError, match="every7 and warm are two refit schedules"):
-    config_files.load_config(f"{path}:every7+warm")
-  fast = config_files.load_config(f"{path}:lbfgs+every7").strategy_config
+  with pytest.raises(ValueError, match="every1 and warm are two refit schedules"):
+    config_files.load_config(f"{path}:every1+warm")
+  schedules = {
+    arg: config_files.load_config(f"{path}:{arg}" if arg else path).strategy_config for arg in ("", "every1", "warm")
+  }
+  assert {arg: (c.refit_every, c.surrogate_config.warm_steps) for arg, c in schedules.items()} == {
+    "": (7, 0),  # the authors' code's: a full fit every 7 evaluations, the hyper-parameters kept between
+    "every1": (1, 0),
+    "warm": (10, 20),
+  }
+  fast = config_files.load_config(f"{path}:lbfgs").strategy_config
   assert (fast.refit_every, fast.surrogate_config.warm_steps, fast.surrogate_config.fitter) == (7, 0, "lbfgs")
