@@ -7,7 +7,7 @@ GP under the last fit's hyper-parameters (`refit_every` = 7, `warm_steps` = 0), 
 observations padded to a multiple of 32 (`fit_step`). Over 20 seeds it searches as well as the
 full fit at every evaluation did over 10, with a seventh of the full fits (docs/surrogates.md).
 Other fits, '+'-joined:
-- `every1`: the full fit at every evaluation (refit_every = 1);
+- `every1`: the full fit at every evaluation (refit_every = 1); `every7` names the default's;
 - `warm`: the full fit every 10 evaluations and 20 Adam steps from there in between;
 - `lbfgs`: the fit is L-BFGS (`fitter`) from 16 random starts, each to convergence on the exact
   gradient of the projected likelihood (`gp_lml`). It reaches higher likelihoods
@@ -32,9 +32,11 @@ from configs import common, random_nb201
 
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
-  tokens = common.split_arg(arg, ("smoke", "lbfgs", "every1", "warm", "zc_warmup", "zc_prescreen", "zc_prior"))
-  if "every1" in tokens and "warm" in tokens:
-    raise ValueError(f"get_config: {arg!r}; every1 and warm are two refit schedules, choose one")
+  tokens = common.split_arg(
+    arg, ("smoke", "lbfgs", "every1", "every7", "warm", "zc_warmup", "zc_prescreen", "zc_prior")
+  )
+  if len([t for t in tokens if t in ("every1", "every7", "warm")]) > 1:
+    raise ValueError(f"get_config: {arg!r}; every1, every7 and warm are refit schedules, choose one")
   smoke = "smoke" in tokens
   c = random_nb201.get_config("smoke" if smoke else "")
   c.strategy = "bo"

@@ -253,13 +253,16 @@ def test_the_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(tmp_path)
 
 def test_nasbot_nb201_takes_one_refit_schedule():
   path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
-  with pytest.raises(ValueError, match="every1 and warm are two refit schedules"):
-    config_files.load_config(f"{path}:every1+warm")
+  for arg in ("every1+warm", "every7+warm", "every1+every7"):
+    with pytest.raises(ValueError, match="every1, every7 and warm are refit schedules, choose one"):
+      config_files.load_config(f"{path}:{arg}")
   schedules = {
-    arg: config_files.load_config(f"{path}:{arg}" if arg else path).strategy_config for arg in ("", "every1", "warm")
+    arg: config_files.load_config(f"{path}:{arg}" if arg else path).strategy_config
+    for arg in ("", "every7", "every1", "warm")
   }
   assert {arg: (c.refit_every, c.surrogate_config.warm_steps) for arg, c in schedules.items()} == {
     "": (7, 0),  # the authors' code's: a full fit every 7 evaluations, the hyper-parameters kept between
+    "every7": (7, 0),  # the default's, by name (the commands of earlier records use it)
     "every1": (1, 0),
     "warm": (10, 20),
   }
