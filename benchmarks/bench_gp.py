@@ -17,8 +17,9 @@ lower than the better Adam fit minus 1e-6 relative.
 --nb201 fits NASBOT's GP on NAS-Bench-201 cells (OTMANN distances from the featurizer NASBOT
 uses, CIFAR-10 validation accuracies): a history of --nb201_sizes cells, 10 drawn at random and
 then, like a search that has found the good region, 60% from the best fifth of the table and the
-rest at random; each prefix is padded as a search pads it: to a power of two for Adam, to the
-config's `fit_step` for L-BFGS. Both fits are scored on the power-of-two padding. At each size and
+rest at random; each prefix is padded to a power of two for Adam (the same fit, up to rounding,
+as on the config's `fit_step`: docs/surrogates.md) and to the config's `fit_step` for L-BFGS.
+Both fits are scored on the power-of-two padding. At each size and
 for --seeds keys it fits by the paper's code's fit (Adam, 16 starts x 200 steps, gp_fit.fit_map,
 configs/nasbot_nb201.py) and by the fitter of configs/nasbot_nb201.py:lbfgs (L-BFGS on the
 closed-form gradient of gp_lml), from the same starts: seconds, final log-likelihoods, the ratio
