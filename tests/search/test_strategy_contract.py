@@ -316,6 +316,16 @@ def test_a_batch_call_gives_n_distinct_new_points(name):
   assert len(keys) == len(set(keys)) == 2 and not set(keys) & observed
 
 
+def test_a_model_batch_notes_its_seconds_once():
+  """BO's batch of 2 after its 4 random cells: the fit and acquisition seconds of the one
+  optimisation go with its first point only, so a journal's sum counts them once."""
+  run = _run("bo")
+  state, points = run.strategy.propose(run.state, 2, [])
+  notes = [run.strategy.notes(state, p) for p in points]
+  assert [("seconds" in n) for n in notes] == [True, False]
+  assert notes[0]["seconds"]["fit"] >= 0 and notes[0]["seconds"]["acquisition"] >= 0
+
+
 def _bad_cases() -> list:
   out = []
   for name in sorted(set(NAMES) | set(CASES)):

@@ -231,8 +231,8 @@ def _fit(e: _Engine, keys: tuple, state: BOState, taken: list) -> tuple:
 
 
 def _choose(e: _Engine, keys: tuple, state: BOState, taken: list, exclude: set) -> tuple[list, tuple]:
-  """([(point, value, notes)] of one optimisation, best first; notes hold the seconds spent),
-  and the anchor of warm refits (or ())."""
+  """([(point, value, notes)] of one optimisation, best first; the first point's notes hold the
+  seconds spent), and the anchor of warm refits (or ())."""
   _, k_opt, k_aux = keys
   ctx = bo_context.optimiser_context(e.space, state.history, exclude)
   t0 = time.perf_counter()
@@ -246,10 +246,15 @@ def _choose(e: _Engine, keys: tuple, state: BOState, taken: list, exclude: set) 
       va = ValueAcquisition(point_model.value_model(fitted), best, e.acquisition)
       ctx = ctx._replace(value_fn=jax.tree_util.Partial(value_acquisition, va))
     score = e.score(fitted, best, k_aux, observed)
+    # Dispatch is asynchronous: without waiting here, a fit that is all device work (the
+    # ensemble's training) would be timed as the acquisition's, which reads its results first.
+    jax.block_until_ready((fitted.state, fitted.state_p))
   t1 = time.perf_counter()
   chosen = e.optimiser.maximize((k_opt, k_aux), score, ctx, e.batch)
   seconds = {"fit": round(t1 - t0, 4), "acquisition": round(time.perf_counter() - t1, 4)}
-  return [(p, v, {**x, **notes, "seconds": seconds}) for p, v, x in chosen], anchor
+  # The seconds go with the first point only, so that summing a journal's counts each once.
+  timed = [{**x, **notes, "seconds": seconds} if i == 0 else {**x, **notes} for i, (_, _, x) in enumerate(chosen)]
+  return [(p, v, n) for (p, v, _), n in zip(chosen, timed)], anchor
 
 
 def _propose(e: _Engine, state: BOState, n: int, pending: list) -> tuple[BOState, list]:
