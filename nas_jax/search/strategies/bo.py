@@ -252,9 +252,10 @@ def _choose(e: _Engine, keys: tuple, state: BOState, taken: list, exclude: set) 
   t1 = time.perf_counter()
   chosen = e.optimiser.maximize((k_opt, k_aux), score, ctx, e.batch)
   seconds = {"fit": round(t1 - t0, 4), "acquisition": round(time.perf_counter() - t1, 4)}
-  # The seconds go with the first point only, so that summing a journal's counts each once.
-  timed = [{**x, **notes, "seconds": seconds} if i == 0 else {**x, **notes} for i, (_, _, x) in enumerate(chosen)]
-  return [(p, v, n) for (p, v, _), n in zip(chosen, timed)], anchor
+  out = [(p, v, {**x, **notes}) for p, v, x in chosen]
+  if out:  # the seconds go with the first point only, so that summing a journal's counts each once
+    out[0][2]["seconds"] = seconds
+  return out, anchor
 
 
 def _propose(e: _Engine, state: BOState, n: int, pending: list) -> tuple[BOState, list]:
