@@ -12,7 +12,7 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from nas_jax.surrogates import gp
+from nas_jax.surrogates import gp, gp_lml
 
 __all__ = [
   "Box",
@@ -105,7 +105,9 @@ def optimise(
   """Maximises the log marginal likelihood from every start at once (one vmap, one lax.scan).
 
   Adam on the log-parameters, projected back into the box after every step; a step whose
-  gradient is not finite is skipped. batch_size=None vmaps all starts; an int k runs chunks of
+  gradient is not finite is skipped. The gradient is gp.log_marginal_likelihood's (through
+  project_psd's straight-through clipping when project), computed in closed form from one
+  factorisation per step (gp_lml). batch_size=None vmaps all starts; an int k runs chunks of
   k starts one after another (lax.map), which bounds memory for large C and many starts. On CPU
   the vmap gains little at large C (see benchmarks/bench_gp.py): XLA's batched LAPACK calls
   are no faster than single ones.
@@ -121,7 +123,7 @@ def optimise(
   opt = optax.apply_if_finite(optax.adam(lr), max_consecutive_errors=steps + 1)
 
   def loss(h):
-    return -gp.log_marginal_likelihood(h, pair, y, mask, project=project)
+    return -gp_lml.log_marginal_likelihood(h, pair, y, mask, project=project, straight_through=True)
 
   def one_start(h0):
     def step(carry, _):

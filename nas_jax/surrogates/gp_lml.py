@@ -13,6 +13,11 @@ Williams eq. 5.9), G the Gram matrix with noise:
   difference of max(., 0) at w_i, w_j), so the gradient is that of the projected likelihood that
   the value computes. Padded slots get an eigenvalue below every real one (a Gershgorin bound),
   so they stay apart from the real spectrum and are dropped by their position.
+- project=True, straight_through=True: the same value, and the gradient with F = 1, i.e. with
+  the clipping passed straight through, as `gp.project_psd` passes it. It is the gradient of
+  `gp.log_marginal_likelihood` to rounding, which costs an eigendecomposition and a jittered
+  Cholesky with its backward pass; here it costs the eigendecomposition alone (the Adam fit's
+  gradient, gp_fit.optimise).
 """
 
 import functools
@@ -71,17 +76,18 @@ def _cholesky_parts(k, noise, z, mask):
   return value, jnp.where(both, 0.5 * (alpha[:, None] * alpha[None, :] - inverse), 0.0)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
-def _lml_of_gram(k, noise, z, mask, project):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5))
+def _lml_of_gram(k, noise, z, mask, project, straight_through):
   if project:
     return _eigen_parts(k, noise, z, mask)[0]
   return _cholesky_parts(k, noise, z, mask)[0]
 
 
-def _lml_fwd(k, noise, z, mask, project):
+def _lml_fwd(k, noise, z, mask, project, straight_through):
   if project:
     value, w_tilde, w, v, real = _eigen_parts(k, noise, z, mask)
-    d_k = v @ (_clip_divided_differences(w, real) * w_tilde) @ v.T
+    slope = w_tilde if straight_through else _clip_divided_differences(w, real) * w_tilde
+    d_k = v @ slope @ v.T
     d_noise = jnp.trace(w_tilde)  # G^-1 and alpha alpha^T of the real block; padded ones are 0
   else:
     value, d_k = _cholesky_parts(k, noise, z, mask)
@@ -90,7 +96,7 @@ def _lml_fwd(k, noise, z, mask, project):
   return value, (jnp.where(both, 0.5 * (d_k + d_k.T), 0.0), d_noise, z, mask)
 
 
-def _lml_bwd(project, res, g):
+def _lml_bwd(project, straight_through, res, g):
   d_k, d_noise, z, mask = res
   return g * d_k, g * d_noise, jnp.zeros_like(z), None
 
@@ -99,17 +105,24 @@ _lml_of_gram.defvjp(_lml_fwd, _lml_bwd)
 
 
 def log_marginal_likelihood(
-  hypers: gp.Hypers, pair: Any, y: jax.Array, mask: jax.Array, *, project: bool = False
+  hypers: gp.Hypers,
+  pair: Any,
+  y: jax.Array,
+  mask: jax.Array,
+  *,
+  project: bool = False,
+  straight_through: bool = False,
 ) -> jax.Array:
   """log p(z | hypers): [] float, the value of `gp.log_marginal_likelihood` (arguments as there)
   with the closed-form gradient of the module docstring. NaN if the factorisation failed.
 
   With project=True the eigenvalues are clipped at 0 before the noise is added, and the gradient
-  is that of the clipped likelihood (not the straight-through one of gp.project_psd).
+  is that of the clipped likelihood, or with straight_through=True the straight-through one of
+  gp.project_psd (straight_through is ignored without project).
   """
   y, mask = jnp.asarray(y), jnp.asarray(mask)
   y_shift, y_scale = gp.normalise(y, mask)
   z = jnp.where(mask, (y - y_shift) / y_scale, 0.0)
   both = mask[:, None] & mask[None, :]
   k = jnp.where(both, hypers.kernel(pair), 0.0)
-  return _lml_of_gram(k, jnp.exp(hypers.log_noise), z, mask, project)
+  return _lml_of_gram(k, jnp.exp(hypers.log_noise), z, mask, project, project and straight_through)

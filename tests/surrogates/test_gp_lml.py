@@ -116,3 +116,30 @@ def test_the_projected_gradient_is_that_of_the_clipped_likelihood(problem):
     )
     np.testing.assert_allclose(_grad(gp_lml.log_marginal_likelihood, h, *padded, True), want, atol=1e-8, rtol=1e-8)
   assert clipped >= 2  # the clipping is exercised, not only PSD matrices
+
+
+def _straight_through(hypers, pair, y, mask, *, project=True):
+  return gp_lml.log_marginal_likelihood(hypers, pair, y, mask, project=project, straight_through=True)
+
+
+def test_the_straight_through_gradient_is_gps_through_project_psd(problem):
+  # The Adam fit's gradient (gp_fit.optimise): autodiff of gp's likelihood, whose projection
+  # passes the gradient straight through; differs from the clipped likelihood's where K is not PSD.
+  d, d_bar, y, hypers = problem
+  pair, yp, mask = _padded(d, d_bar, y, 32, seed=4)
+  differs = 0
+  for h in hypers:
+    want = _grad(gp.log_marginal_likelihood, h, pair, yp, mask, True)
+    got = _grad(_straight_through, h, pair, yp, mask, True)
+    np.testing.assert_allclose(got, want, atol=1e-8, rtol=1e-8)
+    clipped = _grad(gp_lml.log_marginal_likelihood, h, pair, yp, mask, True)
+    differs += int(not np.allclose(got, clipped, atol=1e-6, rtol=1e-6))
+  assert differs >= 2  # the two gradients of a non-PSD kernel are told apart
+
+
+def test_straight_through_without_projection_is_the_cholesky_gradient(problem):
+  d, d_bar, y, hypers = problem
+  pair, yp, mask = _padded(d, d_bar, y, 32, seed=5)
+  for h in hypers:
+    want = _grad(gp_lml.log_marginal_likelihood, h, pair, yp, mask, False)
+    np.testing.assert_array_equal(_grad(_straight_through, h, pair, yp, mask, False), want)
