@@ -3,11 +3,13 @@ to put the repository root on sys.path, so that a config loaded by path imports 
 (`from configs import random_nb201`) from any working directory.
 
 OpenBLAS's own threads fight XLA's thread pool on CPU and slow a float64 Cholesky many times over
-(benchmarks/bench_gp.py measures it), so one thread. Compiled programs that took over a second to
-compile (a network's training step) are kept in a persistent cache, so a resumed search, a
-repeated network, or the seeds of a comparison evaluating the same initial pool skip recompiling
-it: set JAX_COMPILATION_CACHE_DIR to move the cache, or to "" to turn it off. Worker processes
-inherit both settings.
+(benchmarks/bench_gp.py measures it), so one thread. Every compiled program is kept in a
+persistent cache, so a resumed search, a repeated network, or the next seed of a comparison skips
+recompiling it: a search compiles dozens of small programs (a GP fit and prediction at each
+padded size, the OTMANN cost tensors of each chunk shape), a third of a 60-query NASBOT run on
+NAS-Bench-201 when none is cached. Set JAX_COMPILATION_CACHE_DIR to move the cache, or to "" to
+turn it off, and JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS to keep only programs slower to
+compile than that. Worker processes inherit these settings.
 
 A worker process that a search spawns runs this module first too, as it re-imports the launch
 script before anything of nas_jax runs in it: from here on it dies with its parent (on Linux), so
@@ -23,6 +25,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "nas_jax", "xla"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 
 # A spawned worker (multiprocessing's marker on its command line; its sys.argv is the parent's)
