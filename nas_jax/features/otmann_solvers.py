@@ -115,33 +115,40 @@ def _solve_lps(
     out[k, pair] = value
     return plan
 
+  # Every pair's supplies and demands, padded: its layer masses, the other network's total in the
+  # sink (slot na or nb), zeros after it, and each side divided by its sum (1 within an ulp).
+  size, rows = cost.shape[2], np.arange(n)
+  supply, demand = np.zeros((n, size)), np.zeros((n, size))
+  supply[:, :-1], demand[:, :-1] = ma, mb
+  supply[rows, na], demand[rows, nb] = mb.sum(1), ma.sum(1)
+  supply /= supply.sum(1, keepdims=True)
+  demand /= demand.sum(1, keepdims=True)
+
   def block(pairs: np.ndarray) -> None:
-    # The pairs of one trimmed shape share contiguous copies of their costs and masses, so that
-    # the loop over LPs does little more than call the solver: for these small problems Python's
-    # work per call had been as long as the solve, and it holds the GIL the other threads need.
-    shapes = na[pairs] * (cost.shape[3] + 1) + nb[pairs]
-    for shape in np.unique(shapes):
-      sel = pairs[shapes == shape]
-      r, c = na[sel[0]] + 1, nb[sel[0]] + 1
-      sub = np.ascontiguousarray(cost[sel, :, :r, :c])
-      xa, xb = ma[sel, : r - 1], mb[sel, : c - 1]
-      a, b = np.empty((len(sel), r)), np.empty((len(sel), c))
-      a[:, :-1], a[:, -1] = xa, xb.sum(1)
-      b[:, :-1], b[:, -1] = xb, xa.sum(1)
-      a, b = a / a.sum(1, keepdims=True), b / b.sum(1, keepdims=True)  # each sums to 1 within an ulp
-      plans = np.empty((len(sel), r, c))
-      for i, p in enumerate(sel.tolist()):
-        plans[i] = emd(a[i], b[i], sub[i, lo], p, lo)
-        if hi != lo:
-          emd(a[i], b[i], sub[i, hi], p, hi)
-      if not middle:
-        continue
-      at_hi = out[hi, sel]
-      kept = np.einsum("prc,prc->p", plans, sub[:, hi]) <= at_hi + _PLAN_RTOL * np.abs(at_hi)
-      out[np.ix_(middle, sel[kept])] = np.einsum("prc,pkrc->kp", plans[kept], sub[kept][:, middle])
-      for i in np.flatnonzero(~kept).tolist():
-        for k in middle:
-          emd(a[i], b[i], sub[i, k], int(sel[i]), k)
+    # The loop does little more than call the solver: for these small problems Python's work per
+    # call can be as long as the solve, and it holds the GIL that the other threads need.
+    plans = np.zeros((len(pairs), size, size))
+    for i, p in enumerate(pairs.tolist()):
+      r, c = na[p] + 1, nb[p] + 1
+      a, b = supply[p, :r], demand[p, :c]
+      plans[i, :r, :c] = emd(a, b, np.ascontiguousarray(cost[p, lo, :r, :c]), p, lo)
+      if hi != lo:
+        emd(a, b, np.ascontiguousarray(cost[p, hi, :r, :c]), p, hi)
+    if not middle:
+      return
+    used = plans > 0  # costs off a problem's trimmed block are never read
+
+    def plan_cost(sel, k):
+      return (plans[sel] * np.where(used[sel], cost[pairs[sel], k], 0.0)).sum((1, 2))
+
+    at_hi = out[hi, pairs]
+    kept = plan_cost(slice(None), hi) <= at_hi + _PLAN_RTOL * np.abs(at_hi)
+    for k in middle:
+      out[k, pairs[kept]] = plan_cost(kept, k)
+    for p in pairs[~kept].tolist():
+      r, c = na[p] + 1, nb[p] + 1
+      for k in middle:
+        emd(supply[p, :r], demand[p, :c], np.ascontiguousarray(cost[p, k, :r, :c]), p, k)
 
   # Threads pay only for problems of more than one block of SLOTS layers: below that, each solve
   # is a few microseconds and two threads handing the GIL to each other are slower than one.
