@@ -7,9 +7,9 @@ OpenBLAS's own threads fight XLA's thread pool on CPU and slow a float64 Cholesk
 persistent cache, so a resumed search, a repeated network, or the next seed of a comparison skips
 recompiling it: a search compiles dozens of small programs (a GP fit and prediction at each
 padded size, the OTMANN cost tensors of each chunk shape), a third of a 60-query NASBOT run on
-NAS-Bench-201 when none is cached. Set JAX_COMPILATION_CACHE_DIR to move the cache, or to "" to
-turn it off, and JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS to keep only programs slower to
-compile than that. Worker processes inherit these settings.
+NAS-Bench-201 when they are compiled anew. Set JAX_COMPILATION_CACHE_DIR to move the cache, or
+to "" to turn it off, and JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS to keep only programs
+slower to compile than that. Worker processes inherit these settings.
 
 A worker process that a search spawns runs this module first too, as it re-imports the launch
 script before anything of nas_jax runs in it: from here on it dies with its parent (on Linux), so
