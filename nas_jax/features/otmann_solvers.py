@@ -24,7 +24,7 @@ __all__ = ["SLOTS", "SinkhornConfig", "exact_pairs", "sinkhorn_pairs"]
 
 _EMD_MAX_ITER = 100_000  # POT's default; these LPs need a few hundred pivots at most
 # A plan whose cost at another nu is within this of the solver's value there is optimal there too,
-# to far below the solver's own accuracy (4e-9 on NB201 pairs: `_solve_lps`).
+# to far below the solver's own accuracy (5e-9 on NB201 pairs: `_solve_lps`).
 _PLAN_RTOL = 1e-12
 SLOTS = 8  # pair problems are trimmed to a multiple of this many slots, one compile per size
 _MIN_THREAD_PAIRS = 16  # fewer pairs per thread than this are not worth the hand-off
