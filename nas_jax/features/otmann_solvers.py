@@ -108,13 +108,6 @@ def _solve_lps(
   lo, hi = int(np.argmin(nus)), int(np.argmax(nus))
   middle = [k for k in range(n_nu) if k not in (lo, hi)]
 
-  def emd(a, b, m, pair, k):
-    plan, value, _, _, status = emd_c(a, b, m, _EMD_MAX_ITER, 1)
-    if status != 1:
-      raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {pair}, nu index {k})")
-    out[k, pair] = value
-    return plan
-
   # Every pair's supplies and demands, padded: its layer masses, the other network's total in the
   # sink (slot na or nb), zeros after it, and each side divided by its sum (1 within an ulp).
   size, rows = cost.shape[2], np.arange(n)
@@ -124,16 +117,25 @@ def _solve_lps(
   supply /= supply.sum(1, keepdims=True)
   demand /= demand.sum(1, keepdims=True)
 
+  def solve(p: int, k: int) -> np.ndarray:
+    """Pair p's LP at nu index k, trimmed to its real layers: writes d_bar, returns the plan."""
+    r, c = na[p] + 1, nb[p] + 1
+    plan, out[k, p], _, _, status = emd_c(
+      supply[p, :r], demand[p, :c], np.ascontiguousarray(cost[p, k, :r, :c]), _EMD_MAX_ITER, 1
+    )
+    if status != 1:
+      raise RuntimeError(f"otmann: the network simplex ended with status {status} (pair {p}, nu index {k})")
+    return plan
+
   def block(pairs: np.ndarray) -> None:
     # The loop does little more than call the solver: for these small problems Python's work per
     # call can be as long as the solve, and it holds the GIL that the other threads need.
     plans = np.zeros((len(pairs), size, size))
     for i, p in enumerate(pairs.tolist()):
-      r, c = na[p] + 1, nb[p] + 1
-      a, b = supply[p, :r], demand[p, :c]
-      plans[i, :r, :c] = emd(a, b, np.ascontiguousarray(cost[p, lo, :r, :c]), p, lo)
+      plan = solve(p, lo)
+      plans[i, : plan.shape[0], : plan.shape[1]] = plan
       if hi != lo:
-        emd(a, b, np.ascontiguousarray(cost[p, hi, :r, :c]), p, hi)
+        solve(p, hi)
     if not middle:
       return
     used = plans > 0  # costs off a problem's trimmed block are never read
@@ -146,9 +148,8 @@ def _solve_lps(
     for k in middle:
       out[k, pairs[kept]] = plan_cost(kept, k)
     for p in pairs[~kept].tolist():
-      r, c = na[p] + 1, nb[p] + 1
       for k in middle:
-        emd(supply[p, :r], demand[p, :c], np.ascontiguousarray(cost[p, k, :r, :c]), p, k)
+        solve(p, k)
 
   # Threads pay only for problems of more than one block of SLOTS layers: below that, each solve
   # is a few microseconds and two threads handing the GIL to each other are slower than one.
