@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from nas_jax.arch import labels
-from nas_jax.arch.architecture import Architecture, next_power_of_two, stack
+from nas_jax.arch.architecture import Architecture, next_power_of_two, stack, zero_padded
 from nas_jax.features import otmann_costs as costs
 from nas_jax.features import otmann_solvers as solvers
 
@@ -106,11 +106,7 @@ def host_features(archs: Archs, params: str | costs.OtmannParams = "paper") -> c
   used = np.flatnonzero(mask.any(0))
   to_n, to_s = next_power_of_two(n, least=8), _slots(used[-1] + 1)
 
-  def fit(x):
-    x = np.asarray(x)
-    x = x[(slice(None),) + (slice(0, to_s),) * (x.ndim - 1)]
-    return np.pad(x, [(0, to_n - n)] + [(0, to_s - min(slots, to_s))] * (x.ndim - 1))
-
+  fit = lambda x: zero_padded(x, (to_n,) + (to_s,) * (np.ndim(x) - 1))
   return jax.tree.map(lambda x: np.asarray(x)[:n], _features(jax.tree.map(fit, batch), params))
 
 

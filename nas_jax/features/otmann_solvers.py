@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.arch.architecture import next_power_of_two
+from nas_jax.arch.architecture import next_power_of_two, zero_padded
 from nas_jax.features import otmann_costs as costs
 
 __all__ = ["SLOTS", "SinkhornConfig", "exact_pairs", "sinkhorn_pairs"]
@@ -284,12 +284,8 @@ def _take(feats: costs.OtmannFeatures, idx: np.ndarray, slots: int) -> costs.Otm
   padded with zero-mass slots."""
 
   def fit(x: np.ndarray) -> np.ndarray:
-    x = x[idx][..., :slots]
-    if x.shape[-1] == slots:
-      return x
-    out = np.zeros(x.shape[:-1] + (slots,), x.dtype)  # one zero array, not np.pad's general path
-    out[..., : x.shape[-1]] = x
-    return out
+    x = x[idx]
+    return zero_padded(x, x.shape[:-1] + (slots,))
 
   return feats._replace(labels=fit(feats.labels), masses=fit(feats.masses), paths=fit(feats.paths), n=feats.n[idx])
 

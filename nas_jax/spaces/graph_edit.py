@@ -13,7 +13,7 @@ import numpy as np
 
 from nas_jax.arch import json_io
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch.architecture import Architecture, next_power_of_two
+from nas_jax.arch.architecture import Architecture, next_power_of_two, zero_padded
 from nas_jax.arch.host_graph import HostGraph
 from nas_jax.arch.json_io import FLAT, Limits, from_json
 
@@ -55,7 +55,7 @@ def append_layers(g: HostGraph, labels, units, strides) -> HostGraph:
     labels=np.concatenate([g.labels, np.asarray(labels, np.int32)]),
     units=np.concatenate([g.units, np.asarray(units, np.int32)]),
     strides=np.concatenate([g.strides, np.asarray(strides, np.int32)]),
-    adj=np.pad(g.adj, ((0, k), (0, k))),
+    adj=zero_padded(g.adj, (len(g.adj) + k,) * 2),
   )
 
 

@@ -3,8 +3,10 @@
 import jax
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import nas_jax
+from nas_jax.arch.architecture import zero_padded
 from nas_jax.spaces import pools, random_arch
 
 
@@ -46,6 +48,18 @@ def test_stack_rejects_mixed_kinds_and_empty():
 def test_pad_then_trim_is_identity():
   a = pools.initial_pool("cnn")[7]
   _same(nas_jax.pad(nas_jax.pad(a, 50), a.num_slots), a)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.lists(st.integers(0, 5), min_size=1, max_size=3))
+def test_zero_padded_is_np_pad_of_the_trimmed_array(have, want):
+  want = (want * 3)[: len(have)]
+  x = np.arange(1, np.prod(have) + 1, dtype=np.int32).reshape(have)
+  trimmed = x[tuple(slice(0, w) for w in want)]
+  expected = np.pad(trimmed, [(0, w - t) for w, t in zip(want, trimmed.shape)])
+  out = zero_padded(x, tuple(want))
+  assert out.dtype == x.dtype
+  np.testing.assert_array_equal(out, expected)
 
 
 def test_pytree_through_jit_keeps_kind_static():
