@@ -113,7 +113,7 @@ def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -
     lo, hi = store.split(codes)
     nets, local = np.unique(np.concatenate([lo, hi]), return_inverse=True)
     i, j = local[: len(codes)], local[len(codes) :]
-    flip = np.array([store.key(a) > store.key(b) for a, b in zip(lo.tolist(), hi.tolist())], bool)
+    flip = store.keys(lo) > store.keys(hi)
     src, dst = np.where(flip, j, i), np.where(flip, i, j)
     feats = stack_features([store.network_features(n) for n in nets.tolist()])
     out = feature_pair_distances(
@@ -129,7 +129,7 @@ def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -
     codes, inverse = np.unique(store.codes(i, j), return_inverse=True)
     lo, hi = store.split(codes)
     rows = store.rows(codes)
-    same = np.array([store.key(x) == store.key(y) for x, y in zip(lo.tolist(), hi.tolist())], bool)
+    same = store.keys(lo) == store.keys(hi)
     new = (rows < 0) & ~same
     if new.any():
       store.put(codes[new], solve(codes[new]))

@@ -42,7 +42,9 @@ class OtmannStore:
 
   def clear(self) -> None:
     self._ids: dict = {}  # point key -> id
-    self._keys: list[str] = []  # id -> the point's network key
+    # id -> the point's network key, in an object array grown by doubling so that a call's pairs
+    # compare their keys in one numpy operation; its first len(self._features) entries are set
+    self._keys = np.empty(1024, object)
     self._features: list[OtmannFeatures] = []  # id -> its network's feature row
     self._rows: dict[int, int] = {}  # pair code -> row of _values
     self._values = np.empty((0, 2, self.n_nu))
@@ -52,7 +54,7 @@ class OtmannStore:
 
   def make_room(self, n_pairs: int) -> None:
     """Forgets everything if n_pairs more would overflow `capacity` (call before taking ids)."""
-    if len(self._rows) + n_pairs > self.capacity or len(self._keys) + 2 * n_pairs >= 1 << _SHIFT:
+    if len(self._rows) + n_pairs > self.capacity or len(self._features) + 2 * n_pairs >= 1 << _SHIFT:
       self.clear()
 
   def item(self, point_key) -> tuple[str, OtmannFeatures] | None:
@@ -66,15 +68,17 @@ class OtmannStore:
     for n, (p, k, f) in enumerate(zip(point_keys, keys, features)):
       i = self._ids.get(p)
       if i is None:
-        i = self._ids[p] = len(self._keys)
-        self._keys.append(k)
+        i = self._ids[p] = len(self._features)
+        if i == len(self._keys):
+          self._keys = np.concatenate([self._keys, np.empty(len(self._keys), object)])
+        self._keys[i] = k
         self._features.append(f)
       out[n] = i
     return out
 
-  def key(self, i: int) -> str:
-    """The network key of point id i."""
-    return self._keys[i]
+  def keys(self, ids: np.ndarray) -> np.ndarray:
+    """[P] object array of the network keys (str) of point ids [P]."""
+    return self._keys[ids]
 
   def network_features(self, i: int) -> OtmannFeatures:
     return self._features[i]

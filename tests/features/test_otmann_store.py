@@ -1,5 +1,6 @@
-"""OtmannStore: pairs are unordered, rows come back as put, unknown pairs are -1, and a store that
-would overflow its capacity forgets everything before the call that needs the room."""
+"""OtmannStore: pairs are unordered, rows come back as put, unknown pairs are -1, network keys
+compare as arrays, and a store that would overflow its capacity forgets everything before the
+call that needs the room."""
 
 import numpy as np
 import pytest
@@ -18,7 +19,16 @@ def test_pairs_are_unordered_and_come_back_as_put():
   values = np.arange(8.0).reshape(2, 2, 2)
   store.put(codes, values)
   np.testing.assert_array_equal(store.values(store.rows(codes[::-1])), values[::-1])
-  assert len(store) == 2 and store.key(2) == "net1"
+  assert len(store) == 2 and store.keys(np.array([2, 0, 1])).tolist() == ["net1", "net1", "net2"]
+
+
+def test_network_keys_of_many_points_compare_in_one_operation():
+  store = OtmannStore(1)
+  names = [f"net{i % 700:03d}" for i in range(3000)]  # past the key array's first two doublings
+  ids = store.point_ids([f"p{i}" for i in range(3000)], names, [None] * 3000)
+  i, j = ids[:-700], ids[700:]
+  assert (store.keys(i) == store.keys(j)).all()
+  np.testing.assert_array_equal(store.keys(ids[:-1]) > store.keys(ids[1:]), [a > b for a, b in zip(names, names[1:])])
 
 
 def test_a_full_store_forgets_everything_before_the_call():
