@@ -33,8 +33,9 @@ __all__ = ["log_marginal_likelihood"]
 
 
 def _eigen_parts(k, noise, z, mask):
-  """(value, W~, V, real): the likelihood; (alpha alpha^T - G^-1) / 2 in the eigenbasis [C, C]
-  (zero at padded components); the eigenvectors V [C, C]; real: [C] bool, the real components."""
+  """(value, a, h, w, V, real): the likelihood; a = V^T G^-1 z and h = 1 / (max(w, 0) + noise) [C],
+  G^-1 z and G^-1 in the eigenbasis, both zero at padded components; the eigenvalues w [C] and
+  eigenvectors V [C, C] of the masked kernel matrix; real: [C] bool, the real components."""
   c = mask.shape[0]
   n = mask.sum()
   # Padded rows of k are zero; put them at an eigenvalue below the real block's spectrum.
@@ -45,8 +46,7 @@ def _eigen_parts(k, noise, z, mask):
   proj = v.T @ z
   a = jnp.where(real, proj / g, 0.0)
   value = -0.5 * (a * proj).sum() - 0.5 * jnp.where(real, jnp.log(g), 0.0).sum() - 0.5 * n * jnp.log(2.0 * jnp.pi)
-  w_tilde = 0.5 * (a[:, None] * a[None, :] - jnp.diag(jnp.where(real, 1.0 / g, 0.0)))
-  return value, w_tilde, w, v, real
+  return value, a, jnp.where(real, 1.0 / g, 0.0), w, v, real
 
 
 def _clip_divided_differences(w, real):
@@ -85,10 +85,16 @@ def _lml_of_gram(k, noise, z, mask, project, straight_through):
 
 def _lml_fwd(k, noise, z, mask, project, straight_through):
   if project:
-    value, w_tilde, w, v, real = _eigen_parts(k, noise, z, mask)
-    slope = w_tilde if straight_through else _clip_divided_differences(w, real) * w_tilde
-    d_k = v @ slope @ v.T
-    d_noise = jnp.trace(w_tilde)  # G^-1 and alpha alpha^T of the real block; padded ones are 0
+    value, a, h, w, v, real = _eigen_parts(k, noise, z, mask)
+    if straight_through:
+      # V W~ V^T with W~ = (a a^T - diag(h)) / 2 in the eigenbasis is (alpha alpha^T - G^-1) / 2:
+      # an outer product and one matrix product rather than two.
+      alpha = v @ a
+      d_k = 0.5 * (alpha[:, None] * alpha[None, :] - (v * h) @ v.T)
+    else:
+      w_tilde = 0.5 * (a[:, None] * a[None, :] - jnp.diag(h))
+      d_k = v @ (_clip_divided_differences(w, real) * w_tilde) @ v.T
+    d_noise = 0.5 * ((a * a).sum() - h.sum())  # trace(W~); padded components are 0
   else:
     value, d_k = _cholesky_parts(k, noise, z, mask)
     d_noise = jnp.trace(d_k)
