@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import os
 from typing import NamedTuple
 
 import jax
@@ -18,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch.architecture import next_power_of_two, zero_padded
+from nas_jax.arch.host_threads import CORES, on_cores
 from nas_jax.features import otmann_costs as costs
 
 __all__ = ["SLOTS", "SinkhornConfig", "exact_pairs", "sinkhorn_pairs"]
@@ -29,7 +29,6 @@ _PLAN_RTOL = 1e-12
 SLOTS = 8  # pair problems are trimmed to a multiple of this many slots, one compile per size
 _MIN_THREAD_PAIRS = 16  # fewer pairs per thread than this are not worth the hand-off
 _ROUND = 100  # Sinkhorn iterations between two checks for finished problems
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 class SinkhornConfig(NamedTuple):
@@ -153,11 +152,10 @@ def _solve_lps(
 
   # Threads pay only for problems of more than one block of SLOTS layers: below that, each solve
   # is a few microseconds and two threads handing the GIL to each other are slower than one.
-  if _CORES == 1 or n < 2 * _MIN_THREAD_PAIRS or cost.shape[2] <= SLOTS + 1:
+  if n < 2 * _MIN_THREAD_PAIRS or cost.shape[2] <= SLOTS + 1:
     block(np.arange(n))
   else:
-    for f in [pool.submit(block, part) for part in np.array_split(np.arange(n), _CORES)]:
-      f.result()
+    on_cores(block, n, pool)
   return out
 
 
@@ -313,7 +311,7 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
     return sel, pa, pb, _exact_costs(pa, pb, nus, kind, params)
 
   ahead = dispatch(*chunks[0]) if chunks else None
-  with concurrent.futures.ThreadPoolExecutor(_CORES, thread_name_prefix="otmann-lp") as pool:
+  with concurrent.futures.ThreadPoolExecutor(CORES, thread_name_prefix="otmann-lp") as pool:
     for k in range(len(chunks)):
       sel, pa, pb, cost = ahead
       ahead = dispatch(*chunks[k + 1]) if k + 1 < len(chunks) else None

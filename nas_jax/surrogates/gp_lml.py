@@ -26,10 +26,54 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve
+import numpy as np
 
+from nas_jax.arch.host_threads import on_cores
 from nas_jax.surrogates import gp
 
 __all__ = ["log_marginal_likelihood"]
+
+# Below this size a batch of eigendecompositions is over before threads would pay for themselves.
+_HOST_EIGH_LEAST = 128
+
+
+def _eigh_or_nan(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """numpy's eigh of a [k, C, C], NaN for a matrix it cannot decompose (a non-finite entry, or
+  no convergence), as XLA's eigh returns: the fit then skips that step, where an exception would
+  end it."""
+  if np.isfinite(a).all():
+    try:
+      return np.linalg.eigh(a)
+    except np.linalg.LinAlgError:
+      pass
+  if len(a) > 1:
+    return tuple(np.concatenate(x) for x in zip(*(_eigh_or_nan(m[None]) for m in a)))
+  return np.full(a.shape[:-1], np.nan, a.dtype), np.full(a.shape, np.nan, a.dtype)
+
+
+def _host_eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """numpy's eigh of a [..., C, C] (symmetric), the batch split over the cores."""
+  flat = a.reshape((-1,) + a.shape[-2:])
+  parts = on_cores(lambda idx: _eigh_or_nan(flat[idx]), len(flat))
+  w, v = (np.concatenate(x) for x in zip(*parts))
+  return w.reshape(a.shape[:-1]), v.reshape(a.shape)
+
+
+def _eigh(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """jnp.linalg.eigh of x [..., C, C]: (w [..., C] ascending, V [..., C, C]).
+
+  On the CPU, from C = _HOST_EIGH_LEAST, numpy computes it on the host: it calls the LAPACK
+  driver that XLA calls (syevd) on the same symmetrised input, but a batch (the fit's starts,
+  under vmap) runs on every core, where XLA runs it on one. Elsewhere, jnp.linalg.eigh.
+  """
+  if x.shape[-1] < _HOST_EIGH_LEAST:
+    return jnp.linalg.eigh(x)
+
+  def host(x):
+    shapes = (jax.ShapeDtypeStruct(x.shape[:-1], x.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype))
+    return jax.pure_callback(_host_eigh, shapes, 0.5 * (x + x.mT), vmap_method="broadcast_all")
+
+  return jax.lax.platform_dependent(x, cpu=host, default=lambda x: tuple(jnp.linalg.eigh(x)))
 
 
 def _eigen_parts(k, noise, z, mask):
@@ -40,7 +84,7 @@ def _eigen_parts(k, noise, z, mask):
   n = mask.sum()
   # Padded rows of k are zero; put them at an eigenvalue below the real block's spectrum.
   floor = -1.0 - jnp.max(jnp.abs(k).sum(-1))
-  w, v = jnp.linalg.eigh(k + jnp.diag(jnp.where(mask, 0.0, floor)))
+  w, v = _eigh(k + jnp.diag(jnp.where(mask, 0.0, floor)))
   real = jnp.arange(c) >= c - n  # eigh sorts ascending: the C - n padded ones come first
   g = jnp.where(real, jnp.maximum(w, 0.0) + noise, 1.0)
   proj = v.T @ z

@@ -107,13 +107,15 @@ def _straight_through(hypers, pair, y, mask, *, project=True):
   return gp_lml.log_marginal_likelihood(hypers, pair, y, mask, project=project, straight_through=True)
 
 
+@pytest.mark.parametrize("capacity", [32, gp_lml._HOST_EIGH_LEAST])
 @pytest.mark.parametrize("project", [False, True])
-def test_the_gradient_is_autodiffs_through_gp(problem, project):
+def test_the_gradient_is_autodiffs_through_gp(problem, project, capacity):
   """Without projection, autodiff through the Cholesky (straight_through is then ignored); with
   it, through project_psd's straight-through clipping: the Adam fit's gradient (gp_fit.optimise),
-  which differs from the clipped likelihood's where the kernel matrix is not PSD."""
+  which differs from the clipped likelihood's where the kernel matrix is not PSD. At the larger
+  capacity the eigendecomposition is numpy's, on the host."""
   d, d_bar, y, hypers = problem
-  pair, yp, mask = _padded(d, d_bar, y, 32, seed=2)
+  pair, yp, mask = _padded(d, d_bar, y, capacity, seed=2)
   checked = differs = 0
   for h in hypers:
     want = _grad(gp.log_marginal_likelihood, h, pair, yp, mask, project)
@@ -126,3 +128,52 @@ def test_the_gradient_is_autodiffs_through_gp(problem, project):
     differs += int(not np.allclose(got, clipped, atol=1e-6, rtol=1e-6))
   assert checked >= 2
   assert differs >= 2 if project else differs == 0
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_the_host_eigh_is_xlas(dtype):
+  """From _HOST_EIGH_LEAST slots, under vmap (the fit's starts) and jit: the eigenvalues of
+  jnp.linalg.eigh, ascending, and orthonormal eigenvectors that rebuild the matrix."""
+  c = gp_lml._HOST_EIGH_LEAST
+  x = jax.random.normal(jax.random.key(0), (3, c, c), dtype)
+  x = x + jnp.swapaxes(x, 1, 2)
+  w, v = jax.jit(jax.vmap(gp_lml._eigh))(x)
+  want = jnp.linalg.eigh(x)[0]
+  tol = 1e3 * jnp.finfo(dtype).eps
+  assert w.dtype == v.dtype == dtype and w.shape == (3, c) and v.shape == (3, c, c)
+  np.testing.assert_allclose(w, want, rtol=tol, atol=tol * np.abs(want).max())
+  assert np.all(np.diff(np.asarray(w), axis=1) >= 0)
+  np.testing.assert_allclose(v @ jnp.swapaxes(v, 1, 2), np.broadcast_to(np.eye(c), x.shape), atol=tol)
+  np.testing.assert_allclose((v * w[:, None, :]) @ jnp.swapaxes(v, 1, 2), x, atol=tol * np.abs(want).max())
+
+
+def test_the_host_eigh_of_a_non_finite_matrix_is_nan():
+  """As XLA's: NaN where a matrix of the batch cannot be decomposed (the fit skips that step),
+  the other matrices decomposed as ever; never an exception out of the callback."""
+  c = gp_lml._HOST_EIGH_LEAST
+  x = np.stack([np.eye(c), 2.0 * np.eye(c), np.eye(c)])
+  x[1, 0, 0] = np.nan
+  w, v = (np.asarray(a) for a in jax.jit(jax.vmap(gp_lml._eigh))(jnp.asarray(x)))
+  assert np.isnan(w[1]).all() and np.isnan(v[1]).all()
+  np.testing.assert_array_equal(w[[0, 2]], np.ones((2, c)))
+  np.testing.assert_array_equal(np.abs(v[[0, 2]]), np.broadcast_to(np.eye(c), (2, c, c)))
+
+
+def test_the_adam_fit_is_the_same_with_xlas_eigh(problem, monkeypatch):
+  """The fit (vmapped starts, a scan of steps) with the host's eigendecompositions ends where it
+  does with XLA's, to rounding."""
+  d, d_bar, y, _ = problem
+  pair, yp, mask = _padded(d, d_bar, y, gp_lml._HOST_EIGH_LEAST, seed=3)
+  box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR), beta=(1e-5, 1e-3)))
+
+  def fit():
+    jax.clear_caches()  # the fit's jitted programs were traced with the other eigh
+    result = gp_fit.fit_map(jax.random.key(4), box, pair, yp, mask, n_starts=4, steps=20, project=True)
+    return ravel_pytree(result.hypers)[0], result.lml
+
+  host = fit()
+  monkeypatch.setattr(gp_lml, "_eigh", lambda x: tuple(jnp.linalg.eigh(x)))
+  xla = fit()
+  jax.clear_caches()
+  for got, want in zip(host, xla):
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
