@@ -157,6 +157,8 @@ def test_the_host_eigh_of_a_non_finite_matrix_is_nan():
   assert np.isnan(w[1]).all() and np.isnan(v[1]).all()
   np.testing.assert_array_equal(w[[0, 2]], np.ones((2, c)))
   np.testing.assert_array_equal(np.abs(v[[0, 2]]), np.broadcast_to(np.eye(c), (2, c, c)))
+  w, v = gp_lml._host_eigh(np.zeros((0, c, c)))  # an empty batch: empty results, no error
+  assert w.shape == (0, c) and v.shape == (0, c, c)
 
 
 def test_the_adam_fit_is_the_same_with_xlas_eigh(problem, monkeypatch):
