@@ -1,6 +1,6 @@
 """The closed-form likelihood gradient: gp's value everywhere, autodiff's gradient through the
 Cholesky, and through an eigendecomposition of the clipped Gram matrix where the kernel is not PSD;
-padding changes nothing."""
+padding changes nothing. The eigendecompositions that run on the host's cores are XLA's."""
 
 import functools
 
