@@ -25,10 +25,11 @@ CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (o
 def on_cores(fn: Callable[[np.ndarray], _T], n: int, pool: concurrent.futures.Executor | None = None) -> list[_T]:
   """[fn(part) for part in the contiguous parts of arange(n), one per core], in order.
 
-  With one core or one item, fn runs on the calling thread; otherwise each non-empty part runs on
-  a thread of `pool`, or of a pool made for this call. An exception in fn is raised here.
+  The parts are min(CORES, n) non-empty ones, or one empty part when n = 0, so fn always runs and
+  sees its empty case. With one part fn runs on the calling thread; otherwise each part runs on a
+  thread of `pool`, or of a pool made for this call. An exception in fn is raised here.
   """
-  parts = [p for p in np.array_split(np.arange(n), min(CORES, max(n, 1))) if len(p)]
+  parts = np.array_split(np.arange(n), min(CORES, max(n, 1)))
   if len(parts) <= 1:
     return [fn(p) for p in parts]
   if pool is None:
