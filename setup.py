@@ -1,11 +1,37 @@
 """nas_jax: neural architecture search by Bayesian optimisation, in JAX."""
 
+import os
+
 import setuptools
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "README.md"), encoding="utf-8") as f:
+  README = f.read()
 
 setuptools.setup(
   name="nas_jax",
   version="0.1.0",
   description=("JAX-native neural architecture search: NASBOT (OTMANN), BANANAS, Auto-Keras morphism and arc kernels."),
+  long_description=README,
+  long_description_content_type="text/markdown",
+  author="The nas_jax developers",
+  license="Apache-2.0",
+  license_files=["LICENSE"],
+  # Placeholders: the maintainers fill in the addresses where the project is published.
+  project_urls={
+    "Source": "https://example.invalid/nas_jax",
+    "Documentation": "https://example.invalid/nas_jax/docs",
+    "Issues": "https://example.invalid/nas_jax/issues",
+  },
+  classifiers=[
+    "Development Status :: 3 - Alpha",
+    "Intended Audience :: Science/Research",
+    "License :: OSI Approved :: Apache Software License",
+    "Operating System :: OS Independent",
+    "Programming Language :: Python :: 3",
+    "Programming Language :: Python :: 3 :: Only",
+    "Topic :: Scientific/Engineering :: Artificial Intelligence",
+  ],
   packages=setuptools.find_packages(include=["nas_jax", "nas_jax.*"]),
   python_requires=">=3.10",
   install_requires=[
