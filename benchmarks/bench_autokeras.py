@@ -3,10 +3,11 @@
   taskset -c 0,1 python benchmarks/bench_autokeras.py [--parts=a,b,c] [--n=200] [--repeats=3]
 
 (a) `edit_distances` (the layer DP and, for up to 4 skips a network, the skip term in jitted chunks
-of pairs; more skips on the host) against a per-pair pure-Python implementation written here the way the
-authors' code does it (a Python DP over the width lists, scipy for the skips), on the same
-random descriptors of the reference family (spec autokeras.md 1.4-1.5). Both must agree to
-1e-9; pairs per second and the ratio are printed (target >= 20x on 2 CPU cores).
+of pairs; more skips on the host) against a per-pair pure-Python implementation written here the way
+the authors' code does it (a Python DP over the width lists, scipy for the skips), on the same
+random descriptors of the reference family (the authors' code's family; descriptors of Auto-Keras
+Sec. 3.1). Both must agree to 1e-9; pairs per second and the ratio are printed (target >= 20x on 2
+CPU cores).
 
 (b) warm start: a parent (G0 at --width) trained --parent_epochs epochs on digits; for each op
 type, its child's validation accuracy after one epoch from the morphed weights, against the

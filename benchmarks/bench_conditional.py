@@ -1,9 +1,9 @@
 """Arc kernel and conditional BO: (a) the Gram matrix of n random conditional points, jitted vs a
-numpy loop over pairs (the spec's formulas, written here); (b) one conditional_bo proposal (GP fit
-plus acquisition optimisation) with 200 observed points, against a target of 1 s; (c) the
-acquisition optimisers at an equal budget of acquisition evaluations: gradient ascent on the
-continuous parameters vs mutation only, on a history of real digits results when --trained names
-launch/kernel_quality.py's table.
+numpy loop over pairs (the paper's formulas, Swersky et al. 2013 Sec. 2.2, written here); (b) one
+conditional_bo proposal (GP fit plus acquisition optimisation) with 200 observed points, against a
+target of 1 s; (c) the acquisition optimisers at an equal budget of acquisition evaluations:
+gradient ascent on the continuous parameters vs mutation only, on a history of real digits results
+when --trained names launch/kernel_quality.py's table.
 
 Run on 2 cores:  taskset -c 0,1 python benchmarks/bench_conditional.py [--n=2000] [--history=200] \
   [--trained=runs/kernel_quality/trained.jsonl] [--parts=a,b,c]
@@ -54,7 +54,7 @@ TARGET_PROPOSAL_S = 1.0
 
 
 def loop_gram(u, active, variance, omega, rho) -> np.ndarray:
-  """k(x, x') = variance exp(-d^2 / 2) per pair (arc_kernel.md 2-3), d_i by cases, as a Python
+  """k(x, x') = variance exp(-d^2 / 2) per pair (Swersky et al. 2013, Sec. 2.2), d_i by cases, as a Python
   loop over pairs with numpy over parameters; the Gram matrix is symmetric, so j >= i only."""
   n = len(u)
   out = np.empty((n, n))

@@ -1,4 +1,4 @@
-"""Conditional BO with the arc kernel (arc_kernel.md 2-3, 6) over chain MLPs on digits: a GP on
+"""Conditional BO with the arc kernel (Swersky et al. 2013, Sec. 2.2) over chain MLPs on digits: a GP on
 the cylindrical embedding of every parameter, EI with hallucinated pending points, maximised per
 depth by random points, NASBOT's EA and gradient ascent on the continuous parameters. Task, space
 and executor fields are those of `random_conditional_digits.py`.

@@ -1,6 +1,6 @@
 """Auto-Keras (NASNM) on scikit-learn's digits: networks of the Auto-Keras family grown by network
 morphism, a GP with the edit-distance kernel (Bourgain embedding), UCB and the tree search of
-Alg. 1; each child is trained warm-started from its ancestor's morphed weights (autokeras.md).
+Alg. 1; each child is trained warm-started from its ancestor's morphed weights (Auto-Keras Sec. 3).
 
 Arguments, joined by "+" (e.g. `:otmann`, `:smoke+ea`):
   smoke   tiny networks (width 8), one epoch, 3 evaluations, children at most 2 morphs away,
@@ -66,7 +66,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "name": "morph_train",
       "dataset": "digits",
       "epochs": 1 if smoke else 4 if small else 10,
-      "patience": 3,  # early stopping on the validation loss (spec 7.4; code tau = 5, min delta 1e-4)
+      "patience": 3,  # early stopping on the validation loss (Auto-Keras Sec. 4.3; code tau = 5, min delta 1e-4)
       "batch_size": 32,
       "learning_rate": 1e-3,
       "optimizer": "adam",
@@ -76,11 +76,11 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "target": "",
       "task_type": "classification",
       "weights_dir": "",  # "" = WORKDIR/weights
-      "morph_noise": True,  # spec 2.3's symmetry-breaking noise on new weights
+      "morph_noise": True,  # the authors' code's symmetry-breaking noise on new weights
     }
   )
   c.budget = 3 if smoke else 12 if small else 30
   c.num_workers = 1
-  c.prefetch = 0 if smoke else 1  # spec 7.3: the next proposal is made while a network trains
+  c.prefetch = 0 if smoke else 1  # Auto-Keras Sec. 4.4: the next proposal is made while a network trains
   executor, timeout = ("inline", 0.0) if smoke else ("local", 3600.0)
   return common.add_run_fields(c, executor=executor, eval_timeout_s=timeout, scheduler=False)

@@ -1,4 +1,4 @@
-"""BANANAS (preset "code": truncated path encoding, ITS) on NAS-Bench-201 CIFAR-10 (spec bananas.md 8, 14).
+"""BANANAS (preset "code": truncated path encoding, ITS) on NAS-Bench-201 CIFAR-10 (BANANAS Algorithm 1).
 
 Run (`:smoke` = tiny budget, used by tests and CI; `:paper` = the paper's preset, path encoding and
 UCB; the table folder is never downloaded):
@@ -7,7 +7,7 @@ UCB; the table folder is never downloaded):
 Zero-cost proxy variants (docs/proxies_search.md; '+'-joined with the above): `zc_warmup` starts
 from the 10 cells the proxy ranks best of 1,000, `zc_prescreen` passes the acquisition the best
 quarter of the mutants, `zc_feature` appends the proxy to the encoding.
-The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.py`.
+The comparison (150 queries, all NB201 methods, as in BANANAS Sec. 5.1): see `random_nb201.py`.
 
 Space, task and executor fields are those of `random_nb201.py`.
 """
@@ -22,7 +22,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   smoke = "smoke" in tokens
   c = random_nb201.get_config("smoke" if smoke else "")
   c.strategy = "bananas"
-  # "code" (truncated path, ITS) | "paper" (path, UCB); spec 14
+  # "code" (truncated path, ITS) | "paper" (path, UCB): the authors' code or the paper
   options = {"preset": "paper" if "paper" in tokens else "code"}
   if smoke:
     options.update(epochs=5, hidden=(8, 8))

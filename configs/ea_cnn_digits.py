@@ -1,4 +1,4 @@
-"""The paper's EA baseline (spec nasbot.md 10.4) over CNNs, trained on scikit-learn's digits; the
+"""The paper's EA baseline (NASBOT Sec. 5; App. C.1) over CNNs, trained on scikit-learn's digits; the
 score is validation accuracy (maximised), and the test accuracy is recorded.
 
 Run (`:smoke` = two small networks, one epoch, inline; used by tests):
@@ -18,5 +18,5 @@ from configs import random_cnn_digits
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c = random_cnn_digits.get_config(arg)
   c.strategy = "ea"
-  c.strategy_config = ml_collections.ConfigDict({"n_mut": 10})  # mutants per generation (spec 10.4)
+  c.strategy_config = ml_collections.ConfigDict({"n_mut": 10})  # mutants per generation (NASBOT App. C.1)
   return c

@@ -1,8 +1,8 @@
-"""The paper's EA baseline (spec nasbot.md 10.4) on a synthetic objective of spec nasbot.md 10.6
+"""The paper's EA baseline (NASBOT Sec. 5; App. C.1) on a synthetic objective of NASBOT App. C.4
 (default f1 on CNNs).
 
 The config arg is a "+"-separated list of tokens: `smoke` (tiny budget, used by tests and
-CI) and a function `f0`..`f3` (f1 and f0 on CNNs, f2 and f3 on MLPs, spec 10.6), e.g.
+CI) and a function `f0`..`f3` (f1 and f0 on CNNs, f2 and f3 on MLPs: our reading of App. C.4), e.g.
   python launch/search.py --config=configs/ea_synthetic.py[:smoke] --config.workdir=runs/ea_f1
   python launch/search.py --config=configs/ea_synthetic.py:f2 --config.workdir=runs/ea_f2
 """
@@ -26,7 +26,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   function = next((t for t in tokens if t in FUNCTIONS), "f1")
   c = ml_collections.ConfigDict()
   c.strategy = "ea"
-  c.strategy_config = ml_collections.ConfigDict({"n_mut": 10})  # mutants per generation (spec 10.4)
+  c.strategy_config = ml_collections.ConfigDict({"n_mut": 10})  # mutants per generation (NASBOT App. C.1)
   c.space = ml_collections.ConfigDict({"name": "layer_graph", "kind": FUNCTIONS[function], "max_layers": 60})
   # delay_s: seconds each evaluation sleeps, to stand in for training when testing executors.
   c.task = ml_collections.ConfigDict({"name": "synthetic", "function": function, "delay_s": 0.0, "fidelities": ""})

@@ -1,4 +1,4 @@
-"""NASBOT (spec nasbot.md 7-9) on a synthetic objective of spec 10.6 (default f1 on CNNs); the
+"""NASBOT (Sec. 4; App. B) on a synthetic objective of NASBOT App. C.4 (default f1 on CNNs); the
 task, space and executor fields are those of `ea_synthetic.py`.
 
 The config arg takes `ea_synthetic.py`'s tokens (`smoke`: the initial pool plus two BO steps,
@@ -19,9 +19,9 @@ def nasbot_options(smoke: bool) -> ml_collections.ConfigDict:
   """The `nasbot` keyword arguments every NASBOT config starts from."""
   return ml_collections.ConfigDict(
     {
-      "acquisition": "ei",  # "ei" (NASBOT) | "random" (RAND, spec 10.4)
+      "acquisition": "ei",  # "ei" (NASBOT) | "random" (RAND, NASBOT App. C.1)
       "solver": "exact",  # OTMANN solver: "exact" (POT) | "sinkhorn" (ott-jax, batched)
-      "otmann_params": "paper",  # "paper" | "nasbot_code" (spec App. R)
+      "otmann_params": "paper",  # "paper" | "nasbot_code" (the authors' code)
       "kernel": "combined",  # "combined" | "d" | "d_bar" (Fig. 7a)
       "p": 1.0,
       "p_bar": 2.0,
@@ -30,7 +30,7 @@ def nasbot_options(smoke: bool) -> ml_collections.ConfigDict:
       "fit_steps": 30 if smoke else 100,
       "refit_every": 1,  # k > 1: full GP fit every k evaluations, warm_steps-step refits between
       "warm_steps": 20,
-      "ea_scale": 25.0,  # n_EA = clip(ea_scale sqrt(t), ea_min, ea_max) (App. R)
+      "ea_scale": 25.0,  # n_EA = clip(ea_scale sqrt(t), ea_min, ea_max) (the authors' code)
       "ea_min": 10 if smoke else 50,
       "ea_max": 20 if smoke else 500,
       "selection": "paper",  # "paper" | "nasbot_code"

@@ -1,4 +1,4 @@
-"""Conditional BO with NASBOT's OTMANN GP (arc_kernel.md 6: arc vs OTMANN on one problem): the
+"""Conditional BO with NASBOT's OTMANN GP (our comparison: arc vs OTMANN on one problem): the
 search of `arc_conditional_digits.py` with the GP on each point's network (depth, units and
 activations; the kernel cannot see learning rate, batch size, dropout or L2), maximised by
 random points and NASBOT's EA only, since OTMANN has no gradient in the parameters.

@@ -1,4 +1,4 @@
-"""Conditional BO with the poor man's embedding (arc_kernel.md 4): the search of
+"""Conditional BO with the poor man's embedding (Swersky et al. 2013, Sec. 3): the search of
 `arc_conditional_digits.py` with an ARD squared-exponential GP on the parameters rescaled to
 [0, 1], inactive ones set to -1, in place of the arc kernel.
 

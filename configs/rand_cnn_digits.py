@@ -1,4 +1,4 @@
-"""RAND (spec nasbot.md 10.4) over CNNs trained on scikit-learn's digits: NASBOT's EA fed
+"""RAND (NASBOT Sec. 5; App. C.1) over CNNs trained on scikit-learn's digits: NASBOT's EA fed
 Unif(0, 1) instead of the acquisition; every other field is that of `nasbot_cnn_digits.py`.
 
 Run (`:smoke` = two tiny networks, one epoch, inline; used by tests):

@@ -1,4 +1,4 @@
-"""RAND (spec nasbot.md 10.4): NASBOT's EA fed Unif(0, 1) instead of the acquisition, on a
+"""RAND (NASBOT Sec. 5; App. C.1): NASBOT's EA fed Unif(0, 1) instead of the acquisition, on a
 synthetic objective; every other field is that of `nasbot_synthetic.py`.
 
 Run: python launch/search.py --config=configs/rand_synthetic.py[:smoke] --config.workdir=runs/rand_f1

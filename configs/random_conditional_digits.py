@@ -1,4 +1,4 @@
-"""Random search over the conditional space of chain MLPs (arc_kernel.md 6: depth 1..3, and per
+"""Random search over the conditional space of chain MLPs (our space: depth 1..3, and per
 layer units, activation, dropout and L2 weight, plus learning rate and batch size), trained on
 scikit-learn's digits; the value is the validation error (minimised), the test error is recorded.
 The baseline of the conditional BO configs (`*_conditional_digits.py`), which share its fields.

@@ -1,9 +1,9 @@
-"""Random search (distinct uniform cells) on NAS-Bench-201 CIFAR-10 (spec bananas.md 9, 11.3).
+"""Random search (distinct uniform cells) on NAS-Bench-201 CIFAR-10 (BANANAS Sec. 5.1).
 
 Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never downloaded):
   python launch/search.py --config=configs/random_nb201.py[:smoke] --config.workdir=runs/random_nb201 \\
     --config.task.path=../shared/data/nasbench201
-Comparison (spec 11.2: 150 queries; regret = best test - test of the best-valid cell):
+Comparison (150 queries, as in BANANAS Sec. 5.1; regret = best test - test of the best-valid cell):
   python launch/compare.py --configs=configs/bananas_nb201.py,configs/re_nb201.py,\\
 configs/ls_nb201.py,configs/gp_nb201.py,configs/random_nb201.py --seeds=20 --budget=150 \\
     --out=runs/compare_nb201
@@ -19,9 +19,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.strategy = "random"
   c.strategy_config = ml_collections.ConfigDict({})
-  # dedup_key: "string" (the authors' code) or "iso" (NB201's isomorphism classes, spec 3.3)
+  # dedup_key: "string" (the authors' code) or "iso" (NB201's isomorphism classes, `iso_class`)
   c.space = ml_collections.ConfigDict({"name": "nb201", "kind": "nb201", "dedup_key": "string"})
-  # dataset: cifar10 | cifar100 | imagenet16; report_metric: test | valtest (spec 11.1)
+  # dataset: cifar10 | cifar100 | imagenet16; report_metric: test | valtest (the BANANAS code's)
   c.task = ml_collections.ConfigDict(
     {
       "name": "nb201",

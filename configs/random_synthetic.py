@@ -1,4 +1,4 @@
-"""Random search on a synthetic objective of spec nasbot.md 10.6 (default f1 on CNNs); the config
+"""Random search on a synthetic objective of NASBOT App. C.4 (default f1 on CNNs); the config
 arg and every field but the strategy are those of `ea_synthetic.py`.
 
 Run (`:smoke` = tiny budget, used by tests and CI; `:f2` = f2 on MLPs):

@@ -1,9 +1,9 @@
-"""Regularized evolution (population 30, tournament 10) on NAS-Bench-201 CIFAR-10 (spec bananas.md 9).
+"""Regularized evolution (population 30, tournament 10) on NAS-Bench-201 CIFAR-10 (BANANAS Sec. 5.1).
 
 Run (`:smoke` = tiny budget, used by tests and CI; the table folder is never downloaded):
   python launch/search.py --config=configs/re_nb201.py[:smoke] --config.workdir=runs/re_nb201 \\
     --config.task.path=../shared/data/nasbench201
-The comparison of spec 11.2 (150 queries, all NB201 methods): see `random_nb201.py`.
+The comparison (150 queries, all NB201 methods, as in BANANAS Sec. 5.1): see `random_nb201.py`.
 
 `:zc_warmup` starts from the 10 cells a zero-cost proxy ranks best of 1,000 random ones,
 `:zc_prescreen` makes each child the proxy's best of 4 mutants, `:zc_warmup+zc_prescreen` both

@@ -1,4 +1,4 @@
-"""Trains the paper's initial pool (spec nasbot.md 10.1) on one dataset and prints, per network,
+"""Trains the paper's initial pool (NASBOT App. B.3; Figs. 20-21) on one dataset and prints, per network,
 its validation accuracy (or MSE), seconds per epoch, compile seconds and peak RSS.
 
 Run (`:smoke` = the smallest pool CNN, C8, for one epoch; used by tests):

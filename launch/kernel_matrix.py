@@ -1,4 +1,4 @@
-"""The kernel-quality experiment of Auto-Keras (autokeras.md 8.5) on finished searches: the
+"""The kernel-quality experiment of Auto-Keras (Sec. 5.3, Fig. 3) on finished searches: the
 edit-distance kernel (Bourgain embedding, exp(-rho)) of their evaluated networks against the
 performance matrix 1 - |acc_i - acc_j|, with the MSE of their normal scores and a heatmap.
 

@@ -1,4 +1,4 @@
-"""The arc-kernel paper's Table 1 experiment on bundled data (arc_kernel.md 5, issue 12 item 4).
+"""The arc-kernel paper's Table 1 experiment on bundled data (Swersky et al. 2013, Sec. 3; issue 12 item 4).
 
   python launch/kernel_quality.py --workdir=runs/kernel_quality [--n_points=300] [--epochs=10] \
     [--n_splits=5] [--datasets=digits,diabetes] [--otmann=true]
@@ -37,7 +37,7 @@ flags.DEFINE_integer("n_starts", 8, "GP fitting restarts.", lower_bound=1)
 flags.DEFINE_integer("steps", 200, "GP fitting steps.", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "Seed of the points, their training and the splits.", lower_bound=0)
 
-_PAPER = {  # arc_kernel.md 5, for the table's footer
+_PAPER = {  # Swersky et al. 2013, Table 1, for the table's footer
   "separate_linear": (0.968, 0.886, 1.039, 2.120),
   "separate_gp": (0.925, 0.641, 0.860, 0.848),
   "poor_man_linear": (0.905, 0.763, 0.996, 0.851),

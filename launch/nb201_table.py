@@ -1,5 +1,5 @@
 """The NAS-Bench-201 table: every method on CIFAR-10, CIFAR-100 and ImageNet16-120 over seeds,
-mean ± standard error of the test regret at the budget (spec bananas.md 11.2), both against the
+mean ± standard error of the test regret at the budget (our harness's regret), both against the
 best test accuracy and against the test accuracy of the best-validation cell, the median number
 of queries to the best validation accuracy, what a zero-cost proxy cost beside the queries, and
 the seconds a median run's strategy spent fitting its model and optimising the acquisition (over

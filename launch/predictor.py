@@ -1,4 +1,4 @@
-"""The BANANAS predictor experiment on NAS-Bench-201 (paper Table 1; spec bananas.md 10.2, 11.4).
+"""The BANANAS predictor experiment on NAS-Bench-201 (BANANAS Table 1).
 
   python launch/predictor.py --data=../shared/data/nasbench201 --out=runs/predictor.json
   python launch/predictor.py --data=../shared/data/nasbench201 --train_sizes=20 --n_fits=1 \
@@ -26,7 +26,7 @@ flags.DEFINE_list("encodings", ["adj_onehot", "path", "trunc_path", "path_iso"],
 flags.DEFINE_list("train_sizes", ["20", "100", "200"], "Training set sizes.")
 flags.DEFINE_integer("n_test", 500, "Held-out cells.", lower_bound=1)
 flags.DEFINE_integer("n_fits", 3, "Independent repetitions averaged.", lower_bound=1)
-flags.DEFINE_integer("epochs", 150, "Training epochs (spec 5: 150; the Table 1 notebook: 200).", lower_bound=1)
+flags.DEFINE_integer("epochs", 150, "Training epochs (authors' code: 150; the Table 1 notebook: 200).", lower_bound=1)
 flags.DEFINE_integer("seed", 0, "PRNG seed.", lower_bound=0)
 flags.DEFINE_string("out", None, "Output JSON path.")
 

@@ -1,6 +1,6 @@
-"""The conditional space's acquisition optimiser (arc_kernel.md 6): per depth, random points and
-the EA's mutants, then gradient ascent on the continuous parameters of the best ones through
-`Context.value_fn`, a traceable acquisition of raw values (`ValueAcquisition`).
+"""The conditional space's acquisition optimiser (our choice; the arc-kernel paper has none): per
+depth, random points and the EA's mutants, then gradient ascent on the continuous parameters of
+the best ones through `Context.value_fn`, a traceable acquisition of raw values (`ValueAcquisition`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""NASBOT's evolutionary acquisition optimiser (spec nasbot.md 8.1) and its schedules.
+"""NASBOT's evolutionary acquisition optimiser (NASBOT Sec. 4; App. B.2) and its schedules.
 
 `ea_maximize` works on any `Space`: it only mutates points and de-duplicates them by
 `canonical_key`; the acquisition is a batched host function of a list of points.
@@ -17,12 +17,12 @@ from nas_jax.spaces.space import Space
 __all__ = ["SELECTIONS", "selection_probs", "n_ea_schedule", "n_mut_schedule", "ea_maximize"]
 
 # Parent-selection temperature as a multiple of std(g): the paper's pi ~ exp(g / sigma), and
-# the authors' code's exp((g - mean) / (2 sigma)) (Appendix R; the mean cancels on normalising).
+# the authors' code's exp((g - mean) / (2 sigma)) (github.com/kirthevasank/nasbot; the mean cancels on normalising).
 SELECTIONS = {"paper": 1.0, "nasbot_code": 2.0}
 
 
 def selection_probs(g, *, selection: str = "paper") -> np.ndarray:
-  """Parent-selection probabilities pi(z_i) ~ exp(g_i / (c * sigma)) (spec 8.1, property 12).
+  """Parent-selection probabilities pi(z_i) ~ exp(g_i / (c * sigma)) (NASBOT App. B.2).
 
   sigma is the standard deviation of the finite g; c is 1 ("paper") or 2 ("nasbot_code").
   Invariant to adding a constant to g and to scaling it by c > 0; uniform over the finite g when
@@ -54,7 +54,7 @@ def selection_probs(g, *, selection: str = "paper") -> np.ndarray:
 
 def n_ea_schedule(t: int, *, scale: float = 25.0, lo: int = 50, hi: int = 500) -> int:
   """n_EA(t) = clip(scale * sqrt(t), lo, hi): the O(sqrt t) budget of the EA at BO step t
-  (App. B.2); the default constants are the authors' code's (Appendix R)."""
+  (App. B.2); the default constants are the authors' code's (github.com/kirthevasank/nasbot)."""
   if t < 0:
     raise ValueError(f"t: {t!r}; expected a BO step >= 0")
   return int(np.clip(scale * np.sqrt(t), lo, hi))
@@ -62,7 +62,7 @@ def n_ea_schedule(t: int, *, scale: float = 25.0, lo: int = 50, hi: int = 500) -
 
 def n_mut_schedule(n_ea: int, *, scale: float = 3.0, lo: int = 5, hi: int = 100) -> int:
   """N_mut = int(clip(scale * sqrt(n_EA), lo, hi)): mutations per EA round, O(sqrt n_EA)
-  (App. B.2); default constants from Appendix R."""
+  (App. B.2); default constants from the authors' code."""
   if n_ea < 1:
     raise ValueError(f"n_ea: {n_ea!r}; expected an integer >= 1")
   return int(np.clip(scale * np.sqrt(n_ea), lo, hi))
@@ -82,7 +82,7 @@ def ea_maximize(
   max_mutations: int | None = None,
   population_scores=None,
 ) -> tuple[list, np.ndarray]:
-  """Maximises a cheap score g over `space` by evolution (spec nasbot.md 8.1).
+  """Maximises a cheap score g over `space` by evolution (NASBOT App. B.2).
 
   The population (de-duplicated by canonical key) is scored once, or its scores are given. Then,
   until `n_ea` new points have been scored: draw N_mut parents with replacement from every point

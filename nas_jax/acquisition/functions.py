@@ -7,7 +7,7 @@ kind of acquisition, not per option value) with three facts the engine reads:
 ascend), `joint` (it needs joint posterior samples) and `needs_model` (False only for `uniform`).
 
 A Predictive with mean and std [S, m] (S hyper-parameter samples) gets the acquisition averaged
-over S (nasbot.md 7.3). Pending evaluations are hallucinated by one rule for every acquisition:
+over S (NASBOT App. B.1). Pending evaluations are hallucinated by one rule for every acquisition:
 the engine passes `with_pending(pred, pred_pending)`, the mean of the model of the observations
 with the std (and samples) of the model that also holds the pending points at their mean.
 
@@ -64,7 +64,7 @@ def _number(where: str, value, least: float = 0.0) -> float:
 
 @flax.struct.dataclass
 class EI:
-  """Expected improvement E[max(0, f - tau)], tau = best + xi (nasbot.md 7.5, eq. (2)): [m] >= 0.
+  """Expected improvement E[max(0, f - tau)], tau = best + xi (NASBOT Sec. 2.1, eq. (2)): [m] >= 0.
 
   (mu - tau) Phi(z) + s phi(z) with s = sigma_scale * sigma and z = (mu - tau) / s, and
   max(mu - tau, 0) where s = 0. sigma_scale < 1 narrows the predictive (BANANAS' code: 1/5).
@@ -168,7 +168,7 @@ class IndependentThompson:
 
 @flax.struct.dataclass
 class Uniform:
-  """RAND's acquisition (nasbot.md 10.4): a Unif(0, 1) value per candidate, read from no model.
+  """RAND's acquisition (NASBOT Sec. 5; App. C.1): a Unif(0, 1) value per candidate, read from no model.
   The engine draws the values itself, from one host stream per optimisation, and fits nothing."""
 
   name = "random"
@@ -223,5 +223,5 @@ def gp_ucb_beta(t, *, dim: int, delta: float = 0.1) -> jax.Array:
 
 def with_pending(pred: Predictive, pred_pending: Predictive) -> Predictive:
   """Mean from the real data, std and samples from the model that also holds the pending points
-  at their posterior mean (surrogate.hallucinate): nasbot.md 9 and App. R `hei`."""
+  at their posterior mean (surrogate.hallucinate): NASBOT App. B.3 and the authors' code's `hei`."""
   return Predictive(pred.mean, pred_pending.std, pred_pending.samples)

@@ -1,4 +1,4 @@
-"""BANANAS candidate sets (spec bananas.md 7): mutants of the best queried points, and the
+"""BANANAS candidate sets (BANANAS Sec. 4; sizes from the authors' code): mutants of the best queried points, and the
 random-candidate ablation. Generic over any `Space`; de-duplicated by `space.canonical_key`.
 """
 
@@ -15,7 +15,7 @@ __all__ = ["select_parents", "mutation_candidates", "random_candidates", "top_k"
 
 
 def select_parents(points: Sequence[Any], scores: Sequence[float], n: int = 5) -> list:
-  """The n points with the highest scores, best first; ties keep query order (spec 7.2)."""
+  """The n points with the highest scores, best first; ties keep query order (as in the authors' code)."""
   if n < 1:
     raise ValueError(f"select_parents: n={n}; expected n >= 1")
   order = np.argsort(-np.asarray(scores, float), kind="stable")
@@ -31,7 +31,7 @@ def mutation_candidates(
   n_target: int = 100,
   attempts_per_parent: int = 100,
 ) -> list:
-  """The code's candidate set (spec 7): mutate parents in turn until >= n_target candidates.
+  """The code's candidate set (github.com/naszilla/naszilla): mutate parents in turn until >= n_target candidates.
 
   For each parent, while fewer than `n_target` candidates exist, make `attempts_per_parent`
   mutations (rate 1, `require_change=False`) and keep each whose key is not yet seen; an
@@ -76,7 +76,7 @@ def random_candidates(
 ) -> list:
   """Up to n distinct random points not in seen, from at most max_draws (default 5n) draws.
 
-  Spec 7 ablation: paper n = 1000; code n = 200 from 500 draws.
+  The random-candidates ablation (BANANAS Sec. 5.1): paper n = 1000; code n = 200 from 500 draws.
   """
   max_draws = 5 * n if max_draws is None else max_draws
   if n < 1 or max_draws < n:

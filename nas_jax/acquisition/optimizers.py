@@ -1,16 +1,16 @@
 """The acquisition optimisers of nas_jax, each built by its own constructor as an `AcqOptimiser`
 (the interface, `maximize(keys, score_fn, context, n)`, is described in `acq_optimiser`):
 
-  ea         NASBOT's evolutionary algorithm (nasbot.md 8.1) from the observed points and the
+  ea         NASBOT's evolutionary algorithm (NASBOT App. B.2) from the observed points and the
              space's initial pool, n_EA = clip(scale sqrt(t), lo, hi) new points.
-  mutation   BANANAS' candidate set (bananas.md 7): mutants of the best observed points.
+  mutation   BANANAS' candidate set (BANANAS Sec. 4): mutants of the best observed points.
   random     random points of the space (BANANAS' ablation).
-  tree       Auto-Keras' tree search with simulated annealing (autokeras.md 6); on a space with
+  tree       Auto-Keras' tree search with simulated annealing (Auto-Keras Sec. 3.2, Alg. 1); on a space with
              `Space.tree` (the Auto-Keras family) its children are the space's moves (morphs) and
              the choice records its ancestor and ops, elsewhere they are mutations.
   enumeration  every point of a finite space (`Space.enumerate`: NB201's 15,625 cells) scored in a
              few batched calls.
-  per_depth  (`conditional_search`) the conditional space's search (arc_kernel.md 6).
+  per_depth  (`conditional_search`) the conditional space's search (our choice).
 """
 
 from __future__ import annotations

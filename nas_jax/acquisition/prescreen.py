@@ -1,5 +1,5 @@
 """`prescreen`: an acquisition optimiser that passes the acquisition only the candidates a proxy
-ranks best (zero_cost.md 4, move proposal), e.g. the best quarter of BANANAS' mutants or of each
+ranks best (Abdelfattah et al. 2021, Sec. 5, move proposal), e.g. the best quarter of BANANAS' mutants or of each
 batch of NASBOT's EA children."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Auto-Keras's tree-structured acquisition optimiser (spec autokeras.md 6): best-first expansion
+"""Auto-Keras's tree-structured acquisition optimiser (Auto-Keras Sec. 3.2, Alg. 1): best-first expansion
 of morphs from the evaluated networks, with simulated-annealing acceptance.
 
 Like `evolution.ea_maximize` it works on any space: it only expands points through a host
@@ -23,7 +23,7 @@ from nas_jax.spaces import graph_edit
 __all__ = ["VARIANTS", "TreeResult", "acceptance", "check_options", "tree_maximize"]
 
 # "paper": each child passes the SA test before it is queued (Alg. 1); "code": the test runs when
-# an entry is popped and every new child is queued (the authors' code, autokeras.md 6.3).
+# an entry is popped and every new child is queued (the authors' code, github.com/keras-team/autokeras).
 VARIANTS = ("paper", "code")
 
 
@@ -49,7 +49,7 @@ class TreeResult(NamedTuple):
 
 def acceptance(gain: float, temperature: float) -> float:
   """min(1, exp(gain / T)): the SA probability of keeping a child whose score is `gain` above
-  the best so far (autokeras.md 6.1 with c_min - alpha = gain); the exponent is clipped at 0."""
+  the best so far (Auto-Keras Alg. 1 with c_min - alpha = gain); the exponent is clipped at 0."""
   return math.exp(min(0.0, gain / temperature))
 
 
@@ -90,8 +90,8 @@ def tree_maximize(
       history's scores; NaN or -inf rules a child out.
     history: evaluated points; history_scores: [len(history)] their scores (NaN: failed, never
       expanded).
-    expand: `point -> [(op, child)]`, the morphs Omega(f) applied (autokeras.md 2.4).
-    dedup_key: `point -> hashable`; equal keys are duplicates (the descriptor, spec 6.2).
+    expand: `point -> [(op, child)]`, the morphs Omega(f) applied (Alg. 1 line 6).
+    dedup_key: `point -> hashable`; equal keys are duplicates (the descriptor, as in the authors' code).
     seen: keys never to score or return, e.g. networks in training.
     t0, r, t_low: initial temperature, cooling factor and floor (1, 0.9, 1e-4: 88 pops at most).
     variant: "paper" or "code" (see `VARIANTS`).

@@ -20,7 +20,7 @@ __all__ = ["Architecture", "from_arrays", "stack", "unstack", "pad", "next_power
 
 @flax.struct.dataclass
 class Architecture:
-  """A padded layer graph (spec nasbot.md 1.1).
+  """A padded layer graph (NASBOT, Sec. 2.2).
 
   Attributes:
     labels: [N] int32, label ids into `labels.vocabulary(kind)`.

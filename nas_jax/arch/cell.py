@@ -1,4 +1,4 @@
-"""Cells of NAS-Bench-201 and NAS-Bench-101 (spec bananas.md 2-3): the point type, its validity,
+"""Cells of NAS-Bench-201 and NAS-Bench-101 (Ying et al. 2019; Dong & Yang 2020): the point type, its validity,
 pruning, canonical keys, JSON and layer-graph view.
 
 A `Cell` is a frozen pytree of small int arrays; everything here runs on the host in numpy. The
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-# CSV op codes of the NB201 table (spec 3.1), code = index.
+# CSV op codes of the bundled NB201 table, code = index.
 NB201_OPS = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
 
 
@@ -48,7 +48,7 @@ NB201_OPS = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3
 NB201_EDGES = ((0, 1), (0, 2), (1, 2), (0, 3), (1, 3), (2, 3))
 
 
-# NB101 interior op digits (spec 2.1): digit = index.
+# NB101 interior op digits (the BANANAS authors' code order): digit = index.
 NB101_OPS = ("conv3x3-bn-relu", "conv1x1-bn-relu", "maxpool3x3")
 
 
@@ -86,7 +86,7 @@ def nb201_cell(ops: Sequence[int]) -> Cell:
 
 
 def nb201_arch_str(cell: Cell) -> str:
-  """The benchmark string `|o(e0)~0|+|o(e1)~0|o(e2)~1|+|...|` (spec 3.1)."""
+  """The benchmark string `|o(e0)~0|+|o(e1)~0|o(e2)~1|+|...|` (NAS-Bench-201's `arch_str`)."""
   n = [NB201_OPS[int(o)] for o in np.asarray(cell.ops)]
   return f"|{n[0]}~0|+|{n[1]}~0|{n[2]}~1|+|{n[3]}~0|{n[4]}~1|{n[5]}~2|"
 
@@ -112,7 +112,8 @@ def parse_arch_str(s: Any) -> Cell:
 
 
 def nb201_iso_key(cell: Cell) -> str:
-  """NB201's own canonical string (spec 3.3; reproduces the `iso_class` column exactly)."""
+  """NB201's own canonical string (`to_unique_str`, github.com/D-X-Y/AutoDL-Projects); it reproduces
+  the `iso_class` column exactly."""
   ops = np.asarray(cell.ops)
   s = ["0"]
   for j in (1, 2, 3):
@@ -174,20 +175,20 @@ def _prune(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def nb101_prune(cell: Cell) -> tuple[np.ndarray, np.ndarray]:
-  """Pruned (matrix [k+2, k+2] bool, interior digits [k]) of spec 2.2; input and output kept."""
+  """Pruned (matrix [k+2, k+2] bool, interior digits [k]) as NAS-Bench-101 prunes; input and output kept."""
   a, idx = _prune(np.asarray(cell.adjacency))
   return a, np.asarray(cell.ops)[idx[1:-1] - 1]
 
 
 def nb101_is_valid(cell: Cell) -> bool:
-  """Input reaches output, and the pruned matrix has at most 9 edges (spec 2.2)."""
+  """Input reaches output, and the pruned matrix has at most 9 edges (Ying et al. 2019)."""
   a = np.asarray(cell.adjacency)
   keep = live_nodes(a)
   return bool(keep[0]) and int(a[np.ix_(keep, keep)].sum()) <= _NB101_MAX_EDGES
 
 
 def nb101_iso_key(cell: Cell) -> tuple:
-  """Lexicographic minimum over interior relabellings of (sorted edges, op digits) (spec 2.3)."""
+  """Lexicographic minimum over interior relabellings of (sorted edges, op digits): our key, equal iff isomorphic."""
   a, ops = nb101_prune(cell)
   k = len(ops)
   best = None
@@ -200,7 +201,7 @@ def nb101_iso_key(cell: Cell) -> tuple:
 
 
 def nb101_path_key(cell: Cell) -> tuple:
-  """The authors' de-duplication key (spec 2.3): the multiset of path indices (spec 4.2), one per
+  """The BANANAS authors' de-duplication key (github.com/naszilla/naszilla): the multiset of path indices, one per
   input->output path, sorted as naszilla's `Cell101.get_path_indices` sorts them, so two cells
   with the same paths are duplicates whatever order their vertices put the paths in."""
   a, ops = nb101_prune(cell)  # dropped vertices lie on no input->output path: same paths

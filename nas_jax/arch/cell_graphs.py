@@ -1,19 +1,19 @@
 """NAS-Bench-201 and NAS-Bench-101 cells as NASBOT layer graphs, so OTMANN can compare them.
 
-OTMANN (spec nasbot.md 2-6) reads layers with labels and masses (units x incoming channels) and
+OTMANN (NASBOT Sec. 3; App. A.3) reads layers with labels and masses (units x incoming channels) and
 edges (path lengths). A cell becomes the network it builds, one layer per op with weights or a
 pool, in the kinds "nb201_layers" and "nb101_layers" (`labels.CELL_LAYER_KINDS`, labelled with the
 benchmarks' op names; label costs in `otmann_costs._cell_cost`; groups all/conv/pool as for CNNs).
 
-NB201 (spec bananas.md 3). Node j sums op_ij(x_i) over its in-edges, all with C channels:
+NB201 (Dong & Yang 2020). Node j sums op_ij(x_i) over its in-edges, all with C channels:
 - nor_conv_kxk (ReLU-conv-BN, C filters on C channels) is a conv layer of C units: mass C * C.
 - avg_pool_3x3 is a pool layer: no units, mass = its input's channels, C (NASBOT's pool rule).
 - skip_connect computes nothing, so it is no layer but edges from whatever makes x_i to whatever
   reads x_j; a layer for it would lengthen every path through it, and cells that differ only by
-  such identity hops are one class (spec 3.3). `none` is no edge; an op whose input is
+  such identity hops are one class (NB201's `iso_class`). `none` is no edge; an op whose input is
   identically zero, and anything that does not reach the output, computes nothing and is dropped.
   A cell whose output is identically zero (341 cells) is an input and an output, unconnected.
-- Isomorphic cells must be at distance 0, but a class of spec 3.3 is defined on the expression
+- Isomorphic cells must be at distance 0, but an NB201 `iso_class` is defined on the expression
   the canonical string writes, which cannot tell one tensor read twice (node 1 feeding two live
   paths) from two equal computations (two edges with equal ops on equal inputs): in 644 of the
   6,466 classes the cells' per-edge graphs differ. A cell is therefore converted as the member
@@ -22,7 +22,7 @@ NB201 (spec bananas.md 3). Node j sums op_ij(x_i) over its in-edges, all with C 
   graph of each class would match 14,947). Building the expression's graph instead, one layer
   per op occurrence, matches 10,825; one layer per distinct sub-expression, 9,694.
 
-NB101 (spec bananas.md 2, NASBench's model builder). The pruned cell's vertices are the layers:
+NB101 (Ying et al. 2019, and NASBench's model builder). The pruned cell's vertices are the layers:
 conv3x3-bn-relu and conv1x1-bn-relu are conv layers, maxpool3x3 a pool. The output has C
 channels, split among the k vertices feeding it (the first C mod k get one more); every other
 vertex has the most channels of its successors. The input reaches a vertex through a 1x1
@@ -101,7 +101,7 @@ def _nb201_edge_layers(ops: tuple[int, ...], channels: int) -> list[_Layer]:
 
 @functools.lru_cache(maxsize=1)
 def _nb201_representatives() -> dict[str, tuple[int, ...]]:
-  """Canonical string (spec 3.3) -> ops of the class member with the most layers (then the
+  """Canonical string (NB201's isomorphism rule) -> ops of the class member with the most layers (then the
   smallest ops), over all 15,625 cells; built on first use, then kept."""
   best = {}
   for ops in itertools.product(range(len(NB201_OPS)), repeat=len(NB201_EDGES)):
@@ -175,7 +175,7 @@ def _nb101_layers(cell: Cell, channels: int) -> list[_Layer]:
 def cell_layer_graph(cell: Cell, *, channels: int | None = None) -> Architecture:
   """The layer graph of the network a cell builds, for `otmann_distances` (see the module text).
 
-  Cells of one isomorphism class (spec bananas.md 3.3 for NB201, 2.3 for NB101) give identical
+  Cells of one isomorphism class (NB201's `iso_class`; graph isomorphism for NB101) give identical
   architectures. Layers are in a topological order: input first, output last.
 
   Args:

@@ -1,4 +1,4 @@
-"""Points of the conditional space of chain MLPs (arc_kernel.md 1, 6) as padded arrays plus a mask:
+"""Points of the conditional space of chain MLPs (Swersky et al. 2013, Sec. 2.1) as padded arrays plus a mask:
 the point type, its checks, keys, JSON, unit-cube view and the MLP it builds.
 
 A point holds a network depth, two training parameters and a block of four parameters per layer

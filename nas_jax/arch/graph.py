@@ -36,7 +36,7 @@ PATH_FEATURES = ("sp_ip", "lp_ip", "rw_ip", "sp_op", "lp_op", "rw_op")
 
 
 class MassParams(NamedTuple):
-  """Constants of the layer-mass rules (spec nasbot.md 2.2). Hashable, so a static argument.
+  """Constants of the layer-mass rules (NASBOT Sec. 3; App. A.3). Hashable, so a static argument.
 
   Attributes:
     zeta: fraction of the processing mass given to ip, op and (together) the decision layers.
@@ -54,8 +54,8 @@ class MassParams(NamedTuple):
 
 
 #: Layer-mass parameter sets by name. "paper": the rules the paper states (res x2), with the floor
-#: its figures use and the text is silent on. "nasbot_code": the authors' code, spec Appendix R
-#: (no res doubling).
+#: its figures use and the text is silent on. "nasbot_code": the authors' code
+#: (github.com/kirthevasank/nasbot, nn/neural_network.py: no res doubling).
 MASS_PARAMS = {
   "paper": MassParams(),
   "nasbot_code": MassParams(res_mass_factor=1.0),
@@ -87,7 +87,7 @@ def _edges(arch: Architecture) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnames=("params",))
 def layer_masses(arch: Architecture, params: MassParams = MassParams()) -> jax.Array:
-  """Layer masses lm(u) of spec nasbot.md 2.1-2.2.
+  """Layer masses lm(u) (NASBOT Sec. 3; App. A.3).
 
   Kinds in `labels.CELL_LAYER_KINDS` sum their inputs: in(u) is the smallest parent output, not
   the total, and out(ip) is the ip's units (the cell input's channels) instead of 1.
@@ -173,7 +173,7 @@ def _relax(pred: jax.Array, is_src: jax.Array, w: jax.Array, mask: jax.Array):
 
 @jax.jit
 def path_lengths(arch: Architecture) -> jax.Array:
-  """Grouped path-length features of spec nasbot.md 4.1 and 4.3 (Algorithm 1).
+  """Grouped path-length features (NASBOT Sec. 3; App. A.3, Algorithm 1).
 
   Group 0 ("all") counts hops; group g counts only hops whose weighted layer is in g: from ip,
   hop p -> u weighs 1[u in g]; towards op, hop u -> c weighs 1[u in g]. Random walks average over

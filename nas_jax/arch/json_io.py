@@ -43,7 +43,7 @@ def show(value: Any) -> str:
 
 
 class Limits(NamedTuple):
-  """Search-space limits of spec nasbot.md 1.4 (App. B.3)."""
+  """Search-space limits (NASBOT App. B.3)."""
 
   max_layers: int = 60
   max_edges: int = 200
@@ -131,7 +131,7 @@ def _reach(kids: list[list[int]], start: int) -> np.ndarray:
 
 
 def _check_graph(kind: str, lids: np.ndarray, adj: np.ndarray, limits: Limits) -> list[int]:
-  """Structure rules of spec nasbot.md 1.4; returns a topological order."""
+  """Structure rules (NASBOT Sec. 2.2, App. B.2; our reading where it is silent); returns a topological order."""
   table = labels_lib.label_table(kind)
   role = table.role[lids]
   names = [table.names[i] for i in lids]

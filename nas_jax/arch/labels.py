@@ -103,7 +103,7 @@ _NB101_LAYERS = (
   ("maxpool3x3", Role.POOL, 3),
 )
 
-# The Auto-Keras reference family (autokeras.md 1.4, 12): conv blocks conv -> BN -> merge of
+# The Auto-Keras reference family (the authors' code's, with post-activation blocks): conv blocks conv -> BN -> merge of
 # add-skips -> ReLU, 2x2 max-pools, a global-average-pool head with ReLU dense blocks. Skips are
 # vertices: `conv1` (add) and `concat` (the projection of a concatenation).
 _AUTOKERAS = (
@@ -119,7 +119,7 @@ _AUTOKERAS = (
   ("softmax", Role.DECISION, 0),
 )
 
-# Layer groups of the grouped structural cost (spec nasbot.md 4.3); "all" is always first.
+# Layer groups of the grouped structural cost (NASBOT App. A.3); "all" is always first.
 _GROUPS = {
   "cnn": (
     ("all", None),
@@ -204,7 +204,7 @@ def vocabulary(kind: str) -> tuple[str, ...]:
 
 
 def group_names(kind: str) -> tuple[str, ...]:
-  """Names of the structural-cost groups of `kind`, "all" first (spec nasbot.md 4.3)."""
+  """Names of the structural-cost groups of `kind`, "all" first (NASBOT App. A.3)."""
   _check_kind(kind)
   return tuple(name for name, _ in _GROUPS[kind])
 

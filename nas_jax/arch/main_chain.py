@@ -1,4 +1,4 @@
-"""The main chain of an Auto-Keras architecture (kind "autokeras", autokeras.md 1.2-1.5).
+"""The main chain of an Auto-Keras architecture (kind "autokeras", Auto-Keras Sec. 2; Sec. 3.1).
 
 A network of this family is one main chain, ip -> conv blocks, concat projections and max-pools
 -> gap -> fc blocks -> softmax -> op, plus skips between conv blocks. An add-skip is a `conv1`
@@ -41,7 +41,8 @@ class Chain(NamedTuple):
       projection, or the conv itself.
     adds: (start, conv1 vertex, end conv block) per add-skip.
     concats: (start, concat vertex, chain parent) per concat-skip.
-    rank: per chain vertex, the number of conv blocks up to and including it (`pos` of spec 1.5).
+    rank: per chain vertex, the number of conv blocks up to and including it (the descriptor's
+      `pos`, Auto-Keras Sec. 3.1).
   """
 
   order: tuple[int, ...]
@@ -53,7 +54,7 @@ class Chain(NamedTuple):
   rank: dict
 
   def skip_triples(self) -> list[tuple[int, int, str]]:
-    """The (u, v, type) triples of the descriptor (spec 1.5), adds first."""
+    """The (u, v, type) triples of the descriptor (Auto-Keras Sec. 3.1), adds first."""
     return [(self.rank[s], self.rank[e], "add") for s, _, e in self.adds] + [
       (self.rank[s], self.rank[m], "concat") for s, _, m in self.concats
     ]

@@ -1,10 +1,10 @@
-"""Points of the Auto-Keras space (autokeras.md 1.4, 2.4, 7.2): a network and where it came from, so
+"""Points of the Auto-Keras space (Auto-Keras Sec. 3.2-3.3): a network and where it came from, so
 that training can warm-start from its parent's weights; their keys and JSON.
 
 A `MorphPoint` is the architecture and, when it was made by morphing an evaluated network, the
 name of that parent's stored weights and the ops from it. Its JSON is the architecture's JSON
 plus a "morph" entry, so the journal records each network's parent and op list. Duplicates are networks with equal
-descriptors (spec 6.2). The space over these points is `nas_jax.spaces.morph_space`.
+descriptors (as in the authors' code). The space over these points is `nas_jax.spaces.morph_space`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def weights_id(arch_json: dict) -> str:
 
 
 def descriptor_key(arch: Architecture) -> str:
-  """desc(f) as a string (spec 1.5): conv widths, hidden fc widths, sorted skip triples."""
+  """desc(f) as a string (Auto-Keras Sec. 3.1): conv widths, hidden fc widths, sorted skip triples."""
   chain = main_chain.chain_view(arch)
   units = np.asarray(arch.units)
   return json.dumps(

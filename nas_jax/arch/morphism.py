@@ -1,4 +1,4 @@
-"""Network morphism on Auto-Keras architectures (autokeras.md 2, 7.2): the four operations as
+"""Network morphism on Auto-Keras architectures (Auto-Keras Sec. 3.3): the four operations as
 architecture edits, the candidate set Omega(f), replay of an op list, and the initial networks.
 
 Ops address blocks by slot (stable ids: an op appends slots and never renumbers), so an op list
@@ -114,7 +114,7 @@ def _why_not(chain: main_chain.Chain, op: Op) -> str:
 
 
 def apply_op(arch: Architecture, op: Op) -> Architecture:
-  """The architecture after one morph (spec 2.3; parameters: `nas_jax.models.morph_variables.morph`).
+  """The architecture after one morph (Auto-Keras Sec. 3.3; parameters: `nas_jax.models.morph_variables.morph`).
 
   deep inserts a block after the target block's output, as wide as that output, and the output's
   consumers (the chain, outgoing skips) move to the new block; wide doubles the target's width and that of the add-skips
@@ -190,7 +190,7 @@ def candidate_ops(
 
 
 def sample_ops(arch: Architecture, rng: np.random.Generator, n: int = 8, **limits) -> list[Op]:
-  """Omega(f) as the authors' code samples it (spec 2.4, `omega = "sample"`): n draws, each a type
+  """Omega(f) as the authors' code samples it (Alg. 1 line 6; `omega = "sample"`): n draws, each a type
   (deep, wide, skip) with probability 1/3 and then a uniform op of that type. Types with no
   applicable op are redrawn; repeats are kept (the caller de-duplicates children)."""
   groups = {"deep": [], "wide": [], "skip": []}
@@ -203,9 +203,9 @@ def sample_ops(arch: Architecture, rng: np.random.Generator, n: int = 8, **limit
 
 
 def initial_architectures(*, width: int = 64, n_blocks: int = 3) -> list[Architecture]:
-  """The code's two initial networks (spec 7.2): G0 = n_blocks x [conv3(width) -> max-pool] -> gap
-  -> softmax, and G1 = G0 deepened on blocks A, A, B, C with add-skips (1, 3), (3, 5), (5, 7)
-  (code 0.2.x) when n_blocks = 3; only G0 otherwise."""
+  """The code's two initial networks (github.com/keras-team/autokeras): G0 = n_blocks x
+  [conv3(width) -> max-pool] -> gap -> softmax, and G1 = G0 deepened on blocks A, A, B, C with
+  add-skips (1, 3), (3, 5), (5, 7) (code 0.2.x) when n_blocks = 3; only G0 otherwise."""
   if isinstance(width, bool) or not isinstance(width, int) or width < 1:
     raise ValueError(f"width: {show(width)}; expected an integer >= 1")
   if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:

@@ -1,4 +1,4 @@
-"""The Table 1 experiment of the arc-kernel paper (arc_kernel.md 5): `nmse_table` scores every model
+"""The Table 1 experiment of the arc-kernel paper (Swersky et al. 2013, Sec. 3): `nmse_table` scores every model
 of `surrogates.conditional_models` on random train/test splits of given points; `nmse_rows`
 reproduces the table on bundled data:
 random points of the conditional space trained on digits (classification error) and diabetes

@@ -1,4 +1,4 @@
-"""How well a kernel matrix follows the performance of the networks it compares (autokeras.md 8.5):
+"""How well a kernel matrix follows the performance of the networks it compares (Auto-Keras Sec. 5.3):
 K against P = 1 - |v_i - v_j|, both rank-transformed to normal quantiles and scaled to [-1, 1],
 compared by their mean squared difference (the authors' recipe; the paper reports 0.112).
 """

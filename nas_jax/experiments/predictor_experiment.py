@@ -1,4 +1,4 @@
-"""The BANANAS predictor experiment (paper Table 1, spec bananas.md 10.2, 11.4): train the meta
+"""The BANANAS predictor experiment (BANANAS Table 1, on NB201): train the meta
 neural network ensemble on n random cells per encoding; report train and held-out MAE.
 """
 
@@ -39,7 +39,7 @@ def predictor_mae(
     cells: the R cells of the table; errors: [R] val errors (%).
     encoding_names: names from `encodings.ENCODINGS`.
     train_sizes: n values; n_test: held-out cells; n_fits: repetitions averaged.
-    n_members, epochs: the ensemble (spec 5: 5 members, 150 epochs; Table 1 notebook: 200).
+    n_members, epochs: the ensemble (BANANAS Sec. 4 and its code: 5 members, 150 epochs; Table 1 notebook: 200).
 
   Returns:
     {encoding: {n: {"train": mean MAE, "test": mean MAE, "test_std": std over fits}}}.

@@ -1,5 +1,6 @@
-"""Bourgain embedding of a distance matrix (autokeras.md 4.3) and its out-of-sample map (4.4):
-coordinates phi whose Euclidean distances rho feed the kernel exp(-rho) of eq. (2).
+"""Bourgain embedding of a distance matrix (named in Auto-Keras Sec. 3.1; built as the authors' code
+builds it) and its out-of-sample map (our choice; the paper is silent): coordinates phi whose
+Euclidean distances rho feed the kernel exp(-rho) of eq. (2).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _set_sizes(n: int, repeat: str) -> list[int]:
   """Anchor-set size of each coordinate: 2^i for levels i = 0..k, R_i times each.
 
   k = ceil(log2 n - 1), T = ceil(ln n); R_i = T ("intended") or max(T - i, 0) ("code", whose
-  loop variable shadows T). n = 1 has no level: no coordinate, K = [[1]] (autokeras.md 4.3).
+  loop variable shadows T). n = 1 has no level: no coordinate, K = [[1]] (as in the authors' code).
   """
   k, t = math.ceil(math.log2(n) - 1), math.ceil(math.log(n))
   sizes = []
@@ -63,7 +64,7 @@ def _anchors(sets: np.ndarray, sizes: Sequence[int], n: int) -> BourgainAnchors:
 
 
 def bourgain_anchors(key: jax.Array, n: int, *, repeat: str = "intended") -> BourgainAnchors:
-  """Random anchor sets for n history networks (autokeras.md 4.3).
+  """Random anchor sets for n history networks (Bourgain's construction, as the authors' code draws them).
 
   Each set of level i holds 2^i indices drawn uniformly from {0..n-1} with replacement. The
   draw depends only on key and n (the code reseeds its RNG with 123 on every call).
@@ -110,10 +111,10 @@ def anchors_from_sets(sets: Sequence[Sequence[int]], n: int) -> BourgainAnchors:
 
 
 def bourgain_embed(d, anchors: BourgainAnchors) -> np.ndarray:
-  """Coordinates phi_k(x) = min_{s in S_k} d(x, f_s), one per anchor set (autokeras.md 4.3-4.4).
+  """Coordinates phi_k(x) = min_{s in S_k} d(x, f_s), one per anchor set (Auto-Keras Sec. 3.1).
 
   The same map embeds the history (pass its [n, n] matrix) and candidates outside it (pass their
-  distances to the history, [n*, n]; spec 4.4, `oos = "anchors"`), so exp(-||phi_a - phi_b||)
+  distances to the history, [n*, n]; our choice, `oos = "anchors"`), so exp(-||phi_a - phi_b||)
   over history and candidates together is one Laplace kernel on R^m: every Gram matrix is PSD.
   No 1/m scaling; each coordinate is 1-Lipschitz in d when d obeys the triangle inequality.
 

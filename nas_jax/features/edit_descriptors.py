@@ -1,4 +1,4 @@
-"""Auto-Keras network descriptors (autokeras.md 1.5): the Descriptor pytree of padded arrays,
+"""Auto-Keras network descriptors (Auto-Keras Sec. 3.1): the Descriptor pytree of padded arrays,
 built from lists or from an autokeras Architecture, padded and stacked into batches on the host.
 `edit_distance` measures distances between them.
 """
@@ -28,7 +28,7 @@ _KINDS = (("conv", "conv_mask", _PAD_WIDTH), ("dense", "dense_mask", _PAD_WIDTH)
 
 @flax.struct.dataclass
 class Descriptor:
-  """desc(f) of autokeras.md 1.5 as padded arrays; real entries come first.
+  """desc(f) (Auto-Keras Sec. 3.1) as padded arrays; real entries come first.
 
   conv: [Lc] int32, widths of the convolutions with kernel > 1, in main-chain order;
   conv_mask: [Lc] bool. dense: [Ld] int32, widths of the dense layers, classifier included;
@@ -86,7 +86,7 @@ def _check_sizes(sizes, counts: tuple[int, int, int], where: str) -> tuple[int, 
 
 
 def descriptor(conv, dense=(), skips=(), *, sizes=None) -> Descriptor:
-  """A Descriptor from plain Python lists (autokeras.md 1.5), checked before any array exists.
+  """A Descriptor from plain Python lists (Auto-Keras Sec. 3.1), checked before any array exists.
 
   Args:
     conv: conv widths in main-chain order, integers >= 1 (may be empty).
@@ -118,7 +118,7 @@ def descriptor(conv, dense=(), skips=(), *, sizes=None) -> Descriptor:
 
 
 def arch_descriptor(arch: Architecture, num_classes: int, *, sizes=None) -> Descriptor:
-  """desc(f) of an autokeras Architecture (spec 1.5): conv block widths in chain order, hidden fc
+  """desc(f) of an autokeras Architecture (Auto-Keras Sec. 3.1): conv block widths in chain order, hidden fc
   widths then the classifier's `num_classes`, and the skip triples (`main_chain.Chain`)."""
   chain = main_chain.chain_view(arch)
   units = np.asarray(arch.units)

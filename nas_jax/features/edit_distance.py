@@ -1,4 +1,4 @@
-"""Auto-Keras edit distance between network descriptors (autokeras.md 3): the distance matrices
+"""Auto-Keras edit distance between network descriptors (Auto-Keras Sec. 3.1): the distance matrices
 of sets of descriptors (`edit_descriptors`), whose pairs' terms (`edit_terms`) run in jitted
 chunks over pairs, the skip assignments in them too for up to FEW_SKIPS skips a network, on the
 host beyond.
@@ -138,7 +138,7 @@ def _host(desc: Descriptor) -> Descriptor:
 def edit_distance_terms(
   descs_a: Descs, descs_b: Descs | None = None, *, layer_match: str = "separate", chunk_size: int = 4096
 ) -> EditDistances:
-  """Both terms of the edit distance (autokeras.md 3) between two sets of descriptors.
+  """Both terms of the edit distance (Auto-Keras Sec. 3.1) between two sets of descriptors.
 
   Args:
     descs_a: a list of Descriptor or a batch (conv [n_a, Lc]).
@@ -215,7 +215,7 @@ def edit_distances(
 ) -> np.ndarray:
   """d = D_l + lam * D_s (eq. 3) between two sets of descriptors: numpy float64 [n_a, n_b].
 
-  Arguments as in `edit_distance_terms`; lam: the skip weight, >= 0 (1 in the code, spec 11).
+  Arguments as in `edit_distance_terms`; lam: the skip weight, >= 0 (1 in the authors' code).
   """
   lam = _check_lam(lam)
   terms = edit_distance_terms(descs_a, descs_b, layer_match=layer_match, chunk_size=chunk_size)

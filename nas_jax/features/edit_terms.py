@@ -1,4 +1,4 @@
-"""The terms of the Auto-Keras edit distance (autokeras.md 3) between two networks: the
+"""The terms of the Auto-Keras edit distance (Auto-Keras Sec. 3.1) between two networks: the
 substitution costs d_l (eq. 5) and d_s (eq. 8), the layer term D_l of two width lists by a masked
 dynamic programme (jit- and vmap-safe), and the skip term D_s of a batch of pairs by an exact
 rectangular assignment on the host.
@@ -37,7 +37,7 @@ def skip_distance(s_a: jax.Array, s_b: jax.Array) -> jax.Array:
   """d_s of eq. (8) in [0, 1]: triples (u, v, type) [..., 3] int, broadcast -> [...] float.
 
   With delta = v - u, (|u_a - u_b| + |delta_a - delta_b|) / (max u + max delta); 1 when the
-  types differ (autokeras.md 3.3). The denominator is >= 2 since u, delta >= 1.
+  types differ (Auto-Keras eq. (8); 1 in the authors' code). The denominator is >= 2 since u, delta >= 1.
   """
   s_a, s_b = jnp.asarray(s_a), jnp.asarray(s_b)
   u_a, u_b = s_a[..., 0].astype(float), s_b[..., 0].astype(float)
@@ -49,7 +49,7 @@ def skip_distance(s_a: jax.Array, s_b: jax.Array) -> jax.Array:
 
 
 def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
-  """A[n_a][n_b] of the DP of autokeras.md 3.2 for W pairs at once: unit insertions and
+  """A[n_a][n_b] of the DP for eq. (4) of Auto-Keras Sec. 3.1 for W pairs at once: unit insertions and
   deletions, substitution costs sub: [W, La, Lb] float; n_a, n_b: [W] int real lengths. Returns
   [W]. One loop step per row, the pairs on the minor axis of every array in it.
 
@@ -78,7 +78,7 @@ def _levenshtein(sub: jax.Array, n_a: jax.Array, n_b: jax.Array) -> jax.Array:
 
 
 def layer_edit_distances(a: jax.Array, a_mask: jax.Array, b: jax.Array, b_mask: jax.Array) -> jax.Array:
-  """D_l of W pairs of padded width lists (autokeras.md 3.2, eq. 6 corrected); jit-safe.
+  """D_l of W pairs of padded width lists (Auto-Keras Sec. 3.1, eq. (6) corrected); jit-safe.
 
   Args:
     a: [W, La] int widths, real ones first; a_mask: [W, La] bool. b: [W, Lb] int; b_mask: [W, Lb].
@@ -103,7 +103,7 @@ _BRUTE_MATCHINGS = 720  # pairs with at most this many matchings (6! = 720) try 
 def skip_edit_distances(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> np.ndarray:
   """D_s (eq. 7) of each pair: [W] float64 from cost [W, Sa, Sb] and real counts n_a, n_b [W].
 
-  The optimal matching pairs min(n_a, n_b) skips (d_s <= 1 < 2, autokeras.md 3.3); each
+  The optimal matching pairs min(n_a, n_b) skips (d_s <= 1 < 2, Auto-Keras eqs. (7)-(8)); each
   unmatched skip of the larger set costs 1. Pairs with at most _BRUTE_MATCHINGS ways to match the
   smaller set into the larger (every pair of up to 5 skips a side, and e.g. 3 into 8) are solved
   together by trying every matching, array-wide; the others one by one by scipy's assignment.

@@ -1,4 +1,4 @@
-"""BANANAS cell encodings (spec bananas.md 4): path, truncated path, isomorphism-invariant NB201
+"""BANANAS cell encodings (BANANAS Sec. 4, and the authors' code): path, truncated path, isomorphism-invariant NB201
 paths and adjacency encodings, as jit-able functions of one `Cell` (vmap for a batch).
 """
 
@@ -29,10 +29,10 @@ __all__ = [
 ]
 
 _F = jnp.float32
-# NB201 digit delta (spec 3.1, alphabetical) and iso-path digit (spec 4.4b) per CSV op code.
+# NB201 digit delta (the authors' code's alphabetical order) and iso-path digit (ours) per CSV op code.
 _DELTA = np.array([3, 4, 1, 2, 0], np.int32)
 _ISO_DIGIT = np.array([-1, -1, 1, 0, 2], np.int32)
-# Routes R0..R3 as edge indices (spec 3.2).
+# Routes R0..R3 (the cell's four input->output edge paths) as edge indices.
 _ROUTES = ((3,), (0, 4), (1, 5), (0, 2, 5))
 _NB101_TRIU = np.triu_indices(7, 1)
 _NB101_PATHS = 364  # sum_{i=0}^{5} 3^i
@@ -56,7 +56,7 @@ _NB101_EXTEND = _nb101_extend_tables()
 
 
 def _nb101_path(cell: Cell) -> jax.Array:
-  """[364]: paths of spec 4.2 on the raw matrix (dangling vertices lie on no path)."""
+  """[364]: paths, in the authors' code's order, on the raw matrix (dangling vertices lie on no path)."""
   a = cell.adjacency.astype(_F)
   ext = jnp.asarray(_NB101_EXTEND)
   reach = [jnp.zeros(_NB101_PATHS, _F).at[0].set(1.0)]  # node 0: the empty path
@@ -69,25 +69,25 @@ def _nb101_path(cell: Cell) -> jax.Array:
 
 
 def _nb201_path(cell: Cell) -> jax.Array:
-  """[155]: path201 of spec 4.4(a), none and skip are ops, no pruning."""
+  """[155]: path201 as the authors' code encodes NB201: none and skip are ops, no pruning."""
   d = jnp.asarray(_DELTA)[cell.ops]
   idx = jnp.stack([d[3], 5 + d[0] + 5 * d[4], 5 + d[1] + 5 * d[5], 30 + d[0] + 5 * d[2] + 25 * d[5]])
   return jnp.zeros(155, _F).at[idx].max(1.0)
 
 
 def path_encoding(cell: Cell) -> jax.Array:
-  """Full path encoding: nb101 [364] (spec 4.2), nb201 `path201` [155] (spec 4.4a); 0/1 float32."""
+  """Full path encoding: nb101 [364] (BANANAS Sec. 4), nb201 `path201` [155] (authors' code); 0/1 float32."""
   return _nb101_path(cell) if cell.kind == "nb101" else _nb201_path(cell)
 
 
 def truncated_path_encoding(cell: Cell, cutoff: int | None = None) -> jax.Array:
-  """The first `cutoff` path features (spec 4.3): default nb101 40, nb201 30; [cutoff]."""
+  """The first `cutoff` path features (the authors' code): default nb101 40, nb201 30; [cutoff]."""
   cutoff = _DEFAULT_CUTOFF[cell.kind] if cutoff is None else cutoff
   return path_encoding(cell)[:cutoff]
 
 
 def path_iso_encoding(cell: Cell) -> jax.Array:
-  """NB201 `path201_iso` [40] (spec 4.4b): live routes, skip steps removed, iso digits.
+  """NB201 `path201_iso` [40] (ours, isomorphism-invariant): live routes, skip steps removed, iso digits.
 
   Constant on each `iso_class`; for nb101 the path encoding is already invariant, so this
   returns `path_encoding`.
@@ -108,7 +108,7 @@ def path_iso_encoding(cell: Cell) -> jax.Array:
 
 
 def adjacency_onehot(cell: Cell) -> jax.Array:
-  """nb101 `adj_onehot` [36]: 21 raw edge bits + one-hot ops (spec 4.5); nb201 `adj201` [30]."""
+  """nb101 `adj_onehot` [36]: 21 raw edge bits + one-hot ops (BANANAS Sec. 4; Sec. 5.1); nb201 `adj201` [30]."""
   if cell.kind == "nb201":
     return jnp.zeros(30, _F).at[5 * jnp.arange(6) + jnp.asarray(_DELTA)[cell.ops]].set(1.0)
   edges = cell.adjacency[_NB101_TRIU].astype(_F)
@@ -123,7 +123,7 @@ def adjacency_code(cell: Cell) -> jax.Array:
 
 
 def adjacency_cont(cell: Cell) -> jax.Array:
-  """nb101 `adj_cont` [27] (Ours, spec 4.5): `adj_code` plus the number of raw edges."""
+  """nb101 `adj_cont` [27] (ours; BANANAS Sec. 5.1 leaves it undefined): `adj_code` plus the number of raw edges."""
   _nb101_only("adjacency_cont", cell)
   return jnp.append(adjacency_code(cell), cell.adjacency.sum().astype(_F))
 
@@ -133,7 +133,7 @@ def _nb101_only(name: str, cell: Cell) -> None:
     raise ValueError(f"{name}: cell.kind={cell.kind!r}; allowed: 'nb101'")
 
 
-#: Cell encodings by name: name -> function of one cell; nb201 names follow the spec (path = path201, ...).
+#: Cell encodings by name: name -> function of one cell; nb201 names map onto the generic ones (path = path201, ...).
 ENCODINGS: dict[str, Callable[[Cell], jax.Array]] = {
   "path": path_encoding,
   "trunc_path": truncated_path_encoding,

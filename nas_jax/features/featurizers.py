@@ -53,7 +53,7 @@ __all__ = ["BINARY_ENCODINGS", "POOR_MAN_FILL", "FeaturizerPart", "otmann", "edi
 # A featurizer part: the featurizer of a space's points, built on that space.
 FeaturizerPart = Callable[[Any], Featurizer]
 _ANCHOR_SEED = 123  # Auto-Keras' code reseeds with 123 on every embedding: anchors depend on n only
-POOR_MAN_FILL = -1.0  # arc_kernel.md 9: the paper's value for inactive parameters
+POOR_MAN_FILL = -1.0  # Swersky et al. 2013, Sec. 3: the paper's value for inactive parameters
 # Encodings whose vectors are 0/1 (a Hamming kernel counts their mismatches); adj_code, adj_cont are not.
 BINARY_ENCODINGS = ("path", "trunc_path", "path_iso", "adj_onehot")
 
@@ -230,7 +230,7 @@ def _unit_values(spec: cond_point.ConditionalSpec) -> Callable:
 
 
 def arc() -> FeaturizerPart:
-  """(u, active) [n, P] of conditional points -> ArcPair (arc_kernel.md 2)."""
+  """(u, active) [n, P] of conditional points -> ArcPair (Swersky et al. 2013, Sec. 2.2)."""
   return _arc
 
 
@@ -249,7 +249,7 @@ def _arc(space: Any) -> Featurizer:
 
 
 def poor_man() -> FeaturizerPart:
-  """Unit values with inactive ones at POOR_MAN_FILL = -1 (arc_kernel.md 9) -> VectorPair."""
+  """Unit values with inactive ones at POOR_MAN_FILL = -1 (Swersky et al. 2013, Sec. 3) -> VectorPair."""
   return _poor_man
 
 

@@ -1,4 +1,4 @@
-"""OTMANN distance matrices (spec nasbot.md 6): exact network simplex, or batched ott-jax Sinkhorn.
+"""OTMANN distance matrices (NASBOT Sec. 3; App. A.1): exact network simplex, or batched ott-jax Sinkhorn.
 
 The options are checked and each network's features built once, on the host; `otmann_solvers`
 solves the pairs' problems, and the matrices (symmetric, or extended by new rows) are put
@@ -33,12 +33,12 @@ __all__ = [
 ]
 
 SOLVERS = ("exact", "sinkhorn")
-KERNEL_NU_STR = (0.1, 0.2, 0.4, 0.8)  #: the structural weights of the NASBOT kernel (spec 6.4)
+KERNEL_NU_STR = (0.1, 0.2, 0.4, 0.8)  #: the structural weights of the NASBOT kernel (NASBOT Sec. 4; App. B.1)
 Archs = Union[Architecture, Sequence[Architecture]]
 
 
 class OtmannDistances(NamedTuple):
-  """d and d_bar = d / (tm_a + tm_b) (spec 6.3), numpy float64 [n_a, n_b], with a leading n_nu
+  """d and d_bar = d / (tm_a + tm_b) (NASBOT Sec. 3), numpy float64 [n_a, n_b], with a leading n_nu
   axis when nu_str is a sequence."""
 
   d: np.ndarray
@@ -151,7 +151,7 @@ def otmann_distances(
   chunk_size: int = 256,
   sinkhorn: solvers.SinkhornConfig = solvers.SinkhornConfig(),
 ) -> OtmannDistances:
-  """OTMANN distances between two sets of architectures (spec 6), or within one set.
+  """OTMANN distances between two sets of architectures (NASBOT Sec. 3), or within one set.
 
   Args:
     archs_a: a list of Architecture or a batch (labels [n_a, N]), all of one kind.

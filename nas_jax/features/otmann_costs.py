@@ -1,7 +1,8 @@
 """OTMANN costs: label-mismatch, structural and non-assignment costs, and the augmented problem.
 
-`OtmannParams` holds every constant (presets "paper" and "nasbot_code", spec nasbot.md 3-6 and
-Appendix R); the functions below are pure JAX on padded arrays and jit/vmap friendly.
+`OtmannParams` holds every constant (presets "paper", NASBOT Sec. 3 and App. A, and "nasbot_code", the
+authors' code at github.com/kirthevasank/nasbot); the functions below are pure JAX on padded arrays
+and jit/vmap friendly.
 """
 
 from __future__ import annotations
@@ -40,22 +41,22 @@ LabelCosts = Union[str, tuple[tuple[float, ...], ...]]
 Role = labels_lib.Role
 _RECTIFIERS = ("relu", "crelu", "leaky-relu", "softplus", "elu")
 _SIGMOIDS = ("logistic", "tanh")
-_TABLE4_CONV = {(3, 5): 0.2, (5, 7): 0.2, (3, 7): 0.3}  # spec 3.2, by kernel size
+_TABLE4_CONV = {(3, 5): 0.2, (5, 7): 0.2, (3, 7): 0.3}  # NASBOT Table 4, by kernel size
 
 
 class OtmannParams(NamedTuple):
   """Every constant of the OTMANN distance. Hashable, so a static argument under jit.
 
   Attributes:
-    mass: layer-mass rules (spec 2.2).
-    label_costs: "paper" (Table 4/5 plus the res rule of App. A.3, spec 3.2-3.3), "nasbot_code"
-      (spec Appendix R: (sqrt(2)/10) sqrt|dk| between convs, its conv-res rule, pools 0.5), or
+    mass: layer-mass rules (NASBOT Sec. 3; App. A.3).
+    label_costs: "paper" (Table 4/5 plus the res rule of NASBOT App. A.3), "nasbot_code"
+      (the authors' code, nn/nn_comparators.py: (sqrt(2)/10) sqrt|dk| between convs, its conv-res rule, pools 0.5), or
       an explicit [L][L] nested tuple in `labels.vocabulary(kind)` order (math.inf allowed).
       Entries are in units of the non-assignment cost.
-    structural: "grouped" (spec 4.3, the experiments) or "main_text" (spec 4.2, "all" only).
+    structural: "grouped" (NASBOT App. A.3, the experiments) or "main_text" (Sec. 3, "all" only).
     inf_cost: the finite stand-in for infinite label costs; any value > 2 * nas_cost gives the
-      same d (spec 3, App. A.1).
-    nas_cost: non-assignment cost per unit mass (spec 5); label costs are multiplied by it.
+      same d (NASBOT App. A.1).
+    nas_cost: non-assignment cost per unit mass (NASBOT Sec. 3); label costs are multiplied by it.
   """
 
   mass: graph.MassParams = graph.MASS_PARAMS["paper"]
@@ -179,7 +180,7 @@ _RULE_MATRICES = types.MappingProxyType(
 
 
 def label_cost_matrix(kind: str, label_costs: LabelCosts = "paper") -> np.ndarray:
-  """The label-mismatch matrix M of spec 3.2 (cnn) or 3.3 (mlp), in units of the non-assignment
+  """The label-mismatch matrix M of NASBOT Table 4 (cnn) or Table 5 (mlp), in units of the non-assignment
   cost, with np.inf where labels may never be matched.
 
   Args:
@@ -220,7 +221,7 @@ class OtmannFeatures(NamedTuple):
 
 @functools.partial(jax.jit, static_argnames=("params",))
 def otmann_features(arch: Architecture, params: OtmannParams = OtmannParams()) -> OtmannFeatures:
-  """Masses (spec 2) and path-length features (spec 4) of one architecture; vmap for a batch."""
+  """Masses and path-length features (NASBOT Sec. 3; App. A.3) of one architecture; vmap for a batch."""
   paths = graph.path_lengths(arch)  # [G, 6, N]
   if params.structural == "main_text":
     paths = paths[:1]
@@ -238,8 +239,8 @@ def cost_matrices(
   """Label-mismatch and structural cost matrices between the layers of two architectures.
 
   C_lmm(i, j) = nas_cost * M(label_i, label_j), with infinite entries replaced by
-  `params.inf_cost` (spec 3); C_str(i, j) = mean over groups and the 6 path features of
-  |delta_a(i) - delta_b(j)| (spec 4.3, or 4.2 for `structural="main_text"`).
+  `params.inf_cost` (NASBOT Sec. 3); C_str(i, j) = mean over groups and the 6 path features of
+  |delta_a(i) - delta_b(j)| (NASBOT App. A.3, or Sec. 3 for `structural="main_text"`).
 
   Args:
     fa, fb: features of one architecture each (N_a and N_b slots).
@@ -259,7 +260,7 @@ def cost_matrices(
 
 
 class AugmentedProblem(NamedTuple):
-  """The balanced transport problem of spec 6.2 (eq. 5) on padded slots.
+  """The balanced transport problem of NASBOT eq. (5) (App. A.1) on padded slots.
 
   The sink row (column) sits right after the real layers, at index n_a (n_b), so
   `cost[:n_a + 1, :n_b + 1]` with the matching supply and demand is eq. (5) exactly; every
@@ -293,7 +294,7 @@ def augmented_problem(
   *,
   cap: float | None = None,
 ) -> AugmentedProblem:
-  """Builds eq. (5) of spec 6.2 for one pair, at one or several structural weights.
+  """Builds NASBOT's eq. (5) (App. A.1) for one pair, at one or several structural weights.
 
   Args:
     fa, fb: features of one architecture each (see `otmann_features`).
@@ -301,7 +302,7 @@ def augmented_problem(
     kind: "cnn" or "mlp".
     params: the OTMANN constants.
     cap: if given (it must exceed 2 * nas_cost), real-to-real costs are clipped to it. Any value
-      above 2 * nas_cost leaves d unchanged (spec 3, App. A.1); a small one keeps entropic
+      above 2 * nas_cost leaves d unchanged (NASBOT App. A.1); a small one keeps entropic
       solvers away from exp underflow.
 
   Returns:

@@ -1,4 +1,4 @@
-"""The solvers of OTMANN pair problems (spec nasbot.md 6.2): exact network simplex, or batched
+"""The solvers of OTMANN pair problems (NASBOT eq. (5), App. A.1): exact network simplex, or batched
 ott-jax Sinkhorn.
 
 Costs of a chunk of pairs are built in one jitted, vmapped call; "exact" then solves each pair's
@@ -55,7 +55,7 @@ class SinkhornConfig(NamedTuple):
 
 @functools.partial(jax.jit, static_argnames=("kind", "params"))
 def _exact_costs(pa, pb, nus, kind, params):
-  """Augmented costs (spec 6.2) of a chunk of pairs at every nu: [C, n_nu, S+1, S+1]."""
+  """Augmented costs (NASBOT eq. (5)) of a chunk of pairs at every nu: [C, n_nu, S+1, S+1]."""
   return jax.vmap(lambda a, b: costs.augmented_problem(a, b, nus, kind, params).cost)(pa, pb)
 
 
@@ -70,7 +70,7 @@ def _solve_lps(
 ) -> np.ndarray:
   """d_bar of each pair and nu by network simplex, on each problem trimmed to its real layers.
 
-  A pair's costs are affine in nu (c_lmm + nu c_str on real layers, spec 6.2), so the nus at
+  A pair's costs are affine in nu (c_lmm + nu c_str on real layers, NASBOT eq. (5)), so the nus at
   which one plan is optimal form an interval. Each pair is solved at the least and the greatest
   nu; when the plan of the least is optimal at the greatest too (its cost there within
   _PLAN_RTOL of the solver's value), it is optimal at every nu between, and their values are its
@@ -166,7 +166,7 @@ def _rounded_d_bar(plan, cost, supply, demand, na, nb, nas_cost):
   is scaled down row-wise then column-wise until no layer sends or receives more than its mass,
   and then one rank-one fill sends leftover mass along those pairs within the same bounds (it
   cuts the error of the rounded value, benchmarks/bench_otmann.py; a second fill changes
-  nothing). The value, nas_cost + sum_ij Z_ij (C_ij - 2 nas_cost) (spec 6.1 at total mass 1), is
+  nothing). The value, nas_cost + sum_ij Z_ij (C_ij - 2 nas_cost) (NASBOT eq. (3) at total mass 1), is
   that of a feasible plan, so it is never below the exact d_bar.
 
   Args:

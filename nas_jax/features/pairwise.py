@@ -92,7 +92,7 @@ class DistancePair:
 
 @typed_dataclass
 class OtmannPair:
-  """OTMANN distances (nasbot.md 6.3) for several nu_str: d, d_bar: [n_nu, n1, n2] float, >= 0."""
+  """OTMANN distances (NASBOT Sec. 3) for several nu_str: d, d_bar: [n_nu, n1, n2] float, >= 0."""
 
   d: jax.Array
   d_bar: jax.Array
@@ -107,7 +107,7 @@ class OtmannPair:
 
 @typed_dataclass
 class ArcPair:
-  """Conditional parameters for the arc kernel (arc_kernel.md 2).
+  """Conditional parameters for the arc kernel (Swersky et al. 2013, Sec. 2.2).
 
   u1: [n1, P], u2: [n2, P] float: values rescaled to [0, 1] by their bounds, 0 where inactive;
   active1: [n1, P], active2: [n2, P] bool.

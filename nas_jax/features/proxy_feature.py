@@ -1,7 +1,7 @@
-"""A proxy's score of the points as what a surrogate reads (zero_cost.md 4): `with_proxy_feature`
-appends it to a vector featurizer's vectors (the ensemble's or a vector GP's extra input), and
-`with_proxy_values` carries it beside any featurizer's pairs (`ProxyPair`) for a GP's prior mean
-(`surrogates.proxy_prior`).
+"""A proxy's score of the points as what a surrogate reads (our use of the proxies of Abdelfattah et
+al. 2021): `with_proxy_feature` appends it to a vector featurizer's vectors (the ensemble's or a
+vector GP's extra input), and `with_proxy_values` carries it beside any featurizer's pairs
+(`ProxyPair`) for a GP's prior mean (`surrogates.proxy_prior`).
 
 The proxy enters as its normalised rank among the train points (`rank_quantiles`), in [0, 1]:
 scores of any scale or sign (synflow spans orders of magnitude) give the same inputs, and the

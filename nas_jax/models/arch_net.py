@@ -1,6 +1,6 @@
 """A Flax module that runs any valid Architecture: its layer graph becomes a static layer list.
 
-Layer semantics follow spec nasbot.md 1.2-1.3 and fill in what the paper leaves open (10.3).
+Layer semantics follow NASBOT (Sec. 2.2; App. A.3) and fill in what the paper leaves open (Sec. 5; App. C.2).
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def _layer(node: Node, h: jax.Array, train: bool, num_outputs: int, kernel_init:
 
 def _to_size(x: jax.Array, size: int) -> jax.Array:
   """2x2 max-pools (stride 2, SAME) until the image is `size` pixels high: a skip's copy of the
-  chain's pools (autokeras.md 1.4); pooling a 1x1 image is the identity, so the count is exact."""
+  chain's pools (the Auto-Keras reference family); pooling a 1x1 image is the identity, so the count is exact."""
   while x.shape[1] > size:
     x = nn.max_pool(x, (2, 2), (2, 2), padding="SAME")
   return x
@@ -214,7 +214,7 @@ def _to_size(x: jax.Array, size: int) -> jax.Array:
 def _autokeras_layer(
   node: Node, parents: list[Node], ins: list[jax.Array], train: bool, num_outputs: int, kernel_init: Callable
 ) -> jax.Array:
-  """One vertex of the Auto-Keras family (autokeras.md 1.4, `nas_jax.arch.main_chain`).
+  """One vertex of the Auto-Keras family (the authors' code's, `nas_jax.arch.main_chain`).
 
   parents, ins: the parent vertices and their outputs, in topological order. A conv block is
   ReLU(BN(conv(chain input)) + the add-skips), an add-skip being the 1x1 conv (with bias) of its
@@ -259,7 +259,7 @@ class ArchNet(nn.Module):
   networks follow their own vertex rules (`_autokeras_layer`).
 
   Decision layers: `softmax` is a dense layer to `num_outputs` classes, `linear` a dense layer to
-  one output. `op` averages the decision outputs as the paper says (spec 1.2): for softmax it
+  one output. `op` averages the decision outputs as the paper says (NASBOT Sec. 2.2): for softmax it
   averages class probabilities and returns their log, log(mean_d softmax(z_d)), computed stably
   with logsumexp; for linear it averages the predictions.
 

@@ -1,5 +1,5 @@
-"""Network morphism on Flax variables (autokeras.md 2.3): the weights that make each of the four
-ops of `nas_jax.arch.morphism` keep the network's function.
+"""Network morphism on Flax variables (Auto-Keras Sec. 3.3; weights as in the authors' code): the weights
+that make each of the four ops of `nas_jax.arch.morphism` keep the network's function.
 
 `morph(arch, variables, op, key)` returns the child architecture (`morphism.apply_op`) and the
 child's variables, laid out as `arch_net.build_model(child).init` lays them out: one entry per
@@ -181,7 +181,8 @@ def _insert_rows(
 
 def _readers(net: _Net, v: int) -> list[int]:
   """The weighted vertices that read v's output, looking through the width-keeping max-pools and
-  gap (the L_n of spec 2.2; gap is only reached from the last block, which apply_op never widens)."""
+  gap (the affected layers of Auto-Keras Sec. 3.3; gap is only reached from the last block, which
+  apply_op never widens)."""
   out = []
   for u in net.kids[v]:
     out += _readers(net, u) if net.roles[u] in (Role.POOL, Role.GAP) else [u]
@@ -248,7 +249,7 @@ def _host_copy(tree: Any) -> Any:
 def morph(
   arch: Architecture, variables: Mapping[str, Any], op: morphism.Op, key: jax.Array, *, noise: bool = False
 ) -> tuple[Architecture, dict[str, dict]]:
-  """One function-preserving morph of a network and its variables (autokeras.md 2.3).
+  """One function-preserving morph of a network and its variables (Auto-Keras Sec. 3.3).
 
   Args:
     arch: one autokeras Architecture.
@@ -288,7 +289,7 @@ def morph(
 def replay_morphs(
   arch: Architecture, variables: Mapping[str, Any], ops: Sequence[morphism.Op], key: jax.Array, *, noise: bool = False
 ) -> tuple[Architecture, dict[str, dict]]:
-  """`morph` over a list, op i with `jax.random.fold_in(key, i)` (spec 2.5: the warm start of a
+  """`morph` over a list, op i with `jax.random.fold_in(key, i)` (Auto-Keras Sec. 3.2: the warm start of a
   network chosen as ancestor + op sequence); (arch, variables) as given when `ops` is empty."""
   for i, op in enumerate(ops):
     arch, variables = morph(arch, variables, op, jax.random.fold_in(key, i), noise=noise)

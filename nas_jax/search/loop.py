@@ -204,7 +204,7 @@ def run(
     seed: base of the evaluation seeds.
     progress: show a tqdm bar with evaluations, failures and the best value.
     prefetch: proposals submitted beyond the workers, waiting in the executor's queue; with one
-      worker and prefetch 1, the next proposal is made while a network trains (autokeras.md 7.3).
+      worker and prefetch 1, the next proposal is made while a network trains (Auto-Keras Sec. 4.4).
     config: the run's settings as JSON, written to `workdir/config.json` once the workdir is
       checked (no other live search, the same task), so a refused run changes nothing.
 

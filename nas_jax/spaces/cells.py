@@ -1,4 +1,4 @@
-"""Search spaces over NAS-Bench-201 and NAS-Bench-101 cells (spec bananas.md 2-3) as `Space`s:
+"""Search spaces over NAS-Bench-201 and NAS-Bench-101 cells (Dong & Yang 2020; Ying et al. 2019) as `Space`s:
 sampling, mutation and neighbours on the host in numpy, seeded from a JAX key. The point type
 (`Cell`), its keys and its JSON are `nas_jax.arch.cell`.
 """
@@ -30,9 +30,9 @@ from nas_jax.spaces.space import Space
 
 __all__ = ["nb201_space", "nb101_space"]
 
-_TRIU = np.triu_indices(NB101_NODES, 1)  # 21 entries, row-major (spec 4.5 order)
+_TRIU = np.triu_indices(NB101_NODES, 1)  # 21 entries, row-major (BANANAS' adjacency order)
 # Draws of `mutate(..., require_change=True)` before it reports no change. A draw changes the key
-# with probability 0.54-0.82 on average (spec 2.5, 3.4), so 64 misses in a row are not expected.
+# with probability 0.54-0.82 on average (NB101 simulated, NB201 exact), so 64 misses in a row are not expected.
 _MUTATE_TRIES = 64
 
 
@@ -40,7 +40,7 @@ _MUTATE_TRIES = 64
 
 
 def _nb201_mutate(cell: Cell, rng: np.random.Generator, rate: float = 1.0) -> Cell:
-  """Code mutation (spec 3.4): each edge w.p. rate/4 gets one of its 4 other ops."""
+  """Code mutation (github.com/naszilla/naszilla): each edge w.p. rate/4 gets one of its 4 other ops."""
   ops = np.asarray(cell.ops).copy()
   flip = rng.random(6) < rate / 4.0
   shift = rng.integers(1, 5, size=6)  # a uniform different op: (op + 1..4) mod 5
@@ -62,7 +62,7 @@ def _nb201_neighbours(cell: Cell) -> list[Cell]:
 
 
 def _nb101_sample(rng: np.random.Generator) -> Cell:
-  """Rejection sampler of spec 2.4: Bernoulli(1/2) entries, uniform ops, until valid."""
+  """Rejection sampler of the BANANAS authors' code: Bernoulli(1/2) entries, uniform ops, until valid."""
   while True:
     a = np.zeros((NB101_NODES, NB101_NODES), np.int32)
     a[_TRIU] = rng.integers(0, 2, size=len(_TRIU[0]))
@@ -72,7 +72,7 @@ def _nb101_sample(rng: np.random.Generator) -> Cell:
 
 
 def _nb101_mutate(cell: Cell, rng: np.random.Generator, rate: float = 1.0) -> Cell:
-  """Code mutation (spec 2.5): flips w.p. r/21, op changes w.p. r/5; 5000 tries, then r + 1."""
+  """Code mutation (naszilla's): flips w.p. r/21, op changes w.p. r/5; 5000 tries, then r + 1."""
   a0, ops0 = np.asarray(cell.adjacency).astype(np.int32), np.asarray(cell.ops)
   while True:
     for _ in range(5000):
@@ -111,7 +111,7 @@ def _nb101_neighbours(cell: Cell) -> list[Cell]:
 
 def _mutate_fn(base, key_fn):
   def mutate(point: Cell, key: jax.Array, require_change: bool = False) -> tuple[Cell, bool]:
-    """Code mutation (spec 2.5, 3.4) -> (child, True), or (point, False) when the key is unchanged.
+    """Code mutation (naszilla's) -> (child, True), or (point, False) when the key is unchanged.
 
     require_change=False is the code's operator, one draw, which leaves the key unchanged with
     probability 0.18 (NB201 strings) to 0.46 (NB101 path sets); BANANAS counts such a draw as a
@@ -155,7 +155,7 @@ def _nb201_all() -> list[Cell]:
 
 
 def nb201_space(dedup_key: str = "string", kind: str = "nb201") -> Space:
-  """The 15,625-cell NB201 space (spec 3). dedup_key: "string" (Code) or "iso" (spec 3.3)."""
+  """The 15,625-cell NB201 space. dedup_key: "string" (Code) or "iso" (NB201's `iso_class`)."""
 
   def sample(key, n):
     ops = np.asarray(jax.random.randint(key, (n, 6), 0, 5))
@@ -167,7 +167,7 @@ def nb201_space(dedup_key: str = "string", kind: str = "nb201") -> Space:
 
 
 def nb101_space(dedup_key: str = "path", kind: str = "nb101") -> Space:
-  """The NB101 space (spec 2), raw genotypes. dedup_key: "path" (Code) or "iso" (spec 2.3)."""
+  """The NB101 space, raw genotypes. dedup_key: "path" (Code) or "iso" (isomorphism)."""
 
   def sample(key, n):
     rng = host_rng(key)

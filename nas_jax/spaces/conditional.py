@@ -1,4 +1,4 @@
-"""The conditional search space of chain MLPs (arc_kernel.md 1, 6) as a `Space`: sampling,
+"""The conditional search space of chain MLPs (Swersky et al. 2013, Sec. 2.1) as a `Space`: sampling,
 mutation and neighbours over `nas_jax.arch.conditional_point` points, all returning canonical
 points (inactive values at their lower bound).
 """

@@ -1,7 +1,8 @@
 """Host-side editing of layer graphs (`HostGraph`s): image sizes, reachability, validated write-back.
 
 Graph surgery (NASBOT's modifiers) is not a jit workload: it edits small numpy arrays, then
-returns to a padded `Architecture` through `from_json`, which checks every rule of spec 1.4.
+returns to a padded `Architecture` through `from_json`, which checks every validity rule
+(NASBOT Sec. 2.2; App. B.2-B.3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""NASBOT's nine network modifiers (spec nasbot.md 8.2-8.3, Table 6) and the compound mutation.
+"""NASBOT's nine network modifiers (NASBOT App. B.2, Table 6) and the compound mutation.
 
 A modifier is `(arch, key) -> (arch, reason)`: reason is "" on success, otherwise why it declined
 (the input comes back unchanged). Every result has passed `from_json`'s validation.
@@ -48,7 +48,8 @@ Modifier = Callable[..., "tuple[Architecture, str]"]
 UNIT_CHANGE = 1 / 8  # Table 6: units change by a factor 1 +- 1/8
 STEP_PROBS = (0.5, 0.25, 0.125, 0.075, 0.05)  # P(k = 1..5) of the compound operator (App. B.2)
 # Modifier-type weights: the paper draws types uniformly (natural reading of App. B.2); the
-# authors' code uses these (Appendix R). Both are normalised over the modifiers in use.
+# authors' code uses these (github.com/kirthevasank/nasbot, nn/nn_modifiers.py). Both are
+# normalised over the modifiers in use.
 MODIFIER_WEIGHTS = {
   "nasbot_code": {
     "inc_single": 0.1,
@@ -82,7 +83,7 @@ def scaled_units(units: np.ndarray, up: bool, limits: Limits) -> np.ndarray:
 
 def _en_masse_blocks(g: HostGraph) -> list[list[int]]:
   """Unit layers in topological order cut into 2 (<= 4 of them), 4 (<= 8) or 8 contiguous
-  blocks (Table 6; the count is of eligible layers, spec 8.3); empty blocks dropped."""
+  blocks (Table 6; the count is of eligible layers, as in the authors' code); empty blocks dropped."""
   elig = [u for u in host_topological_order(g.adj) if g.has_units[u]]
   n_blocks = 2 if len(elig) <= 4 else 4 if len(elig) <= 8 else 8
   return [b.tolist() for b in np.array_split(np.asarray(elig, int), n_blocks) if len(b)]
@@ -250,7 +251,7 @@ def compound_mutation(
     modifiers: name -> `(arch, key) -> (arch, reason)`; bind limits or a capacity beforehand
       (e.g. `functools.partial(skip, limits=...)`). Default: all nine, paper limits.
     step_probs: P(k = 1, 2, ...).
-    weights: modifier-type weights: None or "uniform" (the paper), "nasbot_code" (Appendix R) or
+    weights: modifier-type weights: None or "uniform" (the paper), "nasbot_code" (the authors' code) or
       a mapping name -> weight over `modifiers`.
     max_attempts: weighted draws (type and key) per step; a declined draw is redrawn, so applied
       types follow the weights conditioned on success. After `max_attempts` declines the step

@@ -1,4 +1,4 @@
-"""The Auto-Keras search space (autokeras.md 1.4, 2.4, 7.2) as a `Space` of `MorphPoint`s
+"""The Auto-Keras search space (Auto-Keras Sec. 3.2-3.3, with the authors' code's family) as a `Space` of `MorphPoint`s
 (`nas_jax.arch.morph_point`): random networks morphed from the initial ones, one random morph as
 a mutation, every morph as the neighbourhood.
 """

@@ -1,4 +1,4 @@
-"""The paper's initial pools (spec nasbot.md 10.1; Figs. 20 and 21): 10 CNNs and 10 MLPs.
+"""The paper's initial pools (NASBOT App. B.3; Figs. 20 and 21): 10 CNNs and 10 MLPs.
 
 Each network is a chain ip -> layers -> decision -> op, written below in a compact notation:
 `conv3/2:64` is a stride-2 conv3 with 64 filters, `x3` repeats a layer three times.

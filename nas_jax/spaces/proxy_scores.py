@@ -88,7 +88,7 @@ def proxy_order(meter: ProxyMeter, points: Sequence) -> np.ndarray:
 
 
 def prescreened(space: Space, meter: ProxyMeter, *, one_in: int) -> Space:
-  """`space` whose moves the proxy chooses (zero_cost.md 4, move proposal): `mutate` draws
+  """`space` whose moves the proxy chooses (Abdelfattah et al. 2021, Sec. 5, move proposal): `mutate` draws
   `one_in` mutants and returns the one the proxy ranks best, and `neighbours` keeps the best
   ceil(1/one_in) of the neighbourhood, best first. Regularised evolution's children and local
   search's steps come from these, so either strategy runs on it unchanged."""

@@ -139,7 +139,7 @@ def layer_graph_space(
   step_probs: Sequence[float] = modifiers_lib.STEP_PROBS,
   max_neighbours: int = 256,
 ) -> Space:
-  """NASBOT's space of CNN or MLP layer graphs (spec nasbot.md 1, 8.2-8.3, 10.1).
+  """NASBOT's space of CNN or MLP layer graphs (NASBOT Sec. 2.2; App. B.2-B.3).
 
   `mutate` is the compound mutation, retried until the graph changes (ok=False after
   `_MUTATE_TRIES` compound mutations that change nothing); `neighbours` are the
@@ -149,7 +149,7 @@ def layer_graph_space(
   Args:
     kind: "cnn" or "mlp".
     max_layers: the layer limit; `limits.max_layers` must agree when `limits` is given.
-    limits: search-space limits (spec 1.4); `Limits(max_layers=max_layers)` by default.
+    limits: search-space limits (NASBOT App. B.3); `Limits(max_layers=max_layers)` by default.
     modifiers: the modifiers `mutate` and `neighbours` use: names from `MODIFIERS`, a subset
       mapping such as `UNIT_MODIFIERS`, or a name of `MODIFIER_SETS` ("all", "unit",
       "structure": the App. C.4 ablation); all nine by default.

@@ -1,4 +1,4 @@
-"""NASBOT's structure modifiers 5-9 (spec nasbot.md 8.3, Table 6) as host-side graph edits.
+"""NASBOT's structure modifiers 5-9 (NASBOT App. B.2, Table 6) as host-side graph edits.
 
 Each is a `graph_edit.Edit`: its eligible sites, and the edit at one site. `modifiers.py` draws,
 validates and registers them; the choices the paper leaves open are documented per edit.
@@ -16,11 +16,11 @@ from nas_jax.spaces.graph_edit import FLAT, Edit, append_layers, image_sizes, re
 __all__ = ["STRUCTURE_EDITS", "swap_targets", "DUP_MIN_NODES", "DUP_STOP_PROB", "WEDGE_STRIDE2_PROB"]
 
 Role = labels_lib.Role
-# dup_path stopping rule (paper silent; Appendix R): a path of at least 4 layers, then stop with
+# dup_path stopping rule (paper silent; the authors' code): a path of at least 4 layers, then stop with
 # probability 0.2 after each further step, or at op.
 DUP_MIN_NODES = 4
 DUP_STOP_PROB = 0.2
-# A wedged conv/res layer gets stride 2 with this probability (paper silent; Appendix R).
+# A wedged conv/res layer gets stride 2 with this probability (paper silent; the authors' code).
 WEDGE_STRIDE2_PROB = 0.05
 _FRAMEWORK = (Role.IP, Role.OP, Role.DECISION)
 
@@ -109,7 +109,7 @@ def _skip_sites(g: HostGraph, limits: Limits) -> list[tuple]:
   """Pairs (u, v), u before v in some topological order (v does not reach u), (u, v) not in E,
   whose new edge keeps both degrees within the limit and fits the pools it needs."""
   roles, adj = g.roles, g.adj
-  # op's parents must be decision layers and a decision layer feeds op only (spec 1.4).
+  # op's parents must be decision layers and a decision layer feeds op only (NASBOT Sec. 2.2).
   out_ok = ~np.isin(roles, (Role.OP, Role.DECISION)) & (adj.sum(1) < limits.max_degree)
   in_ok = ~np.isin(roles, (Role.IP, Role.OP)) & (adj.sum(0) < limits.max_degree)
   pools = _pools_needed(g)
@@ -134,7 +134,7 @@ def _skip_apply(g: HostGraph, site: tuple, rng: np.random.Generator, limits: Lim
 
 
 def swap_targets(kind: str) -> dict[int, tuple[int, ...]]:
-  """Label id -> the label ids a `swap_label` may turn it into (spec 8.3 natural reading).
+  """Label id -> the label ids a `swap_label` may turn it into (our natural reading of NASBOT Table 6).
 
   CNN: conv/res k -> conv/res with the same or a neighbouring kernel (|dk| = 2), max-pool <->
   avg-pool; fc has no compatible label. MLP: an activation -> any other activation (rectifiers
@@ -177,12 +177,12 @@ def _wedge_labels(g: HostGraph) -> tuple[tuple[int, ...], tuple[int, ...]]:
   proc = np.flatnonzero(~np.isin(t.role, _FRAMEWORK))
   if g.kind != "cnn":
     return tuple(proc.tolist()), tuple(proc.tolist())
-  # In a CNN, after an fc layer (flat data) only fc can follow (spec 8.3).
+  # In a CNN, after an fc layer (flat data) only fc can follow (our reading of Table 6).
   return tuple(proc.tolist()), (labels_lib.label_id("cnn", "fc"),)
 
 
 def _wedge_sites(g: HostGraph, limits: Limits) -> list[tuple]:
-  """(edge, label) pairs; edges into op (from a decision layer) are never split (spec 8.3)."""
+  """(edge, label) pairs; edges into op (from a decision layer) are never split (our reading of Table 6)."""
   if g.n >= limits.max_layers:
     return []
   roles, size = g.roles, image_sizes(g)

@@ -1,4 +1,4 @@
-"""The six regression models of the arc-kernel paper (arc_kernel.md 4) on one interface (its
+"""The six regression models of the arc-kernel paper (Swersky et al. 2013, Sec. 3) on one interface (its
 Table 1 experiment is `nas_jax.experiments.conditional_experiment`).
 
 Inputs are plain arrays: u: [n, P] float in [0, 1], each parameter rescaled by its bounds (0

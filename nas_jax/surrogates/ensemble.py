@@ -1,4 +1,4 @@
-"""BANANAS deep-ensemble surrogate (spec bananas.md 5): M meta neural networks trained together by
+"""BANANAS deep-ensemble surrogate (BANANAS Sec. 4; Sec. 5.1): M meta neural networks trained together by
 one `jax.vmap` over their keys, inside one jitted optax `lax.scan`, on padded rows with a mask.
 """
 
@@ -26,11 +26,11 @@ __all__ = [
 ]
 
 _LOSSES = ("mae", "mape")
-_MAPE_LOWER_BOUND = 4.5  # spec 5: a lower bound on the error (%) for the code's mape loss
+_MAPE_LOWER_BOUND = 4.5  # the authors' code: a lower bound on the error (%) for the code's mape loss
 
 
 class MetaNet(nn.Module):
-  """len(hidden) Dense+ReLU layers, then Dense(1); Glorot-uniform weights, zero biases (spec 5)."""
+  """len(hidden) Dense+ReLU layers, then Dense(1) (BANANAS Sec. 4); Glorot-uniform weights, zero biases."""
 
   hidden: Sequence[int] = (20,) * 10
 
@@ -54,7 +54,7 @@ class EnsembleState:
 
 
 def _adam(lr: float) -> optax.GradientTransformation:
-  return optax.adam(lr, b1=0.9, b2=0.99, eps=1e-7)  # the authors' Keras settings (spec 5)
+  return optax.adam(lr, b1=0.9, b2=0.99, eps=1e-7)  # the authors' Keras settings (github.com/naszilla/naszilla)
 
 
 def _loss(model, loss, params, x, y, w):
@@ -79,7 +79,7 @@ def fit_member(key, x, y, mask, *, model, epochs, batch_size, lr, loss="mae"):
   Args:
     key: PRNG key for the init and every epoch's order.
     x: [C, D] float; y: [C] float targets; mask: [C] bool, real rows.
-    model: a MetaNet; epochs, batch_size, lr: training settings (spec 5); loss: "mae" | "mape".
+    model: a MetaNet; epochs, batch_size, lr: training settings (the authors' code); loss: "mae" | "mape".
 
   Returns:
     (params, train_mae []).
@@ -151,7 +151,7 @@ def fit_ensemble(
   loss="mae",
 ) -> EnsembleState:
   """Trains `n_members` MetaNets on (x [C, D], y [C], mask [C] bool), each with its own key
-  (init and data orders) split from `key` (spec 5); see `fit_members`."""
+  (init and data orders) split from `key` (BANANAS Sec. 4); see `fit_members`."""
   return fit_members(
     jax.random.split(key, n_members),
     x,
@@ -189,7 +189,7 @@ def ensemble_surrogate(
   """The BANANAS ensemble as a `Surrogate` over encodings ([C, D] float inputs).
 
   Args:
-    n_members: M (spec 5: 5). hidden: hidden widths (10 x 20). epochs, batch_size, lr: 150, 32,
+    n_members: M (BANANAS Sec. 4: 5). hidden: hidden widths (10 x 20). epochs, batch_size, lr: 150, 32,
       0.01 (code). loss: "mae" or "mape". ddof: 0 (code, population std) or 1 (paper).
 
   Returns:

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # Relative to the mean diagonal; tried in order until the factor is finite.
 _JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
-# autokeras.md 4.5: alpha_GP = 1e-10 on the diagonal, raised x10 up to 1e-6 if Cholesky fails.
+# The Auto-Keras code: alpha_GP = 1e-10 on the diagonal, raised x10 up to 1e-6 if Cholesky fails.
 FIXED_NOISES = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
 
 
@@ -144,7 +144,7 @@ def cholesky(a) -> jax.Array:
 
 
 def project_psd(a: jax.Array) -> jax.Array:
-  """Nearest PSD matrix by clipping eigenvalues at 0 (nasbot.md 7.4): [n, n] -> [n, n].
+  """Nearest PSD matrix by clipping eigenvalues at 0 (NASBOT Sec. 4; the authors' code): [n, n] -> [n, n].
 
   The gradient passes straight through (exact wherever a is already PSD), since the eigenvector
   derivative is infinite at the repeated zero eigenvalues that padding creates.
@@ -195,13 +195,13 @@ def condition(
   y_scale: jax.Array | None = None,
   jitter: bool = True,
 ) -> GPPosterior:
-  """Conditions the GP on the real points (nasbot.md 7.1).
+  """Conditions the GP on the real points (NASBOT Sec. 2.1).
 
   Args:
     hypers: Hypers.
     pair: Pairwise of the C points with themselves, shape (C, C). Padded entries must be finite.
     y: [C] float targets (any value at padding); mask: [C] bool.
-    project: clip the Gram matrix's eigenvalues at 0 first (non-PSD kernels, nasbot.md 7.4).
+    project: clip the Gram matrix's eigenvalues at 0 first (non-PSD kernels, NASBOT Sec. 4).
     y_shift, y_scale: [] float normalisation; default: normalise(y, mask).
     jitter: escalate the jitter until the factor is finite; False factorises K + noise once,
       for callers that run their own noise ladder (condition_fixed).
@@ -264,7 +264,7 @@ def _condition_raw(kernel: Any, pair: Any, y: jax.Array, mask: jax.Array, noise:
 
 
 def condition_fixed(kernel: Any, pair: Any, y, mask, *, noises: tuple[float, ...] = FIXED_NOISES) -> GPPosterior:
-  """Conditions a GP with a fixed kernel, zero prior mean and raw targets (autokeras.md 4.5).
+  """Conditions a GP with a fixed kernel, zero prior mean and raw targets (the Auto-Keras code).
 
   Nothing is fitted or normalised: mu = k*^T (K + a I)^-1 y. Each noise variance a in `noises`
   is tried in turn (one compiled call, run from plain Python) until the Cholesky factor is
@@ -294,7 +294,7 @@ def condition_fixed(kernel: Any, pair: Any, y, mask, *, noises: tuple[float, ...
       return post
   raise np.linalg.LinAlgError(
     f"condition_fixed: the kernel matrix is not positive definite even with noise {noises[-1]:g};"
-    " is the kernel PSD? (raw exp(-d) is not, autokeras.md 4.2)"
+    " is the kernel PSD? (raw exp(-d) is not, Auto-Keras Sec. 3.1)"
   )
 
 

@@ -1,5 +1,5 @@
 """GP hyper-parameters from data: vmapped multi-start maximum likelihood (optax), or posterior
-samples under a log-uniform box prior (hit-and-run slice sampling, nasbot.md 7.3).
+samples under a log-uniform box prior (hit-and-run slice sampling, NASBOT App. B.1).
 """
 
 import functools
@@ -43,7 +43,7 @@ class Box:
   def create(cls, lower_kernel, upper_kernel, *, noise=(0.005, 0.2)) -> "Box":
     """From (lower, upper) kernels (e.g. `NasbotKernel.bounds()`) and a noise-variance range.
 
-    Targets are normalised, so every box is relative to Var(Y) (nasbot.md App. R). Raises
+    Targets are normalised, so every box is relative to Var(Y) (as in NASBOT's code). Raises
     ValueError on mismatched trees, shapes, or bounds that are not finite and ordered.
     """
     lo, hi = (float(v) for v in noise)
@@ -315,7 +315,7 @@ def sample_hypers(
 ) -> tuple[gp.Hypers, jax.Array]:
   """Posterior samples of the hyper-parameters under a log-uniform prior on the box.
 
-  NASBOT's choice (nasbot.md 7.3, after Snoek et al. 2012): n_chains hit-and-run slice-sampling
+  NASBOT's choice (App. B.1, after Snoek et al. 2012): n_chains hit-and-run slice-sampling
   chains (vmapped), each started uniformly in the box, run burn_in steps, then keep every
   thin-th state.
 

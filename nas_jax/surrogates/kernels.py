@@ -134,7 +134,7 @@ class Matern12:
   """sigma^2 exp(-|x - x'|_l) on a VectorPair (ARD) or a DistancePair (isotropic).
 
   log_variance: [] float; log_length_scale: [] or [D] float. With variance = length_scale = 1
-  it is the Auto-Keras kernel exp(-rho) on Bourgain coordinates (autokeras.md 4.1).
+  it is the Auto-Keras kernel exp(-rho) on Bourgain coordinates (Auto-Keras eq. (2)).
   """
 
   log_variance: jax.Array
@@ -208,7 +208,7 @@ class NasbotKernel:
   """alpha exp(-sum_i beta_i d_i^p) + alpha_bar exp(-sum_i beta_bar_i d_bar_i^p_bar), eq. (7).
 
   log_alpha, log_alpha_bar: [] float; log_beta, log_beta_bar: [n_nu] float; p, p_bar static
-  (nasbot.md 7.2: p = 1, p_bar = 2). The Gram matrix need not be PSD (nasbot.md 7.4): fit and
+  (NASBOT eq. (7): p = 1, p_bar = 2). The Gram matrix need not be PSD (NASBOT Sec. 4): fit and
   condition it with `project=True`.
   """
 
@@ -226,7 +226,7 @@ class NasbotKernel:
     return jnp.exp(self.log_alpha) * jnp.exp(-s) + jnp.exp(self.log_alpha_bar) * jnp.exp(-s_bar)
 
   def diag(self, pair: OtmannPair) -> jax.Array:
-    """alpha + alpha_bar: [n1], since d(G, G) = 0 (nasbot.md 12)."""
+    """alpha + alpha_bar: [n1], since d(G, G) = 0 (NASBOT Theorem 1)."""
     return jnp.full(pair.shape[0], jnp.exp(self.log_alpha) + jnp.exp(self.log_alpha_bar))
 
   @classmethod
@@ -256,7 +256,7 @@ class NasbotKernel:
     p=1.0,
     p_bar=2.0,
   ):
-    """(lower, upper) kernels: the authors' code boxes (nasbot.md App. R), relative to Var(Y)."""
+    """(lower, upper) kernels: the authors' code boxes (github.com/kirthevasank/nasbot), relative to Var(Y)."""
     _check_powers(p, p_bar)
     a0, a1 = _range("alpha", alpha, None)
     b0, b1 = _range("beta", beta, n_nu)
@@ -266,7 +266,7 @@ class NasbotKernel:
 
 @typed_dataclass
 class ArcKernel:
-  """sigma^2 profile(d^2), d the cylindrical-embedding distance of arc_kernel.md 2 (l = 1, 3).
+  """sigma^2 profile(d^2), d the cylindrical-embedding distance of Swersky et al. 2013, Sec. 2.2 (l = 1, 3).
 
   log_variance: [] float; log_omega, log_rho: [P] float (omega_i > 0, rho_i in (0, 1]);
   profile: static, `exp_squared_profile` or `matern52_profile`.
@@ -285,9 +285,9 @@ class ArcKernel:
     Computed as sum(a w^2) + sum(a' w^2) - 2 f.f' with matrix products, not per pair and
     parameter: an [n1, n2, P] array makes a large Gram matrix many times slower
     (benchmarks/bench_conditional.py). The norms come from the masks, not from sin^2 + cos^2, so
-    a value inactive in either point enters only as an exact 0: properties 1 and 2 of the spec
-    hold bit for bit. Within one active parameter the difference cancels to ~1e-16 sum(w^2)
-    (clipped at 0), so "switching one parameter off moves exactly omega" holds to rounding.
+    a value inactive in either point enters only as an exact 0: the two properties of Swersky et al.
+    2013 (Sec. 2.1) hold bit for bit. Within one active parameter the difference cancels to ~1e-16
+    sum(w^2) (clipped at 0), so "switching one parameter off moves exactly omega" holds to rounding.
     """
     _check_pair(self, pair, (ArcPair,))
     omega2 = jnp.exp(2.0 * self.log_omega)
@@ -315,7 +315,7 @@ class ArcKernel:
     if log_omega.ndim != 1 or log_omega.shape != log_rho.shape:
       raise ValueError(f"omega, rho: shapes {log_omega.shape}, {log_rho.shape}; need both [P]")
     if np.any(np.asarray(rho) > 1):
-      raise ValueError(f"rho: {rho} has values above 1; rho must be in (0, 1] (arc_kernel.md 2)")
+      raise ValueError(f"rho: {rho} has values above 1; rho must be in (0, 1] (our bound)")
     return cls(_positive("variance", variance), log_omega, log_rho, profile)
 
   @classmethod
@@ -330,7 +330,7 @@ class ArcKernel:
   ):
     """(lower, upper) kernels of a log-uniform box over [P] = n_params parameters."""
     if rho[1] > 1:
-      raise ValueError(f"rho: {rho} goes above 1; rho must be in (0, 1] (arc_kernel.md 2)")
+      raise ValueError(f"rho: {rho} goes above 1; rho must be in (0, 1] (our bound)")
     v0, v1 = _range("variance", variance, None)
     w0, w1 = _range("omega", omega, n_params)
     r0, r1 = _range("rho", rho, n_params)

@@ -12,7 +12,7 @@ from nas_jax.surrogates import gp_fit, kernels
 
 __all__ = ["NASBOT_KERNELS", "VECTOR_KERNELS", "nasbot_box", "arc_box", "vector_box", "default_box"]
 
-NASBOT_KERNELS = ("combined", "d", "d_bar")  # the kernel ablation of nasbot.md App. C.4 (Fig. 7a)
+NASBOT_KERNELS = ("combined", "d", "d_bar")  # the kernel ablation of NASBOT App. C.4 (Fig. 7a)
 VECTOR_KERNELS = {
   "exp_squared": kernels.ExpSquared,
   "matern52": kernels.Matern52,
@@ -20,8 +20,9 @@ VECTOR_KERNELS = {
   "hamming": kernels.Hamming,
 }
 _OFF = 1e-9  # the scale a switched-off kernel term is held at: exp(-20.7), never exactly 0
-# The arc paper's boxes (arc_kernel.md 4): omega and the length-scales span the same inverse
-# scales of [0, 1] inputs; the noise may reach Var(Y), since network performance is noisy.
+# Our boxes for the arc kernel (the paper does not say how it sets them): omega and the
+# length-scales span the same inverse scales of [0, 1] inputs; the noise may reach Var(Y), since
+# network performance is noisy.
 _VARIANCE = (0.1, 10.0)
 _OMEGA = (0.05, 20.0)
 _RHO = (0.01, 1.0)
@@ -30,7 +31,7 @@ _NOISE = (1e-3, 1.0)
 
 
 def nasbot_box(n_nu: int, kernel: str = "combined", *, p: float = 1.0, p_bar: float = 2.0) -> gp_fit.Box:
-  """The OTMANN kernel's box of the authors' code (nasbot.md App. R); `kernel="d"` or `"d_bar"`
+  """The OTMANN kernel's box of the authors' code (github.com/kirthevasank/nasbot); `kernel="d"` or `"d_bar"`
   holds the other term's scale fixed at ~0 (the Fig. 7a ablation)."""
   if kernel not in NASBOT_KERNELS:
     raise ValueError(f"kernel: {kernel!r} is unknown; allowed: {', '.join(NASBOT_KERNELS)}")

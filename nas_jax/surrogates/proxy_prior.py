@@ -1,4 +1,4 @@
-"""`prior_mean`: a GP whose prior mean is a line in a proxy's score (zero_cost.md 4): the GP
+"""`prior_mean`: a GP whose prior mean is a line in a proxy's score (our use of Abdelfattah et al. 2021): the GP
 models what the proxy does not explain.
 
 At each fit the line m(x) = a + b q(x), q the proxy's rank quantile among the train points

@@ -94,9 +94,9 @@ def gp_surrogate(
     n_starts, steps, lr, batch_size: maximum-likelihood fit (gp_fit.fit_map), used if
       n_hyper_samples = 0.
     n_hyper_samples, n_chains, burn_in: if n_hyper_samples > 0, hyper-parameters are slice
-      samples from their posterior (gp_fit.sample_hypers; nasbot.md 7.3) and Predictive.mean
+      samples from their posterior (gp_fit.sample_hypers; NASBOT App. B.1) and Predictive.mean
       and std get a leading axis [S].
-    project: clip the Gram matrix's eigenvalues at 0 (set it for NasbotKernel, nasbot.md 7.4).
+    project: clip the Gram matrix's eigenvalues at 0 (set it for NasbotKernel, NASBOT Sec. 4).
     n_samples: joint draws per hyper-parameter sample when predict gets JointInputs.
     warm_steps: Adam steps of `refit`, from the fitted hyper-parameters (maximum likelihood only;
       a surrogate that samples its hyper-parameters has no refit); with `fitter`, the refit's
@@ -274,7 +274,7 @@ def hallucinate(
   pending: jax.Array,
   key: jax.Array | None = None,
 ) -> Any:
-  """Kriging believer (nasbot.md 9): adds the pending points as if observed at their mean.
+  """Kriging believer (NASBOT App. B.3, after Ginsbourger et al.): adds the pending points as if observed at their mean.
 
   The returned state predicts the same mean and a smaller std near pending points; combine
   them with acquisition.with_pending (real mean, hallucinated std), as NASBOT's `hei` does.

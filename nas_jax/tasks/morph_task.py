@@ -1,4 +1,4 @@
-"""Warm-started training as a search Task (autokeras.md 2.5, 7.1, 7.4): a network morphed from an
+"""Warm-started training as a search Task (Auto-Keras Sec. 3.2, 4.3): a network morphed from an
 evaluated parent starts from the parent's trained weights, morphed by the same ops; every trained
 network's weights are stored under the weights directory, so a killed search resumes with
 nothing lost and its children still warm-start.
@@ -100,15 +100,15 @@ def morph_train_task(
 
   value = the best validation accuracy, test_value = its test accuracy, goal "max"; info adds
   "weights" (the name it is stored under, which its children's "morph.parent" names) and
-  "warm_start". The optimizer state is always fresh (spec 7.4);
-  `train_config.patience` gives the early stopping of spec 7.4.
+  "warm_start". The optimizer state is always fresh (as in the authors' code);
+  `train_config.patience` gives the early stopping of Auto-Keras Sec. 4.3.
 
   Args:
     dataset: "digits" or a classification table path.
     train_config: a `TrainConfig`.
     weights_dir: where trained networks are stored and parents are read.
     data_seed: seed of the train/validation/test split.
-    noise: the morph noise of spec 2.3 on new weights (the code's default).
+    noise: the morph noise of the authors' code on new weights (the code's default).
   """
   check_config(train_config)
   if not isinstance(weights_dir, str) or not weights_dir:

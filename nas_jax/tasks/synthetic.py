@@ -1,5 +1,5 @@
-"""The paper's synthetic objectives f0-f3 on layer graphs (spec nasbot.md 10.6, App. C.4): sums of
-bumps in graph quantities, maximised. f1 is for CNNs, f2 and f3 for MLPs (the spec's reading).
+"""The paper's synthetic objectives f0-f3 on layer graphs (NASBOT App. C.4, Fig. 7): sums of
+bumps in graph quantities, maximised. f1 is for CNNs, f2 and f3 for MLPs (our reading; the text swaps them).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _SIGMOID = ("logistic", "tanh")
 
 
 class Quantities(NamedTuple):
-  """The graph quantities of spec 10.6 for one network.
+  """The graph quantities of NASBOT App. C.4 for one network.
 
   Attributes:
     am: average layer mass, tm(G) / |L| (`nas_jax.layer_masses`).
@@ -53,7 +53,7 @@ class Quantities(NamedTuple):
 
 
 def quantities(arch_json: dict, mass_params: str | graph.MassParams = "paper") -> Quantities:
-  """The spec 10.6 quantities of one network given as interchange JSON.
+  """The NASBOT App. C.4 quantities of one network given as interchange JSON.
 
   Args:
     arch_json: a layer-graph architecture ("cnn" or "mlp").
@@ -91,7 +91,7 @@ def _bump(x: float, centre: float, rate: float) -> float:
 
 
 def synthetic_value(name: str, q: Quantities) -> float:
-  """f0..f3 of spec nasbot.md 10.6 from the quantities `q`."""
+  """f0..f3 of NASBOT App. C.4 from the quantities `q`."""
   if name not in FUNCTIONS:
     raise ValueError(f"synthetic function: {name!r} is unknown; allowed: {', '.join(FUNCTIONS)}")
   f0 = (

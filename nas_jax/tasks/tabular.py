@@ -1,4 +1,4 @@
-"""NAS-Bench-201 lookup task (spec bananas.md 11): a loader for the benchmark's CSV tables and a
+"""NAS-Bench-201 lookup task (Dong & Yang 2020): a loader for the benchmark's CSV tables and a
 picklable `Task` whose evaluation is one dictionary lookup. Nothing is ever downloaded.
 
 File format (users may point at their own copy): a gzip'd or plain CSV with a header containing
@@ -65,7 +65,7 @@ class Nb201Table(NamedTuple):
     iso_class: [R] int, or None if the file has no `iso_class` column.
     valid: [R] float, validation accuracy (%), the search objective.
     test: [R] float, the reported accuracy (%): `<ds>_test_acc` or `<ds>_valtest_acc`.
-    best_valid, best_test: the table's maxima; best_test is the regret reference (spec 11.2).
+    best_valid, best_test: the table's maxima; best_test is the regret reference (our choice).
     params: [R] float, parameters of the trained network (`params_mb_<ds>` x 10^6), or None if
       the file has no such column.
     train_seconds: [R] float, the benchmark's training seconds of the cell (`train_time_s_...`),
@@ -141,7 +141,7 @@ def load_nb201(path: str, dataset: str = "cifar10", report_metric: str = "test")
     path: the CSV file, or a folder holding `nb201_200epochs.csv.gz`.
     dataset: "cifar10", "cifar100" or "imagenet16".
     report_metric: "test" (`<ds>_test_acc`, NB201 convention) or "valtest" (the whole original
-      test set, the authors' code; spec 11.1). Identical for cifar10.
+      test set, the BANANAS authors' code). Identical for cifar10.
 
   Raises:
     FileNotFoundError if path is missing; ValueError for a bad dataset, metric or header.
@@ -183,7 +183,7 @@ def nb201_evaluate(
   `valid_regret`, and `cost_s`, the simulated training seconds (the 200-epoch run's, times
   fidelity / 200) when the table records them; the curve is the one point (fidelity, value).
   """
-  del seed  # the tabular oracle is deterministic (spec 8)
+  del seed  # the tabular oracle is deterministic (each row holds means over seeds)
   fidelity = FIDELITIES[-1] if fidelity is None else float(fidelity)
   if fidelity not in FIDELITIES:
     raise ValueError(f"fidelity: {fidelity!r}; NAS-Bench-201 has the epochs {', '.join(f'{f:g}' for f in FIDELITIES)}")
@@ -234,7 +234,7 @@ def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test",
 
 
 def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:
-  """Regret after each query (spec 11.2): best_test - test accuracy of the incumbent.
+  """Regret after each query (our harness's definition): best_test - test accuracy of the incumbent.
 
   Args:
     values: [q] validation accuracies in query order; test_values: [q] reported accuracies.
@@ -254,7 +254,7 @@ def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:
 
 def best_valid_test(table: Nb201Table) -> float:
   """The reported accuracy of the cell with the best validation accuracy (the first of ties):
-  the reference of `regret_bv` (spec 11.2; 1.1111 below best_test on ImageNet16-120)."""
+  the reference of `regret_bv` (1.1111 below best_test on ImageNet16-120)."""
   return float(table.test[int(np.argmax(table.valid))])
 
 
@@ -280,7 +280,7 @@ def queries_to_optimum(value_runs: Any, table: Nb201Table) -> dict:
 
 
 def regret_summary(test_runs: Any, table: Nb201Table) -> dict:
-  """Mean and standard error over runs of both regrets at the budget (spec 11.2).
+  """Mean and standard error over runs of both regrets at the budget.
 
   Args:
     test_runs: [runs][q] the test accuracy of each run's incumbent after each query

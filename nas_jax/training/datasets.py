@@ -1,7 +1,7 @@
 """Datasets for training networks: scikit-learn's bundled digits and diabetes, and user tables.
 
 Nothing is downloaded. Every dataset is split 0.6/0.2/0.2 with a seed and standardised with
-training statistics (spec nasbot.md 10.2).
+training statistics (NASBOT Sec. 5).
 """
 
 from __future__ import annotations

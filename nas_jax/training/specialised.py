@@ -1,4 +1,4 @@
-"""Trains one architecture on a dataset and scores it by its best validation error (spec 10.3).
+"""Trains one architecture on a dataset and scores it by its best validation error (NASBOT Sec. 5; App. C.2).
 
 The epoch and evaluation passes (`train_steps`) are compiled ahead of time, so compile time is
 measured apart from training.
@@ -78,7 +78,7 @@ def evaluate(
   """Trains `arch` on `dataset` and scores it by its minimum validation error over epochs.
 
   After every epoch the validation and test splits are evaluated together; the test error
-  reported is the one of the best validation epoch (spec 10.3). Training stops early when
+  reported is the one of the best validation epoch (NASBOT App. C.2). Training stops early when
   `train_config.patience` epochs in a row fail to improve the validation loss. Deterministic for a
   given key (initialisation and every epoch's shuffle derive from it).
 

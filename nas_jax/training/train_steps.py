@@ -1,4 +1,4 @@
-"""The jitted passes of training and the state they carry (spec 10.3): one epoch is a
+"""The jitted passes of training and the state they carry (NASBOT Sec. 5; App. C.2): one epoch is a
 `lax.scan` over shuffled minibatches, evaluation a `lax.scan` over zero-padded batches
 (`train_loop.eval_splits`).
 """

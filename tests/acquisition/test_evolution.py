@@ -1,4 +1,4 @@
-"""NASBOT's EA acquisition optimiser (spec nasbot.md 8.1, property 12): selection probabilities,
+"""NASBOT's EA acquisition optimiser (NASBOT App. B.2): selection probabilities,
 schedules, budget accounting, exclusion, and known optima on a toy space and on MLP graphs."""
 
 import os
@@ -41,7 +41,7 @@ def _line_space():
   )
 
 
-# --- selection (property 12) ---------------------------------------------------------------------
+# --- selection (scale-free, uniform on ties) --------------------------------------------------------
 
 
 @settings(max_examples=60, deadline=None)

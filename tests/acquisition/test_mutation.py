@@ -1,4 +1,4 @@
-"""Candidate sets (spec bananas.md 7) and BANANAS acquisitions (spec 6, 12.7)."""
+"""Candidate sets (BANANAS Sec. 4, sizes from the authors' code) and BANANAS acquisitions (Sec. 4; App. B)."""
 
 import jax
 import jax.numpy as jnp
@@ -42,7 +42,7 @@ def test_first_bo_step_uses_two_parents_and_about_127_candidates():
     counts.append(len(mutation.mutation_candidates(SPACE, key, pts[:5], seen)))
     one = len(mutation.mutation_candidates(SPACE, key, pts[:1], seen))
     parents_used.append(1 if one >= 100 else 2)
-  # spec 7: exactly 2 parents, 126.6 candidates on average (range 105-146)
+  # simulated with the authors' code's rule: exactly 2 parents, 126.6 candidates on average (range 105-146)
   assert set(parents_used) == {2}
   assert 105 <= min(counts) and max(counts) <= 146 and abs(np.mean(counts) - 126.6) < 3.0
 
@@ -54,7 +54,7 @@ def test_exhausted_parents_give_fewer_candidates():
 
 
 def test_unchanged_mutants_are_spent_attempts():
-  # BANANAS' operator (require_change=False) leaves an NB201 cell unchanged w.p. 0.178 (spec 3.4);
+  # BANANAS' operator (require_change=False) leaves an NB201 cell unchanged w.p. 0.75^6 = 0.178;
   # such draws count against attempts_per_parent and are never candidates.
   parent = SPACE.sample(jax.random.PRNGKey(6), 1)[0]
   key = jax.random.PRNGKey(7)
@@ -81,7 +81,7 @@ def test_top_k_distinct_best_first():
   assert idx.tolist() == [1, 3, 2]
 
 
-# Spec 12.7, as scores (nas_jax maximises): mean = -f, best = -y_min.
+# Hand-computed acquisition values (BANANAS Sec. 4; App. B), as scores (nas_jax maximises): mean = -f, best = -y_min.
 F, SIG, Y_MIN = jnp.array([6.0, 5.8, 5.9]), jnp.array([0.0, 0.4, 0.1]), 5.85
 
 

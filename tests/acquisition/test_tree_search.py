@@ -1,4 +1,4 @@
-"""Auto-Keras's tree-structured SA optimiser (spec autokeras.md 6.1, 9.4) on toy spaces."""
+"""Auto-Keras's tree-structured SA optimiser (Auto-Keras Sec. 3.2, Alg. 1) on toy spaces."""
 
 import os
 import sys
@@ -29,7 +29,7 @@ def _peak(x):
 
 
 def test_acceptance_known_values():
-  # autokeras.md 9.4: c_min - alpha = -0.05 is a gain of -0.05 on the score scale.
+  # A hand-computed value of Alg. 1's acceptance: c_min - alpha = -0.05 is a gain of -0.05 on the score scale.
   assert acceptance(-0.05, 1.0) == pytest.approx(0.951229, abs=1e-6)
   assert acceptance(-0.05, 0.9**10) == pytest.approx(0.866409, abs=1e-6)
   assert acceptance(-0.05, 0.9**50) == pytest.approx(6.118e-5, rel=1e-3)

@@ -1,4 +1,4 @@
-"""The paper's worked-example networks (spec nasbot.md 2.3 and 11.3) in interchange JSON."""
+"""The paper's worked-example networks (NASBOT Fig. 1 and Fig. 3) in interchange JSON."""
 
 
 def _cnn(layers, edges):

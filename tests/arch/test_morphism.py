@@ -1,5 +1,5 @@
-"""Morphs as architecture edits (autokeras.md 2, 7.2): known descriptors and distances of spec
-9.1/9.5, the main-chain rules, replay, and descriptor bookkeeping over random morph chains."""
+"""Morphs as architecture edits (Auto-Keras Sec. 3.3): known descriptors and distances computed
+by hand, the main-chain rules, replay, and descriptor bookkeeping over random morph chains."""
 
 import collections
 
@@ -113,7 +113,7 @@ def test_main_chain_rules_are_checked():
 @hypothesis.settings(max_examples=25, deadline=None, derandomize=True)
 @hypothesis.given(seed=st.integers(0, 2**31 - 1), start=st.sampled_from([0, 1]), steps=st.integers(1, 15))
 def test_random_morph_chains_keep_the_bookkeeping(seed, start, steps):
-  """Spec 10.10 on descriptors, after every op of a random chain, and replay of the chain."""
+  """Morph bookkeeping on descriptors, after every op of a random chain, and replay of the chain."""
   rng = np.random.default_rng(seed)
   arch, ops = (G0, G1)[start], []
   for _ in range(steps):

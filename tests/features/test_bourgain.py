@@ -1,5 +1,5 @@
-"""Bourgain embedding and the Auto-Keras GP: the known values of autokeras.md 9.1 (E8, E9),
-9.2 and 9.3, the coordinate counts of 4.3, and the invariants of spec 10.3-10.5."""
+"""Bourgain embedding and the Auto-Keras GP: known values computed by hand (E8, E9,
+the n = 3 embedding, the GP), the authors' code's coordinate counts, and kernel invariants."""
 
 import math
 
@@ -15,7 +15,7 @@ import nas_jax
 from nas_jax.features import bourgain, edit_distance as ed, pairwise
 from nas_jax.surrogates import gp, kernels
 
-KAPPA = kernels.Matern12.create()  # exp(-rho), no hyper-parameter (autokeras.md 4.1)
+KAPPA = kernels.Matern12.create()  # exp(-rho), no hyper-parameter (Auto-Keras eq. (2))
 predict = jax.jit(gp.predict)
 
 
@@ -24,7 +24,7 @@ def gram(phi_a, phi_b=None):
   return np.asarray(KAPPA(pairwise.sq_euclidean(phi_a, phi_b)))
 
 
-# ---- anchors (autokeras.md 4.3) ----------------------------------------------------------------
+# ---- anchors (the authors' code's Bourgain construction) --------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_anchors_depend_only_on_key_and_n():
 
 
 def test_n3_fixed_anchors_known_values():
-  """autokeras.md 9.2: anchors ({1}, {3}, {1, 2}) in the spec's 1-based numbering."""
+  """Hand-computed: anchors ({1}, {3}, {1, 2}) in 1-based numbering."""
   d = np.array([[0, 1, 2], [1, 0, 1.5], [2, 1.5, 0]])
   phi = bourgain.bourgain_embed(d, bourgain.anchors_from_sets([[0], [2], [0, 1]], 3))
   np.testing.assert_allclose(phi, [[0, 2, 0], [1, 1.5, 0], [2, 0, 1.5]], atol=1e-12)
@@ -66,7 +66,7 @@ def test_n3_fixed_anchors_known_values():
 
 @pytest.mark.parametrize("anchor", [0, 1])
 def test_e8_two_networks_embed_exactly(anchor):
-  """autokeras.md 9.1 E8: d(G0, G1) = 7; with n = 2, rho = d for either anchor, kappa = e^-7."""
+  """E8 (computed by hand): d(G0, G1) = 7; with n = 2, rho = d for either anchor, kappa = e^-7."""
   g0 = ed.descriptor([64] * 3, [10])
   g1 = ed.descriptor([64] * 7, [10], [(1, 2, "add"), (2, 5, "add"), (5, 7, "add")])
   d = ed.edit_distances([g0, g1])
@@ -97,7 +97,7 @@ def test_e9_raw_exp_is_not_psd_but_the_embedding_is():
 
 
 def test_gp_known_values():
-  """autokeras.md 9.3: phi = 0, 1 (K = [[1, e^-1], [e^-1, 1]]), y = (0.2, 0.3), candidate 0.5."""
+  """Hand-computed GP: phi = 0, 1 (K = [[1, e^-1], [e^-1, 1]]), y = (0.2, 0.3), candidate 0.5."""
   phi, y = np.array([[0.0], [1.0]]), np.array([0.2, 0.3])
   post = gp.condition_fixed(KAPPA, pairwise.sq_euclidean(phi), y, np.ones(2, bool))
   assert float(jnp.exp(post.hypers.log_noise)) == pytest.approx(1e-10)
@@ -113,7 +113,7 @@ def test_gp_known_values():
 
 
 def test_one_network_has_no_coordinate_and_unit_kernel():
-  """n = 1: the embedding is skipped (autokeras.md 4.3), K = [[1]], candidates get kappa 1."""
+  """n = 1: the embedding is skipped (as in the authors' code), K = [[1]], candidates get kappa 1."""
   anchors = bourgain.bourgain_anchors(jax.random.key(0), 1)
   phi = bourgain.bourgain_embed([[0.0]], anchors)
   cand = bourgain.bourgain_embed([[3.0], [5.0]], anchors)
@@ -121,7 +121,7 @@ def test_one_network_has_no_coordinate_and_unit_kernel():
   np.testing.assert_array_equal(gram(cand, phi), [[1.0], [1.0]])
 
 
-# ---- invariants on edit distances of random descriptors (autokeras.md 10.3-10.5) --------------
+# ---- invariants on edit distances of random descriptors ----------------------------------------
 
 widths = st.sampled_from([16, 32, 64, 128, 512])
 skip = st.tuples(st.integers(1, 4), st.integers(1, 3), st.sampled_from(ed.SKIP_TYPES)).map(
@@ -166,7 +166,7 @@ def test_embedding_and_kernel_invariants(hist, cands, seed):
 @hypothesis.settings(max_examples=15, deadline=None)
 @hypothesis.given(st.lists(descriptors, min_size=N_HIST, max_size=N_HIST), st.integers(0, 2**16))
 def test_history_members_map_to_their_own_coordinates(hist, seed):
-  """The out-of-sample map of a history network is its embedding (spec 4.4)."""
+  """The out-of-sample map of a history network is its embedding (our out-of-sample map)."""
   _, phi, phi_c = _embedded(hist, hist[:N_CAND], seed)
   # atol: d(a, b) and d(b, a) may differ in the last bit (assignment sums in another order)
   np.testing.assert_allclose(phi_c, phi[:N_CAND], atol=1e-12)

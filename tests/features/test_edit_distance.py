@@ -1,5 +1,5 @@
-"""Auto-Keras edit distance: the known values of autokeras.md 9.1, a pure-Python reference
-(DP, brute-force assignment), the properties of spec 3.4 and 10, and input validation."""
+"""Auto-Keras edit distance: known values computed by hand, a pure-Python reference
+(DP, brute-force assignment), the properties of Theorem 1 (Auto-Keras Sec. 3.1), and input validation."""
 
 import itertools
 import math
@@ -25,7 +25,7 @@ def ref_width(x, y):
 
 
 def ref_dp_table(a, b):
-  """The DP of autokeras.md 3.2 as a full table [len(a) + 1][len(b) + 1]."""
+  """The DP for eq. (4) of Auto-Keras Sec. 3.1 as a full table [len(a) + 1][len(b) + 1]."""
   t = [[float(i + j) if i * j == 0 else 0.0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
   for i in range(1, len(a) + 1):
     for j in range(1, len(b) + 1):
@@ -85,7 +85,7 @@ def matrix(lists, **kwargs):
   return ed.edit_distance_terms([desc(x) for x in lists], **kwargs)
 
 
-# ---- known values (autokeras.md 9.1, lambda = 1) -----------------------------------------------
+# ---- known values (computed by hand, lambda = 1) -----------------------------------------------
 
 E6_A = ([64, 64, 128], [64], [(1, 2, "add")])
 E6_B = ([32, 64, 128, 128], [], [])
@@ -170,7 +170,7 @@ def test_vmapped_dp_equals_reference_on_random_padded_lists():
   )
 
 
-# ---- hypothesis properties (autokeras.md 3.4, 10.1-10.2) ---------------------------------------
+# ---- hypothesis properties (Theorem 1, and metric properties) ----------------------------------
 
 widths = st.sampled_from([16, 32, 64, 128, 512]) | st.integers(1, 1024)
 skip = st.tuples(st.integers(1, 5), st.integers(1, 4), st.sampled_from(ed.SKIP_TYPES)).map(

@@ -1,4 +1,4 @@
-"""Encodings (spec bananas.md 4): sizes, the known vectors of 4.7, structure and invariances."""
+"""Encodings (BANANAS Sec. 4): sizes, hand-computed known vectors, structure and invariances."""
 
 import csv
 import gzip
@@ -34,7 +34,7 @@ def nb101(edges, ops=(0, 0, 0, 0, 0)):
 
 NONE6 = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|"
 SKIP6 = NONE6.replace("none", "skip_connect")
-NB201_KNOWN = [  # spec 4.7: arch_str, path201, path201_iso, adj201
+NB201_KNOWN = [  # hand-computed: arch_str, path201, path201_iso, adj201
   (
     "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_1x1~2|",
     {4, 12, 17, 67},

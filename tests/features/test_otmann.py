@@ -1,5 +1,5 @@
-"""OTMANN distances with the exact solver: the paper's known values (spec 11.3-11.4), the
-properties of spec 12, an independent POT reference, and the public API."""
+"""OTMANN distances with the exact solver: the paper's known values (NASBOT Fig. 1, Fig. 3), the
+properties of NASBOT Theorems 1-3, an independent POT reference, and the public API."""
 
 import os
 import sys
@@ -36,7 +36,7 @@ def _mixed_cnns(n, seed):
 
 
 def test_fig1_a_vs_b_is_175_1():
-  """Spec 11.3: d = 175.1, d_bar = 175.1 / 6115.2 at nu 0.5, fc x1, no floor, grouped C_str."""
+  """NASBOT Fig. 1 (a vs b): d = 175.1, d_bar = 175.1 / 6115.2 at nu 0.5, fc x1, no floor, grouped C_str."""
   out = otmann.otmann_distances(FIG1[:2], nu_str=0.5, params=FIG1_PARAMS)
   assert out.d[0, 1] == pytest.approx(175.1, abs=1e-9)
   assert out.d_bar[0, 1] == pytest.approx(175.1 / 6115.2, abs=1e-12)
@@ -46,7 +46,7 @@ def test_fig1_a_vs_b_is_175_1():
   "params, slope",
   [
     (FIG1_PARAMS, 350.2),  # grouped C_str
-    (FIG1_PARAMS._replace(structural="main_text"), 700.4),  # spec 4.2
+    (FIG1_PARAMS._replace(structural="main_text"), 700.4),  # NASBOT Sec. 3 (main-text structural cost)
     (oc.OTMANN_PARAMS["paper"], 275.32),  # experiment masses: fc x0.1, floor 100
     (oc.OTMANN_PARAMS["nasbot_code"], 275.32),
   ],
@@ -57,8 +57,8 @@ def test_fig1_a_vs_b_is_linear_in_nu(params, slope):
 
 
 def test_fig1_c_on_the_reconstructed_graph():
-  """Spec 11.3: our LP gives d(a,c) = 1630.37 and d(b,c) = 1488.27; the paper prints 1479.3 and
-  1621.4, so the same magnitude and far above d(a,b)."""
+  """NASBOT Fig. 1, c as we reconstruct it: our LP gives d(a,c) = 1630.37 and d(b,c) = 1488.27; the
+  paper prints 1479.3 and 1621.4, so the same magnitude and far above d(a,b)."""
   d = otmann.otmann_distances(FIG1, nu_str=0.5, params=FIG1_PARAMS).d
   assert d[0, 2] == pytest.approx(1630.37, abs=5e-3) and d[1, 2] == pytest.approx(1488.27, abs=5e-3)
 
@@ -71,7 +71,7 @@ def test_fig3_networks_are_at_distance_zero(structural):
 
 
 def test_any_finite_infinity_above_two_gives_the_same_d():
-  """Spec 11.4: replacing inf by 2.5, 10 or 7.65432e5 leaves every d unchanged."""
+  """Replacing the infinite label costs (Tables 4 and 5) by 2.5, 10 or 7.65432e5 leaves every d unchanged."""
   archs = _mixed_cnns(8, seed=1)
   ref = otmann.otmann_distances(archs, nu_str=NUS).d
   for inf in (2.5, 10.0):
@@ -80,7 +80,7 @@ def test_any_finite_infinity_above_two_gives_the_same_d():
 
 
 def _reference_lp(x, y, nu, params):
-  """Spec 6.2 assembled in plain numpy from layer masses and path lengths, solved by ot.emd."""
+  """NASBOT eq. (5) assembled in plain numpy from layer masses and path lengths, solved by ot.emd."""
   m = oc.label_cost_matrix(x.kind, params.label_costs)
   m = np.where(np.isinf(m), params.inf_cost, m)
   feats = []
@@ -98,7 +98,7 @@ def _reference_lp(x, y, nu, params):
 
 
 def test_matches_a_per_pair_pot_reference_and_the_objective_identity():
-  """Against ot.emd on a numpy-built eq. (5); and spec 12.6: the optimum equals
+  """Against ot.emd on a numpy-built eq. (5); and from eq. (3): the optimum equals
   tm1 + tm2 + sum_ij Z_ij (C_ij - 2), with no mass on pairs of cost > 2."""
   archs = _mixed_cnns(6, seed=2)
   params = oc.OTMANN_PARAMS["nasbot_code"]
@@ -162,7 +162,7 @@ def triple_set():
 
 
 def test_symmetric_non_negative_and_bounded(triple_set):
-  """Spec 12.1 and 12.3: d = d^T >= 0, |tm1 - tm2| <= d <= tm1 + tm2, 0 <= d_bar <= 1."""
+  """NASBOT Theorem 1 and Sec. 3: d = d^T >= 0, |tm1 - tm2| <= d <= tm1 + tm2, 0 <= d_bar <= 1."""
   archs, out = triple_set
   tm = np.array([float(graph.total_mass(a, oc.OTMANN_PARAMS["paper"].mass)) for a in archs])
   assert np.array_equal(out.d, out.d.transpose(0, 2, 1))
@@ -173,7 +173,7 @@ def test_symmetric_non_negative_and_bounded(triple_set):
 
 
 def test_triangle_inequality(triple_set):
-  """Spec 12.2 (Theorem 3): d(i,k) <= d(i,j) + d(j,k) for every triple and nu."""
+  """NASBOT Theorem 3: d(i,k) <= d(i,j) + d(j,k) for every triple and nu."""
   _, out = triple_set
   d = out.d
   slack = d[:, :, :, None] + d[:, None, :, :] - d[:, :, None, :]  # [nu, i, j, l]: d_ij + d_jl - d_il
@@ -181,7 +181,7 @@ def test_triangle_inequality(triple_set):
 
 
 def test_non_decreasing_and_concave_in_nu(triple_set):
-  """Spec 12.7: d is a minimum of functions linear in nu."""
+  """As an LP's optimal value, d is a minimum of functions linear in nu."""
   _, out = triple_set
   nus = np.array(otmann.KERNEL_NU_STR)
   d = out.d.reshape(len(nus), -1)
@@ -206,7 +206,7 @@ def _permuted(obj, perm):
 
 
 def test_layer_order_and_padding_do_not_change_d():
-  """Spec 12.4: isomorphic graphs are at distance 0 and d ignores numbering; zero-mass padding
+  """A pseudo-metric (NASBOT Theorem 1): isomorphic graphs are at distance 0 and d ignores numbering; zero-mass padding
   never changes d."""
   rng = np.random.default_rng(5)
   objs = [FIG1C, pools.initial_pool("cnn")[7].to_json(), random_arch.random_json("cnn", rng)]

@@ -1,5 +1,5 @@
 """OTMANN on NAS-Bench-201/101 cells through `cell_layer_graph`: hand-computed distances, zero
-distance within isomorphism classes, the metric properties of spec nasbot.md 6.5, padding, and
+distance within isomorphism classes, the metric properties of NASBOT Theorem 1, padding, and
 Sinkhorn against the exact solver.
 
 Path-length features below are (sp, lp, rw) from ip and to op, per group all / conv / pool; the
@@ -132,8 +132,8 @@ def nb201_classes():
 
 
 def test_nb201_isomorphic_cells_are_at_distance_zero(nb201_classes):
-  """Members of iso_class groups (bananas.md 3.3): d = 0 within a class, > 0 across classes. The
-  first class is the 75-member example of the spec; the second holds (3,0,1,0,1,1), one conv3
+  """Members of iso_class groups (NB201's isomorphism classes): d = 0 within a class, > 0 across classes. The
+  first class is the 75-member class 206; the second holds (3,0,1,0,1,1), one conv3
   read by two paths, and (0,3,0,3,0,1), two conv3s on the input, whose per-edge graphs differ:
   both convert as the member with more layers, two parallel convs."""
   keys = [
@@ -186,7 +186,7 @@ def _random_cells(seed, n):
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1))
 def test_random_cells_give_finite_symmetric_non_negative_distances(seed):
-  """Spec 6.5 on random cells of both spaces: d >= 0, d(G, G) = 0 (solved, not set: the cross
+  """NASBOT Theorem 1 on random cells of both spaces: d >= 0, d(G, G) = 0 (solved, not set: the cross
   form computes the diagonal), d(a, b) = d(b, a), 0 <= d_bar <= 1."""
   for archs in _random_cells(seed, 4):
     out = otmann.otmann_distances(archs, archs, nu_str=NU)

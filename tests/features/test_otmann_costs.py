@@ -1,4 +1,4 @@
-"""OTMANN costs: the label matrices of spec 3.2/3.3 and App. R, parameters, the augmented problem."""
+"""OTMANN costs: the label matrices of NASBOT Tables 4/5 and of the authors' code, parameters, the augmented problem."""
 
 import itertools
 import math
@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "arc
 from networks import FIG1A, FIG1B  # noqa: E402
 
 INF = math.inf
-# spec 3.2, order c3 c5 c7 r3 r5 r7 mp ap fc sm ip op
+# NASBOT Table 4 with App. A.3's res rule, order c3 c5 c7 r3 r5 r7 mp ap fc sm ip op
 SPEC_CNN = {
   ("conv3", "conv5"): 0.2,
   ("conv5", "conv7"): 0.2,
@@ -81,7 +81,7 @@ def test_mlp_matrix_is_spec_table_5(rule):
 
 @pytest.mark.parametrize("kind, rule", list(itertools.product(labels.KINDS, oc.LABEL_COST_RULES)))
 def test_label_matrices_are_metrics_on_labels(kind, rule):
-  """Theorem 3 needs M symmetric, zero on the diagonal and triangular (spec 3.2, 11.4)."""
+  """Theorem 3 needs M symmetric, zero on the diagonal and triangular (Tables 4 and 5 are)."""
   m = oc.label_cost_matrix(kind, rule)
   assert np.array_equal(m, m.T) and np.all(np.diag(m) == 0) and np.all(m >= 0)
   assert np.all(m[:, :, None] <= m[:, None, :] + m.T[None, :, :] + 1e-12)  # M(x,z) <= M(x,y) + M(y,z)
@@ -125,7 +125,7 @@ def _features(obj, params, pad_to=None):
 
 
 def test_augmented_problem_is_spec_eq_5():
-  """Supplies [masses_a; tm_b], demands [masses_b; tm_a], sink costs 1 and a 0 corner (spec 6.2)."""
+  """Supplies [masses_a; tm_b], demands [masses_b; tm_a], sink costs 1 and a 0 corner (NASBOT eq. (5))."""
   params = oc.OTMANN_PARAMS["paper"]
   fa, fb = _features(FIG1A, params, pad_to=12), _features(FIG1B, params, pad_to=12)
   prob = _problem(fa, fb, 0.5, "cnn", params)
@@ -149,7 +149,7 @@ def test_padding_leaves_the_real_block_of_the_problem_unchanged():
 
 
 def test_structural_forms_grouped_is_mean_of_group_costs():
-  """Grouped C_str = mean over groups of each group's 6-feature C (spec 4.3); main text = group all."""
+  """Grouped C_str = mean over groups of each group's 6-feature C (NASBOT App. A.3); main text = group all."""
   params = oc.OtmannParams()
   fa, fb = _features(FIG1A, params), _features(FIG1B, params)
   _, grouped = _costs(fa, fb, "cnn", params)

@@ -38,7 +38,7 @@ def _check_close(exact, approx, rtol=1e-2):
 def test_fig1_networks():
   exact, approx = _both([nas_jax.Architecture.from_json(o) for o in (FIG1A, FIG1B, FIG1C)], nu_str=NU)
   _check_close(exact, approx)
-  assert approx.d[2, 0, 1] == pytest.approx(0.4 * 275.32, rel=1e-2)  # spec 11.3, experiment masses
+  assert approx.d[2, 0, 1] == pytest.approx(0.4 * 275.32, rel=1e-2)  # NASBOT Fig. 1 pair, experiment masses
 
 
 def test_fig3_stays_near_zero():

@@ -33,7 +33,7 @@ def test_cli_writes_distances_heatmap_embedding_and_drawings(tmp_path):
   )
   assert p.returncode == 0, p.stderr[-3000:]
   record = json.loads(out.read_text())
-  assert record["d"][0][1] == pytest.approx(0.5 * 275.32, rel=1e-9)  # spec 11.3, experiment masses
+  assert record["d"][0][1] == pytest.approx(0.5 * 275.32, rel=1e-9)  # NASBOT Fig. 1 pair, experiment masses
   assert record["d"][1][0] == record["d"][0][1] and record["d"][2][2] == 0.0
   assert record["d_bar"][0][1] == pytest.approx(137.66 / (2 * 2458.56), rel=1e-9)
   assert record["params"]["preset"] == "paper" and record["params"]["mass"]["res_mass_factor"] == 2.0

@@ -1,4 +1,4 @@
-"""Morphs on Flax variables (autokeras.md 2.3, 10.9-10.10): function preservation over random
+"""Morphs on Flax variables (Auto-Keras Sec. 3.3): function preservation over random
 morph chains, the noise bound, the bookkeeping of known morphs, and the input checks."""
 
 import hypothesis
@@ -70,8 +70,9 @@ def test_variable_shapes_are_the_models(start):
 
 
 def check_chain_preserves_function(start, seed, steps):
-  """Spec 10.9, noise off: after every morph of a random chain, child and parent (each parent
-  with freshly drawn random weights) agree to 1e-4 in log-probability and 1e-5 in probability."""
+  """Function preservation (Auto-Keras Sec. 3.3), noise off: after every morph of a random chain,
+  child and parent (each parent with freshly drawn random weights) agree to 1e-4 in log-probability
+  and 1e-5 in probability."""
   rng = np.random.default_rng(seed)
   arch = STARTS[start]
   x = images(rng)
@@ -132,7 +133,7 @@ def test_replayed_morphs_preserve_the_function_of_the_trained_ancestor():
   ids=lambda op: f"{op.type}{op.target}",
 )
 def test_noise_is_small_and_only_on_new_weights(op):
-  """Spec 2.3 "Noise": with the same key, noisy and exact children differ by at most s/2 per
+  """The authors' code's morph noise: with the same key, noisy and exact children differ by at most s/2 per
   entry (s = 1e-4 x the old leaf's range, at least 1e-4); BN is never perturbed. The outputs
   differ, by at most 1e-3 in log-probability on these width-8 networks (measured: 2e-5 to 8e-5)."""
   rng = np.random.default_rng(2)

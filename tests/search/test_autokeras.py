@@ -1,4 +1,4 @@
-"""The Auto-Keras search end to end (autokeras.md 2.5, 4.5, 5, 7): provenance in the journal,
+"""The Auto-Keras search end to end (Auto-Keras Sec. 3-4): provenance in the journal,
 weights on disk, warm starts that replay exactly, resume, and the UCB on the cost scale."""
 
 import json
@@ -101,7 +101,7 @@ def test_space_json_round_trip_and_descriptor_keys():
 
 def test_ucb_is_the_paper_lcb_on_cost():
   """score = 1 - (mu - beta sigma), with mu, sigma of the zero-mean GP on costs 1 - score over the
-  Bourgain coordinates (spec 4.3-4.5, 5), recomputed here in numpy."""
+  Bourgain coordinates (Auto-Keras Sec. 3.1-3.2), recomputed here in numpy."""
   g0, g1 = (p.arch for p in SPACE.initial())
   cand = morphism.apply_op(g0, morphism.Op("wide", 1))
   scores = np.array([0.9, 0.8])

@@ -99,7 +99,7 @@ def test_selection_probabilities_by_hand():
   p = selection_probs(np.array([0.0, 1.0]))
   np.testing.assert_allclose(p, [1 / (1 + math.e**2), math.e**2 / (1 + math.e**2)], rtol=1e-12)
   np.testing.assert_allclose(selection_probs(np.array([3.0, 3.0, 3.0])), [1 / 3] * 3)
-  # Shift and scale invariance: sigma makes the rule scale-free (spec 8.1).
+  # Shift and scale invariance: sigma makes the rule scale-free (NASBOT App. B.2).
   s = np.array([0.2, -1.0, 4.0, 2.5])
   np.testing.assert_allclose(selection_probs(s), selection_probs(100 * s - 7), rtol=1e-12)
 

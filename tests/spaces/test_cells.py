@@ -1,4 +1,4 @@
-"""Cell spaces (spec bananas.md 2-3): parsing, validity, pruning, canonical keys, sampling,
+"""Cell spaces (NAS-Bench-101 and NAS-Bench-201): parsing, validity, pruning, canonical keys, sampling,
 mutation, neighbours, JSON and the ops-as-nodes Architecture."""
 
 import collections
@@ -183,7 +183,7 @@ def test_nb101_canonical_keys():
   e7a, e7b = nb101([(0, 1), (1, 6)]), nb101([(0, 1), (0, 2), (1, 6), (2, 6)])
   assert cell_lib.nb101_iso_key(e7a) != cell_lib.nb101_iso_key(e7b)
   path_space = C.nb101_space("path")
-  assert path_space.canonical_key(e7a) == (1,) and path_space.canonical_key(e7b) == (1, 1)  # spec 2.3
+  assert path_space.canonical_key(e7a) == (1,) and path_space.canonical_key(e7b) == (1, 1)  # naszilla: multiplicity
   # the same two paths (maxpool, conv3x3) met in either order are one cell: naszilla sorts the indices
   assert path_space.canonical_key(nb101([(0, 1), (0, 2), (1, 6), (2, 6)], (2, 0, 0, 0, 0))) == (1, 3)
   assert path_space.canonical_key(nb101([(0, 1), (0, 2), (1, 6), (2, 6)], (0, 2, 0, 0, 0))) == (1, 3)
@@ -271,7 +271,7 @@ def test_nb101_mutation_is_valid_and_keeps_the_path_set_at_the_spec_rate():
     assert cell_lib.nb101_is_valid(child)
     assert (ok, child is c) == (space.canonical_key(child) != space.canonical_key(c), not ok)
     same += not ok
-  assert abs(same / len(parents) - 0.456) < 0.05  # spec 2.5: P(same path set) = 0.456
+  assert abs(same / len(parents) - 0.456) < 0.05  # simulated: P(same path set) = 0.456
 
 
 def test_nb101_neighbours_are_valid_single_edits():

@@ -1,4 +1,4 @@
-"""The conditional space (arc_kernel.md 1, 6): spec layout, validation messages, sampling, mutation,
+"""The conditional space (Swersky et al. 2013, Sec. 2.1): spec layout, validation messages, sampling, mutation,
 neighbours, canonical keys, JSON, layer-graph architectures and the arc kernel's unit values."""
 
 import json

@@ -1,4 +1,4 @@
-"""NASBOT's modifiers (spec nasbot.md 8.2-8.3, property 12.13): valid results, exact per-modifier
+"""NASBOT's modifiers (NASBOT App. B.2, Table 6): valid results, exact per-modifier
 effects, known values on small networks, and long compound-mutation chains."""
 
 import functools
@@ -191,7 +191,7 @@ def test_every_modifier_mostly_succeeds_on_the_pools():
       assert ok >= 7, (kind, name, ok)
 
 
-# --- per-modifier properties (spec 12.13) --------------------------------------------------------
+# --- per-modifier properties (Table 6) ------------------------------------------------------------
 
 
 def _check_units(name, before, after):

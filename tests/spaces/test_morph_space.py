@@ -1,4 +1,4 @@
-"""The Auto-Keras space (autokeras.md 1.4, 2.4): `mutate` is one morph that changes the descriptor,
+"""The Auto-Keras space (Auto-Keras Sec. 3.3; Alg. 1 line 6): `mutate` is one morph that changes the descriptor,
 or (point, False) when no morph fits the limits."""
 
 import jax

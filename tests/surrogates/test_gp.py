@@ -233,7 +233,7 @@ def _unit_diagonal_with_min_eigenvalue(lam_min, n=6):
 
 
 def test_condition_fixed_climbs_the_noise_ladder_and_says_so(caplog):
-  """autokeras.md 4.5: alpha 1e-10, then x10 up to 1e-6; lam_min = -5e-9 first works at 1e-8."""
+  """The Auto-Keras code's jitter: alpha 1e-10, then x10 up to 1e-6; lam_min = -5e-9 first works at 1e-8."""
   pair, y, mask = _unit_diagonal_with_min_eigenvalue(-5e-9), np.linspace(0, 1, 6), np.ones(6, bool)
   with caplog.at_level("WARNING"):
     post = gp.condition_fixed(kernels.Matern12.create(), pair, y, mask)

@@ -20,7 +20,7 @@ N = 14
 
 def _distances(n, seed):
   """OTMANN-scaled distances of n points: d symmetric at random (no metric, so exp(-beta d) is
-  not PSD, as OTMANN's need not be: nasbot.md 7.4), d_bar Euclidean."""
+  not PSD, as OTMANN's need not be: NASBOT Sec. 4), d_bar Euclidean."""
   rng = np.random.default_rng(seed)
   x = rng.uniform(0.0, 1.0, (n, 6))
   raw = np.triu(rng.uniform(100.0, 1000.0, (n, n)), 1)

@@ -1,4 +1,4 @@
-"""The kernel-quality measure of autokeras.md 8.5: known normal scores, invariance to monotone
+"""The kernel-quality measure of Auto-Keras Sec. 5.3: known normal scores, invariance to monotone
 maps, and a kernel blind to performance doing worse than one that follows it."""
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""Kernels: known values (arc_kernel.md 7, eq. (7)), the arc properties of arc_kernel.md 8,
-references on vectors, PSD Gram matrices, and pytree round trips under jit."""
+"""Kernels: hand-computed known values (and NASBOT eq. (7)), the arc properties (Swersky et al.
+2013, Sec. 2), references on vectors, PSD Gram matrices, and pytree round trips under jit."""
 
 import math
 
@@ -18,7 +18,7 @@ def _one_param(x, a, x2, a2):
   return pairwise.arc_pair([[x]], [[a]], [[x2]], [[a2]], lower=[0.0], upper=[1.0])
 
 
-# arc_kernel.md 7: (x, active, x', active') -> d with omega = rho = 1 on [0, 1].
+# Hand-computed: (x, active, x', active') -> d with omega = rho = 1 on [0, 1].
 ARC_CASES = [
   ((0.3, False, 0.9, False), 0.0),
   ((0.3, True, 0.9, False), 1.0),
@@ -58,8 +58,9 @@ def _arc_kernel(profile=kernels.exp_squared_profile):
 
 @pytest.mark.parametrize("profile", [kernels.exp_squared_profile, kernels.matern52_profile])
 def test_arc_inactive_values_never_change_the_kernel(profile):
-  """Property 1: same activity pattern, changed inactive values: exactly equal. The kernel
-  ignores inactive entries even if a hand-made ArcPair carries garbage there."""
+  """Property 1 (Swersky et al. 2013, Sec. 2.1): same activity pattern, changed inactive values:
+  exactly equal. The kernel ignores inactive entries even if a hand-made ArcPair carries garbage
+  there."""
   rng = np.random.default_rng(0)
   values, active = _random_arc(rng, 6, 3)
   k = _arc_kernel(profile)
@@ -116,7 +117,7 @@ def test_arc_all_active_is_the_base_kernel_on_the_embedding(profile, base):
 
 
 def test_arc_small_rho_approaches_scaled_euclidean():
-  """arc_kernel.md 8.3: rho -> 0 with omega rho pi fixed gives the scaled Euclidean distance."""
+  """rho -> 0 with omega rho pi fixed gives the scaled Euclidean distance."""
   values = np.array([[0.1, 0.9], [0.6, 0.2]])
   rho = 1e-4
   k = kernels.ArcKernel.create(1.0, [2.0 / (np.pi * rho), 0.5 / (np.pi * rho)], [rho, rho])
@@ -188,7 +189,7 @@ def test_hamming_kernel_known_value():
 
 
 def test_nasbot_kernel_known_value():
-  """eq. (7) by hand, n_nu = 2, p = 1, p_bar = 2."""
+  """NASBOT eq. (7) by hand, n_nu = 2, p = 1, p_bar = 2."""
   d = np.array([[[0.0, 3.0]], [[0.0, 5.0]]])
   d_bar = np.array([[[0.0, 0.5]], [[0.0, 0.25]]])
   k = kernels.NasbotKernel.create(2.0, 0.5, [0.1, 0.2], [1.0, 4.0])

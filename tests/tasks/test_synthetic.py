@@ -1,4 +1,4 @@
-"""Synthetic objectives f0-f3 (spec nasbot.md 10.6): values computed by hand on two networks,
+"""Synthetic objectives f0-f3 (NASBOT App. C.4): values computed by hand on two networks,
 bounds and invariances on random ones, and the Task's pickling and kind checks."""
 
 import math

@@ -1,4 +1,4 @@
-"""NAS-Bench-201 lookup (spec bananas.md 11): README facts, the Task, regret, the format check."""
+"""NAS-Bench-201 lookup (Dong & Yang 2020): README facts, the Task, regret, the format check."""
 
 import os
 import pickle

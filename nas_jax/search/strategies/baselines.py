@@ -1,4 +1,4 @@
-"""Baseline strategies: random search, and the paper's EA baseline (spec nasbot.md 10.4): the
+"""Baseline strategies: random search, and the paper's EA baseline (NASBOT Sec. 5; App. C.1): the
 App. B evolutionary loop run on the objective itself, from the initial pool, N_mut = 10.
 """
 
@@ -91,7 +91,7 @@ def _generation(
   space: Any, history: common.History, fitness: np.ndarray, n_mut: int, key: jax.Array, exclude: set
 ) -> tuple:
   """N_mut mutants of parents drawn with replacement, pi(z_i) proportional to exp(f_i / sigma),
-  sigma the std of the f_i: the EA acquisition optimiser's rule, `selection_probs` (spec 8.1.a-b).
+  sigma the std of the f_i: the EA acquisition optimiser's rule, `selection_probs` (NASBOT App. B.2).
 
   A parent adds nothing when its `_MUTATION_TRIES` mutations all leave it unchanged
   (`space.mutate` ok False) or repeat a known point. `fitness` [n] is what selection reads
@@ -113,7 +113,7 @@ def _generation(
 
 
 def evolution(space: Any, goal: str, *, n_mut: int = 10, objectives: tuple = ()) -> Strategy:
-  """The EA baseline of spec nasbot.md 10.4 on the true objective.
+  """The EA baseline of NASBOT (Sec. 5; App. C.1) on the true objective.
 
   It proposes the initial pool (`space.initial()`) first. Then it works in generations: n_mut
   parents are drawn with replacement from all OK observations with pi ∝ exp(f/sigma) and each is

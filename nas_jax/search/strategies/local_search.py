@@ -1,5 +1,6 @@
-"""First-improvement local search with random restarts (spec bananas.md 9): from the best of 10
-random points, query neighbours in random order and move to the first that improves.
+"""First-improvement local search with random restarts (the BANANAS authors' code,
+github.com/naszilla/naszilla): from the best of 10 random points, query neighbours in random order
+and move to the first that improves.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class LocalSearchState:
 
 
 def local_search(space: Any, goal: str = "max", *, n_restart: int = 10, objectives: tuple = ()) -> Strategy:
-  """Local search over `space.neighbours` (spec 9; on NB201 the 24 single-edge changes).
+  """Local search over `space.neighbours` (naszilla's; on NB201 the 24 single-edge changes).
 
   A restart proposes n_restart random points; once n_restart observations have arrived the best
   becomes current. Between restarts only neighbours of the current point are proposed, and the

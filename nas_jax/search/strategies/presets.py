@@ -1,8 +1,9 @@
 """The published model-based methods as presets of the one `bo` strategy, each with its paper's
-option names: NASBOT and RAND (nasbot.md 7-10), BANANAS and its GP-BO baseline (bananas.md 8-9,
-presets "paper" and "code" of spec 14), Auto-Keras (autokeras.md 4-7) and conditional BO with the
-arc kernel (arc_kernel.md 6). Each takes the parts it lets a user swap as values, and an
-`objective` (`objectives.parego(...)`, `ehvi(...)`) for multi-objective search.
+option names: NASBOT and RAND (NASBOT Sec. 4-5), BANANAS and its GP-BO baseline (BANANAS Algorithm
+1, Sec. 5.1; presets "paper" and "code": the paper's or the authors' code's settings), Auto-Keras
+(Auto-Keras Sec. 3) and conditional BO with the arc kernel (Swersky et al. 2013). Each takes the
+parts it lets a user swap as values, and an `objective` (`objectives.parego(...)`, `ehvi(...)`) for
+multi-objective search.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from nas_jax.surrogates.point_model import ensemble, gp, gp_fixed
 
 __all__ = ["BANANAS_PRESETS", "nasbot", "rand", "bananas", "gp_bo", "autokeras", "conditional_bo"]
 
-# Every difference between BANANAS' presets (bananas.md 14): the encoding, the acquisition, the
+# Every difference between BANANAS' presets (the paper against the authors' code): the encoding, the acquisition, the
 # ensemble's ddof, EI's std scale when EI is chosen instead (the code's sigma / 5), and the
 # candidates of the random-candidates ablation.
 BANANAS_PRESETS = {
@@ -88,7 +89,7 @@ def nasbot(
 
 
 def rand(space: Any, goal: str = "max", **options) -> Strategy:
-  """RAND (nasbot.md 10.4): NASBOT's EA over uniform random acquisition values; `nasbot`'s options."""
+  """RAND (NASBOT Sec. 5; App. C.1): NASBOT's EA over uniform random acquisition values; `nasbot`'s options."""
   return nasbot(space, goal, acquisition=uniform(), **options)
 
 
@@ -159,9 +160,10 @@ def gp_bo(
   error_offset: float = 100.0,
   objective: Any = None,
 ) -> Strategy:
-  """BANANAS' GP-BO baseline (spec 9): a zero-mean GP on val errors with the fixed kernel
-  alpha^2 exp(-d / l^2), d the Hamming distance of encodings, and UCB (f - beta sigma on errors)
-  over n_scored random mutants of the 5 best cells; one query per step."""
+  """BANANAS' GP-BO baseline (BANANAS Sec. 5.1; constants from the authors' code): a zero-mean GP on
+  val errors with the fixed kernel alpha^2 exp(-d / l^2), d the Hamming distance of encodings, and
+  UCB (f - beta sigma on errors) over n_scored random mutants of the 5 best cells; one query per
+  step."""
   return bo(
     space,
     goal,
@@ -231,11 +233,12 @@ def conditional_bo(
   n_mutations: int | None = None,
   objective: Any = None,
 ) -> Strategy:
-  """Conditional BO over chain MLPs (arc_kernel.md 6): the space's initial points, random ones until
-  2 successes, then a fitted GP on `featurizer` (arc() by default, poor_man(), or NASBOT's otmann()
-  on the points' networks, which has no gradient: gradient=False) and EI (or ucb(kappa=sqrt(beta))),
-  maximised per depth by random points, the EA and, with gradient, gradient ascent on the
-  continuous parameters (`per_depth`); n_mutations None spends equal evaluations either way."""
+  """Conditional BO over chain MLPs (Swersky et al. 2013; the search is our choice): the space's
+  initial points, random ones until 2 successes, then a fitted GP on `featurizer` (arc() by default,
+  poor_man(), or NASBOT's otmann() on the points' networks, which has no gradient: gradient=False)
+  and EI (or ucb(kappa=sqrt(beta))), maximised per depth by random points, the EA and, with
+  gradient, gradient ascent on the continuous parameters (`per_depth`); n_mutations None spends
+  equal evaluations either way."""
   return bo(
     space,
     goal,

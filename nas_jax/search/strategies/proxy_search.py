@@ -1,4 +1,4 @@
-"""`with_proxy`: any strategy searching with a proxy (zero_cost.md 4): its zero-cost warm-up, and
+"""`with_proxy`: any strategy searching with a proxy (Abdelfattah et al. 2021, Sec. 5): its zero-cost warm-up, and
 the proxy's cost noted on its proposals.
 
 Warm-up: N random points are scored by the proxy when the search starts, and the k it ranks best

@@ -1,4 +1,4 @@
-"""Regularized evolution (Real et al.; spec bananas.md 9): tournaments of 10 drawn with
+"""Regularized evolution (Real et al. 2019, as the BANANAS baseline, Sec. 5.1): tournaments of 10 drawn with
 replacement from an age-ordered population of at most 30, whose oldest member dies.
 """
 
@@ -39,7 +39,7 @@ def regularized_evolution(
   n_init: int = 10,
   objectives: tuple = (),
 ) -> Strategy:
-  """RE over any Space (spec 9).
+  """RE over any Space (BANANAS Sec. 5.1; settings of the authors' code).
 
   The first n_init proposals are random. Then each child mutates the best of tournament_size
   members drawn with replacement. When the population reaches population_size the oldest member
