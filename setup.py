@@ -53,7 +53,8 @@ setuptools.setup(
     # CI installs only this extra: it runs the tests on two processes (pytest-xdist), the
     # notebooks (nbclient), where a system Chromium is found the report in a headless browser
     # (selenium), the Ray executor on a local head (ray), and the format/lint check (ruff, pinned:
-    # formatting may change between releases).
+    # formatting may change between releases), and the NAS-Bench-201 release packages for
+    # their fixtures (docs/nb201_data.md).
     "test": [
       "pytest>=7.4",
       "pytest-xdist>=3.5",
@@ -65,8 +66,13 @@ setuptools.setup(
       "selenium>=4.10",
       "ruff==0.17.6",
       "ray>=2.9",
+      "nats_bench>=1.8",
+      "nas-bench-201>=2.1",  # imported with a stand-in torch by the test of NAS-Bench-201's .pth
     ],
     "ray": ["ray>=2.9"],
+    # launch/nb201_data.py: the NAS-Bench-201 tables from the NATS-Bench archive (docs/nb201_data.md);
+    # the NAS-Bench-201 .pth files need nas-bench-201 and torch besides, installed by hand.
+    "nb201": ["nats_bench>=1.8"],
     "colab": ["nbclient>=0.10", "ipykernel>=6.25", "nbformat>=5.9"],
     # The manual (docs/): Sphinx with its strict -W mode, MyST pages and notebooks (myst-nb, no
     # execution), and the furo theme; docs/install.md says why each is there.

@@ -18,6 +18,7 @@ import csv
 import functools
 import gzip
 import os
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -31,6 +32,10 @@ __all__ = [
   "DATASETS",
   "REPORT_METRICS",
   "NB201_FILE",
+  "NB201_12_FILE",
+  "NB201_CELLS",
+  "TIME_COLUMN",
+  "MAKE_TABLES",
   "Nb201Table",
   "load_nb201",
   "nb201_task",
@@ -42,17 +47,30 @@ __all__ = [
   "regret_curve",
 ]
 
+#: The NAS-Bench-201 datasets.
 DATASETS = ("cifar10", "cifar100", "imagenet16")
+#: The reported accuracy of a cell: the test split ("test") or the valid+test split ("valtest"; CIFAR-10 has test only).
 REPORT_METRICS = ("test", "valtest")
+#: The table of the 200-epoch trainings, in the data folder.
 NB201_FILE = "nb201_200epochs.csv.gz"
+#: The table of the 12-epoch trainings, in the data folder.
 NB201_12_FILE = "nb201_12epochs.csv.gz"
 FIDELITIES = (12.0, 200.0)  # the epochs of the benchmark's two schedules
-_TIME_COLUMN = {
-  "cifar10": "train_time_s_cifar10_valid",
-  "cifar100": "train_time_s_cifar100",
-  "imagenet16": "train_time_s_imagenet16",
-}
-NB201_CELLS = 15625  # 5 ops on each of 6 edges
+#: Each dataset's column of training seconds, a query's simulated cost.
+TIME_COLUMN = MappingProxyType(
+  {
+    "cifar10": "train_time_s_cifar10_valid",
+    "cifar100": "train_time_s_cifar100",
+    "imagenet16": "train_time_s_imagenet16",
+  }
+)
+#: The cells of NAS-Bench-201: 5 ops on each of 6 edges.
+NB201_CELLS = 15625
+#: What a missing table's error tells the user to do: the tables are made, never downloaded.
+MAKE_TABLES = (
+  "make the tables from the benchmark's release with python launch/nb201_data.py"
+  " --source=NATS-tss-v1_0-3ffb9-simple --out=DIR (docs/nb201_data.md)"
+)
 
 
 class Nb201Table(NamedTuple):
@@ -90,7 +108,9 @@ def resolve(path: str) -> str:
   if os.path.isdir(path):
     path = os.path.join(path, NB201_FILE)
   if not os.path.isfile(path):
-    raise FileNotFoundError(f"path: {path!r} does not exist; pass the NB201 CSV (e.g. {NB201_FILE}) or its folder")
+    raise FileNotFoundError(
+      f"path: {path!r} not found; pass the NB201 CSV (e.g. {NB201_FILE}) or its folder; {MAKE_TABLES}"
+    )
   return os.path.abspath(path)
 
 
@@ -111,7 +131,7 @@ def _load(path: str, dataset: str, report_metric: str) -> Nb201Table:
   if missing:
     raise ValueError(f"path: {path!r} lacks columns {missing}; see nas_jax.tasks.tabular docs")
   arch_strs = tuple(r["arch_str"] for r in rows)
-  params_col, time_col = f"params_mb_{dataset}", _TIME_COLUMN[dataset]
+  params_col, time_col = f"params_mb_{dataset}", TIME_COLUMN[dataset]
   try:
     valid, test = np.array([float(r[valid_col]) for r in rows]), np.array([float(r[test_col]) for r in rows])
     params = np.array([float(r[params_col]) * 1e6 for r in rows]) if params_col in header else None
@@ -160,7 +180,9 @@ def fidelity_path(path: str, fidelity: float) -> str:
     return path
   other = os.path.join(os.path.dirname(path), NB201_12_FILE)
   if not os.path.isfile(other):
-    raise FileNotFoundError(f"path: {other!r} does not exist; the {fidelity:g}-epoch fidelity reads it beside {path!r}")
+    raise FileNotFoundError(
+      f"path: {other!r} not found; the {fidelity:g}-epoch fidelity reads it beside {path!r}; {MAKE_TABLES}"
+    )
   return other
 
 

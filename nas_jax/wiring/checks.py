@@ -135,11 +135,14 @@ def _check_nb201(c: Any, kind: str) -> None:
   _need(kind == "nb201", "task.name", "nb201", f"it scores nb201 cells but config.space.kind is {kind!r}")
   path = _get(c, "path", "task.")
   _need(
-    isinstance(path, str) and os.path.exists(path),
-    "task.path",
-    path,
-    f"expected the NAS-Bench-201 table ({tabular.NB201_FILE}) or its folder; it is never downloaded",
+    isinstance(path, str), "task.path", path, f"expected the NAS-Bench-201 table ({tabular.NB201_FILE}) or its folder"
   )
+  table = os.path.join(path, tabular.NB201_FILE) if os.path.isdir(path) else path
+  if not os.path.isfile(table):
+    raise ValueError(
+      f"config.task.path: {path!r} not found: no NAS-Bench-201 table {tabular.NB201_FILE} there (it is never"
+      f" downloaded); {tabular.MAKE_TABLES}, then pass --config.task.path=DIR"
+    )
   dataset, metric = _get(c, "dataset", "task."), _get(c, "report_metric", "task.")
   _need(dataset in tabular.DATASETS, "task.dataset", dataset, f"choose one of: {', '.join(tabular.DATASETS)}")
   _need(

@@ -72,7 +72,7 @@ CASES = [
       "--config.task.path=/nonexistent",
       "--config.workdir=W",
     ],
-    r"config\.task\.path: '/nonexistent' .* never downloaded",
+    r"config\.task\.path: '/nonexistent' not found: .* never downloaded.*launch/nb201_data\.py .*docs/nb201_data\.md",
   ),
   (["launch/report.py", "--workdir=W"], r"workdir: .* has no journal\.jsonl"),
   (["launch/compare.py", "--configs=configs/nope.py", "--out=W", "--budget=2"], r"configs/nope\.py"),
