@@ -297,19 +297,25 @@ def _search(fl: _Flight, strategy, task, executor, out: _Journal, space, budget,
       if not fl.pending:
         log.warning("search stopped after %d evaluations: the strategy has no unseen point left", len(fl.done))
         break
-      # Redrawn every poll, so the clock and the evaluations in flight show from the first second.
-      flying = [(t, _origin(i["strategy"]), fl.submitted[t]) for t, _, _, i, _ in fl.pending.values()]
-      bar.set_postfix(
-        running=len(fl.pending),
-        oldest=in_flight(flying, time.monotonic()),
-        failed=sum(not o.ok for o in fl.done),
-        best=None if fl.best == -np.inf else float(to_score(fl.best, task.goal)),  # a score back to a value
-      )
+      _show(bar, fl, task)  # every poll, so the clock and the evaluations in flight show from the first second
       for ticket, outcome in executor.wait(timeout=_POLL_S):
         _record(fl, strategy, task, out, ticket, outcome)
+        _show(bar, fl, task, refresh=False)  # the update below draws it: the bar's best is the journal's
         bar.update(1)
   finally:
     bar.close()
+
+
+def _show(bar: tqdm.tqdm, fl: _Flight, task: Task, refresh: bool = True) -> None:
+  """Sets the bar's postfix: evaluations in flight, the oldest of them, failures, the best value."""
+  flying = [(t, _origin(i["strategy"]), fl.submitted[t]) for t, _, _, i, _ in fl.pending.values()]
+  bar.set_postfix(
+    running=len(fl.pending),
+    oldest=in_flight(flying, time.monotonic()),
+    failed=sum(not o.ok for o in fl.done),
+    best=None if fl.best == -np.inf else float(to_score(fl.best, task.goal)),  # a score back to a value
+    refresh=refresh,
+  )
 
 
 def _submit(fl: _Flight, strategy, task, executor, space, seed) -> bool:

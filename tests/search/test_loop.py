@@ -6,6 +6,7 @@ import fcntl
 import functools
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -212,6 +213,19 @@ def test_the_bar_shows_the_evaluation_in_flight_before_any_finishes(tmp_path, ca
     )
   err = capsys.readouterr().err
   assert "0/1" in err and "oldest=#0" in err and "running=1" in err
+
+
+@pytest.mark.parametrize("goal, sign", [("max", 1.0), ("min", -1.0)])
+def test_the_bar_ends_showing_the_best_of_the_summary(tmp_path, capsys, goal, sign):
+  """Each evaluation beats the last, so a bar that lagged one evaluation would end one short."""
+  calls = []
+  task = counting_task(calls, fn=lambda arch_json, seed: TaskResult(value=sign * len(calls)), goal=goal)
+  space = h.bits_space()
+  strategy = baselines.random_search(space, goal)
+  loop.run(strategy, task, InlineExecutor(), str(tmp_path), space=space, budget=5, key=jax.random.key(0))
+  shown = re.findall(r"best=(-?[\d.]+)", capsys.readouterr().err)
+  summary = json.loads((tmp_path / loop.SUMMARY).read_text())
+  assert summary["best_value"] == sign * 5 and float(shown[-1]) == summary["best_value"]
 
 
 def _returns(result, arch_json, seed):
