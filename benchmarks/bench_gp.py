@@ -59,6 +59,7 @@ from nas_jax.wiring import config_files  # noqa: E402
 from nas_jax.surrogates import gp, gp_fit, gp_lbfgs, gp_lml, kernels  # noqa: E402
 
 NASBOT_NB201 = os.path.join(record.ROOT, "configs", "nasbot_nb201.py")
+FIT_NOTE = "Seconds per GP fit (lower is faster) and the log marginal likelihood each fit reaches (higher is better)."
 
 NU_STR = (0.1, 0.2, 0.4, 0.8)
 
@@ -127,7 +128,9 @@ def compare_fitters(sizes: list, repeats: int, lbfgs_starts: int) -> None:
     figures[f"C={n}, load average"] = [round(v, 2) for v in load]
     best_adam = max(lml[name] for name in list(fitters)[:-1])
     assert lml[lbfgs_name] >= best_adam - 1e-6 * abs(best_adam), (lml, n)
-  record.write("bench_gp_fitters", f"NASBOT GP fit, Adam vs L-BFGS, C = {sizes}", figures)
+  record.write(
+    "bench_gp_fitters", f"NASBOT GP fit, Adam vs L-BFGS, C = {sizes}", figures, note=FIT_NOTE, direction="lower"
+  )
 
 
 def nb201_data(path: str, n: int, seed: int = 0):
@@ -247,7 +250,8 @@ def compare_nb201(path: str, sizes: list, seeds: int) -> None:
     figures[f"n={n} (C={c}), Adam starts ending below their start (of 16), per seed"] = below
     figures[f"n={n} (C={c}), load average"] = [round(v, 2) for v in load]
     least[n] = float(gain.min())
-  record.write("bench_gp_nb201", f"NASBOT GP fit on NB201 cells, Adam vs L-BFGS, n = {sizes}", figures)
+  title = f"NASBOT GP fit on NB201 cells, Adam vs L-BFGS, n = {sizes}"
+  record.write("bench_gp_nb201", title, figures, note=FIT_NOTE, direction="lower")
   assert min(least.values()) >= -0.01, least
 
 
@@ -325,7 +329,8 @@ def main():
   figures = {f"{name}, median (s)": round(median[name], 3) for name in paths}
   figures |= {f"{name}, compile (s)": round(compile_s[name], 2) for name in paths}
   figures["loop / vmap"] = f"{loop / median['vmap (16 at once)']:.2f}x"
-  record.write("bench_gp", f"GP fit: {args.starts} starts x {args.steps} steps, n = {args.n}", figures)
+  title = f"GP fit: {args.starts} starts x {args.steps} steps, n = {args.n}"
+  record.write("bench_gp", title, figures, note="Seconds per GP fit.", direction="lower")
 
 
 if __name__ == "__main__":

@@ -204,7 +204,12 @@ def main():
   if args.cnn_count:
     figures, table = cnn_count(args.random)
     return record.write(
-      "bench_padded_cnn_count", "Arithmetic of padded pool CNNs on digits (counted)", figures, [table]
+      "bench_padded_cnn_count",
+      "Arithmetic of padded pool CNNs on digits (counted)",
+      figures,
+      [table],
+      note="Arithmetic and memory of padded CNNs against each network's own, counted, not trained.",
+      direction="lower",
     )
   if args.child == "scaling":
     return scaling(
@@ -233,6 +238,8 @@ def main():
       f"bench_padded_population_{args.kind}{record.backend_suffix()}",
       f"Populations: P copies of {network}, {args.epochs} epochs",
       {f"P = {k}, networks/s": round(v, 2) for k, v in rates.items()},
+      note="Networks trained per second.",
+      direction="higher",
     )
   modes = [m for m in args.modes.split(",") if m]
   if not modes:
@@ -284,6 +291,8 @@ def main():
     f"Trainers: {what}, {args.epochs} epochs",
     {"load average after each trainer": ", ".join(f"{x:.1f}" for x in loads)},
     [{"title": "", "columns": columns, "rows": table}],
+    note="Seconds to train; a ratio: the specialised trainer's time over the other's (below 1x: the other is slower).",
+    direction="lower",
   )
 
 

@@ -186,7 +186,8 @@ def main(argv):
     figures[f"{label}, amortised fit (s)"] = round(amortised, 2)
   name = "bench_propose" + ("" if FLAGS.n_evaluated == 100 else f"_{FLAGS.n_evaluated}")
   title = f"One NASBOT proposal with {FLAGS.n_evaluated} evaluated CNNs ({FLAGS.solver} OTMANN)"
-  record.write(name, title, figures)
+  note = "Seconds for one NASBOT proposal: the GP fit and the EA over the acquisition."
+  record.write(name, title, figures, note=note, direction="lower")
 
 
 if __name__ == "__main__":

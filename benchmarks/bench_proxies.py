@@ -182,7 +182,9 @@ def main(argv):
       }
     )
   figures["load average at the end (1, 5, 15 min)"] = [round(x, 2) for x in os.getloadavg()]
-  record.write("bench_proxies", "Zero-cost proxies of NAS-Bench-201 cells: one compile for all cells", figures, tables)
+  title = "Zero-cost proxies of NAS-Bench-201 cells: one compile for all cells"
+  note = "Spearman rank correlation of each proxy's scores with the cells' accuracies, and cells scored per second."
+  record.write("bench_proxies", title, figures, tables, note=note, direction="higher")
 
 
 if __name__ == "__main__":

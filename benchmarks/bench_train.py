@@ -115,6 +115,8 @@ def main():
     f"Training the {args.kind} pool on digits, {args.epochs} epochs, each network in its own process",
     {"total wall (s)": round(total)},
     [{"title": "", "columns": columns, "rows": table}],
+    note="Seconds to compile and to train.",
+    direction="lower",
   )
   if on_cpu and any(r["peak_rss_mib"] >= RSS_TARGET_MIB for r in rows):
     sys.exit(f"peak RSS of some network is over {RSS_TARGET_MIB:.0f} MiB")

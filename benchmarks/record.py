@@ -6,6 +6,13 @@ it measured.
 latest record of each name, so a figure is stated once, with its date and machine. Every
 benchmark calls it at the end of a run; `launch/compare.py` and `launch/nb201_table.py` do with
 `--record=NAME`. NAS_JAX_RECORDS=DIR writes the records elsewhere.
+
+A record says what its figures mean: `direction`, whether higher or lower is better for its
+headline figures (those its title and the README name), and `note`, what a reader needs to read
+them (units, what a ratio divides, why a result looks surprising). A written record always
+carries its commit, load and machine. Records whose `source` is not "measured" were transcribed
+once from the README's earlier tables, before the scripts wrote records; they keep what the
+README gave, and `load_average` is null (and `commit` "") where it gave none.
 """
 
 import datetime
@@ -17,6 +24,7 @@ import subprocess
 import sys
 
 SCHEMA = 1
+DIRECTIONS = ("higher", "lower")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "benchmarks", "records")
 
@@ -58,10 +66,25 @@ def environment() -> dict:
     "machine": f"{cpu_model()}, {os.cpu_count()} CPUs"
     + ("" if device.platform == "cpu" else f", {len(jax.devices())} x {device.device_kind}"),
     "cpu_count": os.cpu_count(),
-    "load_average": [round(x, 2) for x in os.getloadavg()],
+    "load_average": _load_average(),
     "jax_version": jax.__version__,
     "backend": jax.default_backend(),
   }
+
+
+def _load_average() -> list:
+  """The 1, 5 and 15 minute load averages; [] where the system does not give them."""
+  try:
+    return [round(x, 2) for x in os.getloadavg()]
+  except OSError:
+    return []
+
+
+def default_direction(name: str) -> str:
+  """The direction a record's kind implies: "lower" for the README's timed commands (`*_command`,
+  wall times) and the NAS-Bench-201 tables (`nb201_*`, test regrets); "" where the kind does not
+  say (a benchmark's headline may be seconds, a speed-up or a rate)."""
+  return "lower" if name.endswith("_command") or name.startswith("nb201_") else ""
 
 
 def backend_suffix() -> str:
@@ -78,7 +101,15 @@ def markdown_table(lines: list, title: str = "") -> dict:
 
 
 def write(
-  name: str, title: str, figures: dict, tables: list | None = None, *, argv: list | None = None, command: str = ""
+  name: str,
+  title: str,
+  figures: dict,
+  tables: list | None = None,
+  *,
+  note: str = "",
+  direction: str = "",
+  argv: list | None = None,
+  command: str = "",
 ) -> str:
   """Writes one record and returns its path.
 
@@ -87,17 +118,31 @@ def write(
     title: one line for the results page.
     figures: {label: number or text}, e.g. {"exact, 60 CNNs (s)": 0.187}.
     tables: [{"title": str, "columns": [str], "rows": [[cell]]}] for results with rows.
+    note: what the figures mean, shown under them: units, what a ratio divides, a caveat.
+    direction: "higher" or "lower", whichever is better for the headline figures; by default
+      `default_direction(name)`, and a name whose kind does not say must pass it.
     argv: the command's argv (default sys.argv).
     command: the command as typed, when it is not this process's argv (a shell line it timed).
   """
   if not name or not name.replace("_", "").replace("-", "").isalnum():
     raise ValueError(f"record name: {name!r}; use letters, digits, '_' and '-'")
+  direction = direction or default_direction(name)
+  if direction not in DIRECTIONS:
+    raise ValueError(f"record {name!r}: direction={direction!r}; pass direction='higher' or 'lower' (which is better)")
+  where = environment()
+  missing = [k for k in ("commit", "load_average", "machine") if not where[k]]
+  if missing:
+    raise ValueError(
+      f"record {name!r}: no {', '.join(missing)} to record; run it in a git checkout of nas_jax on Linux"
+    )
   record = {
     "schema": SCHEMA,
     "name": name,
     "title": title,
+    "direction": direction,
+    "note": note,
     "command": command or _command(sys.argv if argv is None else argv),
-    **environment(),
+    **where,
     "source": "measured",
     "figures": figures,
     "tables": tables or [],

@@ -1,7 +1,8 @@
 """Renders docs/results.md and the README's results from the records in benchmarks/records/.
 
   python benchmarks/render_results.py          # rewrite both
-  python benchmarks/render_results.py --check  # exit 1 if either differs from what the records give
+  python benchmarks/render_results.py --check  # exit 1 if either, or a figure of the manual
+                                               # (render_figures.py), differs from what the records give
 
 Each record is one run of a benchmark or comparison (`benchmarks/record.py`). Only the latest
 record of each name is shown, with its command, date, machine, load, jax version and commit, so
@@ -21,7 +22,7 @@ RECORDS = os.path.join(ROOT, "benchmarks", "records")
 PAGE = os.path.join(ROOT, "docs", "results.md")
 README = os.path.join(ROOT, "README.md")
 FIELDS = ("schema", "name", "title", "command", "commit", "date", "machine", "load_average", "jax_version")
-FIELDS += ("backend", "source", "figures", "tables")
+FIELDS += ("backend", "source", "direction", "note", "figures", "tables")
 
 # The README's table: (what, record name, what to show): a figure's label, or (column name, row
 # names) of the record's first table.
@@ -32,7 +33,7 @@ README_ROWS = (
     ("best value at 50 evaluations (max)", ("nasbot_synthetic", "rand_synthetic", "ea_synthetic", "random_synthetic")),
   ),
   (
-    "NAS-Bench-201 CIFAR-10 test regret after 150 queries (lower is better)",
+    "NAS-Bench-201 CIFAR-10 test regret after 150 queries",
     "nb201_table",
     ("cifar10 regret", ("random", "local search", "BANANAS (code preset)", "NASBOT (OTMANN GP + EI + EA)")),
   ),
@@ -57,6 +58,11 @@ def load(directory: str = RECORDS) -> dict:
     missing = [k for k in FIELDS if k not in record]
     if missing:
       raise ValueError(f"{os.path.relpath(path, ROOT)}: fields {missing} are missing; a record has {FIELDS}")
+    if record["direction"] not in ("higher", "lower"):
+      raise ValueError(f"{os.path.relpath(path, ROOT)}: direction {record['direction']!r}; allowed: higher, lower")
+    unrecorded = [k for k in ("commit", "load_average", "machine") if not record[k]]
+    if record["source"] == "measured" and unrecorded:
+      raise ValueError(f"{os.path.relpath(path, ROOT)}: a measured record without {', '.join(unrecorded)}")
     old = latest.get(record["name"])
     if old is None or record["date"] >= old["date"]:
       latest[record["name"]] = record
@@ -92,11 +98,15 @@ def _table(columns: list, rows: list) -> list:
 
 
 def _when(record: dict) -> str:
-  commit = f", commit {record['commit']}" if record["commit"] else ", commit not recorded"
-  return (
-    f"{record['date']} on {record['machine']}, load {_load(record['load_average'])}, "
-    f"jax {record['jax_version']} ({record['backend']}){commit}"
-  )
+  """Date, machine, load, jax and commit; a transcribed record leaves out what the README did not give."""
+  load = f", load {_load(record['load_average'])}" if record["load_average"] is not None else ""
+  commit = f", commit {record['commit']}" if record["commit"] else ""
+  return f"{record['date']} on {record['machine']}{load}, jax {record['jax_version']} ({record['backend']}){commit}"
+
+
+def _better(record: dict) -> str:
+  """ "Higher is better." and the record's note."""
+  return " ".join(filter(None, [f"{record['direction'].capitalize()} is better.", record["note"]]))
 
 
 def render_page(records: dict) -> str:
@@ -108,8 +118,13 @@ def render_page(records: dict) -> str:
     "",
     "Every figure here is the latest run of its benchmark or comparison, read from its JSON record",
     "in `benchmarks/records/` (see [Benchmarks](benchmarks.md)), with the command that made it, the",
-    "date, the machine and its load. Records marked *transcribed* were copied once from the README's",
-    "earlier tables, with the date, load and commit it gave.",
+    "date, the machine and its load, and which way is better with what the figures mean.",
+    "",
+    "Records marked *transcribed* were copied once from the README's earlier tables (README.md at",
+    "22e9daa), before the scripts wrote records: each keeps the machine and the load and commit",
+    "where the README gave them (most gave no commit, some no load), and its date is the day the",
+    "README gives or that of the README commit that added the figure; a few commands are rebuilt",
+    "from the README's text. Every other record was written by its run, with its commit and load.",
   ]
   script = None
   for record in sorted(records.values(), key=_order):
@@ -118,7 +133,8 @@ def render_page(records: dict) -> str:
       out += ["", f"## `{script}`" if "/" in script else f"## The README's commands (`{COMMANDS}`)"]
     out += ["", f"### {record['title']}", "", "```bash", record["command"], "```", "", _when(record) + "."]
     if record["source"] != "measured":
-      out += ["", f"*Transcribed*: {record['source']}"]
+      out += ["", f"*Transcribed* from {record['source']}"]
+    out += ["", _better(record)]
     if record["figures"]:
       out += [""] + _table(["figure", "value"], list(record["figures"].items()))
     for table in record["tables"]:
@@ -163,11 +179,16 @@ def render_commands(records: dict) -> str:
 
 
 def render_table(records: dict) -> str:
-  lines = _table(["result", "figure"], [])
+  """The README's table: each row's figure and which way is better, its record's note below."""
+  lines, notes = _table(["result", "figure", "better"], []), []
   for what, name, shown in README_ROWS:
-    lines.append(f"| {what} | {_figure(records[name], shown)} |")
+    record = records[name]
+    if record["note"]:
+      notes.append(f"{len(notes) + 1}. {record['note']}")
+    mark = f" (note {len(notes)})" if record["note"] else ""
+    lines.append(f"| {what}{mark} | {_figure(record, shown)} | {record['direction']} |")
   return (
-    "\n".join(lines)
+    "\n".join(lines + [""] + notes)
     + "\n\nEvery figure with its command, date, machine and commit: [docs/results.md](docs/results.md)."
   )
 
@@ -200,6 +221,12 @@ def main():
         f.write(text)
   if args.check and stale:
     sys.exit(f"render_results.py: {', '.join(stale)} differ from benchmarks/records; run it without --check")
+  if args.check:  # the manual's figures are drawn from these records too (render_figures.py)
+    import render_figures
+
+    figures = render_figures.stale(records)
+    if figures:
+      sys.exit("render_results.py: stale figures:\n  " + "\n  ".join(figures))
   print(f"{'stale' if args.check else 'rewrote'}: {', '.join(stale)}" if stale else "up to date")
 
 

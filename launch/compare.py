@@ -50,6 +50,7 @@ flags.DEFINE_list(
   "hv_ref", None, "Hypervolume reference point of a multi-objective comparison, name=value pairs (raw units)."
 )
 flags.DEFINE_string("record", "", _records.DOC)
+flags.DEFINE_string("record_note", "", "The record's note: what its figures mean, shown under them.")
 
 
 def _hv_ref(items):
@@ -98,7 +99,8 @@ def main(argv):
     logging.info("\n%s", f.read())
   if FLAGS.record:
     title = f"{', '.join(FLAGS.configs)}: {len(seeds)} seeds, budget {FLAGS.budget or 'each config its own'}"
-    _records.write_table(FLAGS.record, title, f"{FLAGS.out}/{compare.TABLE}", {"overrides": str(overrides or "none")})
+    figures = {"overrides": str(overrides or "none")}
+    _records.write_table(FLAGS.record, title, f"{FLAGS.out}/{compare.TABLE}", figures, note=FLAGS.record_note)
   print(f"wrote {FLAGS.out}/{compare.TABLE}, {compare.CURVES}, {compare.RESULTS}")
 
 
