@@ -8,7 +8,6 @@ the navigation, a public name without a docstring (`_ext/api_reference.py`).
 """
 
 import os
-import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,35 +23,38 @@ extensions = [
   "sphinx.ext.autodoc",
   "sphinx.ext.napoleon",
   "sphinx.ext.mathjax",
+  "sphinx.ext.viewcode",  # each API entry links to its highlighted source
   "api_reference",
   "cli_reference",
+  "offline_links",  # jax, numpy, flax, optax, ott-jax names linked without a network (its docstring)
 ]
 exclude_patterns = ["_build"]
 html_theme = "furo"
 html_title = "nas_jax"
 html_static_path = []
 
-# The notebooks live in colabs/ (the tests execute them there); the manual shows a copy as written,
-# without outputs and without running them.
-NOTEBOOKS = os.path.join(HERE, "generated", "notebooks")
-shutil.rmtree(NOTEBOOKS, ignore_errors=True)
-shutil.copytree(os.path.join(ROOT, "colabs"), NOTEBOOKS, ignore=shutil.ignore_patterns("*.py", ".*"))
+# The notebooks live in colabs/, committed without outputs; the manual shows docs/notebooks/, the
+# copies that benchmarks/render_notebooks.py ran with their outputs (plots included), as they are:
+# running five notebooks here would take minutes of every build (docs/notebooks.md).
 nb_execution_mode = "off"
 
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
+smartquotes = False  # `--seeds` stays two hyphens in the CLI reference, not an en dash
 
-# Strict references: a `nas_jax.X` that no longer exists is an error. Names from other libraries
-# in signatures (jax.Array, numpy, flax, typing) are not documented here.
+# Strict references: a `nas_jax.X` that no longer exists is an error. jax, numpy, flax, optax and
+# ott names link to their documentation (_ext/offline_links.py); other libraries' names in
+# signatures (typing, ml_collections, matplotlib) are not documented here.
 nitpicky = True
 nitpick_ignore_regex = [
-  ("py:.*", r"(jax|jnp|np|numpy|flax|optax|ml_collections|chex|ott|typing|collections|enum)(\..*)?"),
+  ("py:.*", r"(ml_collections|chex|typing|collections|enum|os|concurrent|matplotlib)(\..*)?"),
+  ("py:.*", r"(tuple|list|dict)\[.*"),  # a piece of a parametrised annotation (tuple[int, ...])
   ("py:.*", r"(Any|Callable|Sequence|Iterable|Mapping|Iterator|Optional|Union|NoReturn|Protocol|NamedTuple)"),
   ("py:.*", r"(int|float|str|bool|bytes|dict|list|tuple|set|frozenset|object|type|None|Ellipsis)"),
   ("py:.*", r"(Array|ArrayLike|PRNGKey|Key|Pytree|PyTree|Shape|DType)"),
   ("py:.*", r"nas_jax\..*\._\w+"),  # private helpers named in annotations
 ]
-autodoc_typehints = "none"  # shapes and types are in the docstrings (Google style)
+autodoc_typehints = "signature"  # the types in signatures; shapes are in the docstrings (Google style)
 autodoc_member_order = "bysource"
 autodoc_preserve_defaults = True  # `modifiers=MODIFIERS`, not the repr of a dict of functions
 napoleon_google_docstring = True

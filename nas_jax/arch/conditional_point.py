@@ -46,6 +46,7 @@ __all__ = [
 ACTIVATIONS = ("relu", "tanh", "logistic", "elu")  # mlp label names; index = the activation value
 
 
+#: The `kind` of a conditional point's JSON.
 KIND = "conditional"
 
 
@@ -61,9 +62,11 @@ _LAYER = (
 )
 
 
+#: The parameters every conditional point has, active at any depth.
 SHARED = tuple(f[0] for f in _SHARED)
 
 
+#: The parameters of each layer, active for the layers up to the point's depth.
 LAYER_FIELDS = tuple(f[0] for f in _LAYER)
 
 
@@ -167,8 +170,7 @@ def check_point(point: Any, spec: ConditionalSpec) -> None:
 
   Raises:
     TypeError: not a ConditionalPoint.
-    ValueError: naming the parameter (and the row of a batch): shapes, dtypes, bounds,
-      integrality, activity.
+    ValueError: naming the parameter (and the row of a batch): shapes, dtypes, bounds, integrality, activity.
   """
   if not isinstance(point, ConditionalPoint):
     raise TypeError(f"point: {type(point).__name__} given; expected a ConditionalPoint")

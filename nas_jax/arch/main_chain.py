@@ -21,6 +21,7 @@ from nas_jax.arch.architecture import Architecture
 
 __all__ = ["KIND", "Chain", "chain_view", "check_arrays"]
 
+#: The `kind` of the layer graphs of Auto-Keras' family.
 KIND = "autokeras"
 Role = labels_lib.Role
 _IP, _OP, _CONV, _POOL, _FC, _DECISION, _SKIP, _CONCAT, _GAP = (

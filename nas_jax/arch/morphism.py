@@ -18,6 +18,7 @@ from nas_jax.arch.json_io import show
 
 __all__ = ["OP_TYPES", "Op", "apply_op", "replay", "candidate_ops", "sample_ops", "initial_architectures"]
 
+#: The network morphism operations: a deeper layer, a wider layer, an add or a concat skip connection.
 OP_TYPES = ("deep", "wide", "add", "concat")
 KIND = main_chain.KIND
 _VOCAB = labels_lib.vocabulary(KIND)

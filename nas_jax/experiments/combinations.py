@@ -27,9 +27,11 @@ __all__ = [
   "strategy_of",
 ]
 
+#: The spaces whose combinations are listed.
 SPACE_KINDS = ("nb201", "nb101", "cnn", "mlp", "autokeras", "conditional")
 # The acquisition each surrogate's method uses: NASBOT's EI for GPs, BANANAS' ITS for the ensemble.
 NATURAL_ACQUISITION = {"gp": "ei", "gp_fixed": "ei", "ensemble": "its"}
+#: The acquisitions that read a model (the model-free `random` left out).
 ACQUISITIONS = tuple(a for a in parts.ACQUISITIONS if parts.ACQUISITIONS[a]().needs_model)
 
 # Small options for a quick run of every combination (fast=True in `bo_config`).

@@ -23,6 +23,7 @@ from nas_jax.wiring.config_files import apply_overrides, load_config
 
 __all__ = [
   "seconds_curves",
+  "best_at_seconds",
   "run_name",
   "run_curves",
   "compare",

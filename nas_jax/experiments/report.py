@@ -50,6 +50,7 @@ __all__ = [
   "write_report",
 ]
 
+#: The report's file name in the workdir.
 REPORT = "report.html"
 # Strategies whose surrogate is a GP over distances between networks: the report shows those.
 GP_STRATEGIES = ("nasbot", "gp_bo", "bo")

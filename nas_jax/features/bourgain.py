@@ -23,6 +23,7 @@ __all__ = [
   "bourgain_embed",
 ]
 
+#: The `repeat` rules of `bourgain_anchors`: T sets per level ("intended") or T - i at level i (the authors' code).
 BOURGAIN_REPEATS = ("intended", "code")
 
 

@@ -38,6 +38,8 @@ __all__ = [
   "stack_descriptors",
 ]
 
+#: The `layer_match` rules of `edit_distances`: conv and dense lists matched apart ("separate") or as
+#: one list ("joint").
 LAYER_MATCHES = ("separate", "joint")
 _BLOCK_COSTS = 1 << 22  # d_s entries held on the host at once (32 MiB)
 _MIN_PAIRS = 1024  # a call's fewest pairs (padded), so that calls of a few candidates share one program

@@ -131,6 +131,7 @@ class ArcPair:
     )
 
 
+#: Any of the pair types a featurizer gives a surrogate.
 Pairwise = Union[VectorPair, DistancePair, OtmannPair, ArcPair]
 
 

@@ -6,6 +6,8 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 
+__all__ = ["ProxyNet", "is_weight"]
+
 
 class ProxyNet(NamedTuple):
   """One initialised network and the views of it that the proxies read.

@@ -15,6 +15,7 @@ from nas_jax.search.state import Observation
 
 __all__ = ["SCHEMA", "append", "replay"]
 
+#: The version of the journal's rows (`"schema"` of each row).
 SCHEMA = 1
 _CHUNK = 1 << 16
 

@@ -110,6 +110,7 @@ _MODELS: dict[str, _Model] = {
   "separate_hierarchical_gp": _per_pattern(_arc_gp),
   "hierarchical_gp": _arc_gp,
 }
+#: The names of the arc-kernel paper's six models (Swersky et al. 2013, Table 1).
 MODELS = tuple(_MODELS)
 
 

@@ -18,7 +18,9 @@ from nas_jax.search.task import Task, TaskResult
 
 __all__ = ["FUNCTIONS", "KINDS", "PERMISSIVE_LIMITS", "Quantities", "quantities", "synthetic_value", "synthetic_task"]
 
+#: The synthetic objectives of NASBOT's App. C.4.
 FUNCTIONS = ("f0", "f1", "f2", "f3")
+#: The network kinds each function is defined for.
 KINDS = {"f0": ("cnn", "mlp"), "f1": ("cnn",), "f2": ("mlp",), "f3": ("mlp",)}
 # The space decides which networks are allowed; an objective scores any valid graph.
 PERMISSIVE_LIMITS = Limits(

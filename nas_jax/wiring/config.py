@@ -39,6 +39,7 @@ __all__ = [
   "search_from_config",
 ]
 
+#: The plot of the best value against evaluations, written in the workdir.
 PROGRESS = "progress.png"
 # Fields a resumed search may change: how long it runs and where it evaluates, not what it searches.
 RESUME_MAY_CHANGE = (

@@ -63,6 +63,7 @@ SPACES: dict[str, Callable[..., Space]] = {
   "conditional": conditional_space,
 }
 
+#: Featurizer constructors by their config name (`strategy_config.featurizer`).
 FEATURIZERS: dict[str, Callable] = {
   "otmann": feat.otmann,
   "edit": feat.edit,
@@ -70,11 +71,13 @@ FEATURIZERS: dict[str, Callable] = {
   "arc": feat.arc,
   "poor_man": feat.poor_man,
 }
+#: Surrogate constructors by their config name (`strategy_config.surrogate`).
 SURROGATES: dict[str, Callable] = {
   "gp": point_model.gp,
   "gp_fixed": point_model.gp_fixed,
   "ensemble": point_model.ensemble,
 }
+#: Acquisition constructors by their config name (`strategy_config.acquisition`).
 ACQUISITIONS: dict[str, Callable] = {
   "ei": acq.ei,
   "pi": acq.pi,
@@ -83,6 +86,7 @@ ACQUISITIONS: dict[str, Callable] = {
   "its": acq.independent_thompson,
   "random": acq.uniform,
 }
+#: Acquisition optimiser constructors by their config name (`strategy_config.optimizer`).
 OPTIMISERS: dict[str, Callable] = {
   "ea": optimizers.ea,
   "mutation": optimizers.mutation_search,
