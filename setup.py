@@ -39,6 +39,7 @@ setuptools.setup(
     "jaxlib>=0.4.30",
     "flax>=0.8.5",
     "optax>=0.2.2",
+    "flatbuffers>=24.3.25",  # jax.export serialization: a saved model's predictor.jax_export
     "ott-jax>=0.4.7",
     "chex>=0.1.86",
     "absl-py>=2.0",

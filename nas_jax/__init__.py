@@ -97,6 +97,7 @@ from nas_jax.search.strategies.objectives import ehvi, parego, single
 from nas_jax.search.strategies.presets import autokeras, bananas, conditional_bo, gp_bo, nasbot, rand
 from nas_jax.search.strategies.proxy_search import with_proxy
 from nas_jax.search.task import Task, TaskResult
+from nas_jax.training.saved_model import load_model
 from nas_jax.wiring.config import check_search_config, search_from_config
 from nas_jax.wiring.parts import SCHEDULERS, SPACES, STRATEGIES, make_strategy
 
@@ -243,4 +244,5 @@ __all__ = [
   "make_strategy",
   "Task",
   "TaskResult",
+  "load_model",
 ]

@@ -13,7 +13,9 @@ ReLU-conv1x1/3x3-BN, 4 average pool 3x3 (stride 1, padding 1, the padding not co
 Conventions shared with the zero-cost reference's `NAS201Model`, whose scores this network
 reproduces:
 * Batch norm always normalises with the batch's own statistics (training mode; eps 1e-5, biased
-  variance): a network at initialisation is scored in training mode.
+  variance): a network at initialisation is scored in training mode. A network trained to predict
+  (`nas_jax.training.nb201_training`) sets `batch_norm`: "train" also keeps running averages
+  (`batch_stats`, momentum `BN_MOMENTUM`), "running" normalises with them (inference).
 * `bn=False` removes the batch norms of the stem, the cells and the head, but the reduction blocks
   keep theirs, exactly as the reference's BN-free copy (`get_prunable_copy(bn=False)`) does,
   since its reduction block ignores `use_bn`.
@@ -51,9 +53,22 @@ import numpy as np
 
 from nas_jax.arch.cell import NB201_EDGES
 
-__all__ = ["Nb201Spec", "check_spec", "Nb201Net", "specialise_params", "nb201_params", "nb201_flops"]
+__all__ = [
+  "Nb201Spec",
+  "check_spec",
+  "Nb201Net",
+  "BATCH_NORM_MODES",
+  "BN_MOMENTUM",
+  "specialise_params",
+  "nb201_params",
+  "nb201_flops",
+]
 
 _EPS = 1e-5
+# Batch norm's statistics: the batch's only (the proxies' convention), the batch's while the
+# running averages are updated (training), or the running averages (inference).
+BATCH_NORM_MODES = ("batch", "train", "running")
+BN_MOMENTUM = 0.9  # running = 0.9 running + 0.1 batch: PyTorch's momentum 0.1, which NB201 trains with
 _NONE, _SKIP, _CONV1, _CONV3, _POOL = range(5)
 _CONV_OF = {_CONV1: "conv1", _CONV3: "conv3"}
 
@@ -125,10 +140,23 @@ class _NormWeights(nn.Module):
     return self.param("scale", nn.initializers.ones, (self.c,)), self.param("offset", nn.initializers.zeros, (self.c,))
 
 
-def _normalise(x: jax.Array) -> jax.Array:
-  """Batch norm with the batch's statistics over (B, H, W), no scale or offset."""
-  mean = jnp.mean(x, axis=(0, 1, 2))
-  var = jnp.mean(jnp.square(x - mean), axis=(0, 1, 2))
+def _normalise(module: nn.Module, x: jax.Array, mode: str, name: str = "") -> jax.Array:
+  """Batch norm over (B, H, W), no scale or offset, with the statistics of `mode` (one of
+  `BATCH_NORM_MODES`); other than "batch", the running averages are the module's `batch_stats`
+  `<name>mean` and `<name>var` [C]."""
+  if mode == "batch":
+    mean = jnp.mean(x, axis=(0, 1, 2))
+    return (x - mean) * jax.lax.rsqrt(jnp.mean(jnp.square(x - mean), axis=(0, 1, 2)) + _EPS)
+  running_mean = module.variable("batch_stats", name + "mean", jnp.zeros, (x.shape[-1],), jnp.float32)
+  running_var = module.variable("batch_stats", name + "var", jnp.ones, (x.shape[-1],), jnp.float32)
+  if mode == "running":
+    mean, var = running_mean.value.astype(x.dtype), running_var.value.astype(x.dtype)
+  else:
+    mean = jnp.mean(x, axis=(0, 1, 2))
+    var = jnp.mean(jnp.square(x - mean), axis=(0, 1, 2))
+    if not module.is_initializing():
+      running_mean.value = BN_MOMENTUM * running_mean.value + (1 - BN_MOMENTUM) * mean.astype(jnp.float32)
+      running_var.value = BN_MOMENTUM * running_var.value + (1 - BN_MOMENTUM) * var.astype(jnp.float32)
   return (x - mean) * jax.lax.rsqrt(var + _EPS)
 
 
@@ -163,6 +191,7 @@ class _ConvBn(nn.Module):
   stride: int = 1
   relu: bool = True
   bn: bool = True
+  batch_norm: str = "batch"
 
   @nn.compact
   def __call__(self, x: jax.Array) -> jax.Array:
@@ -171,19 +200,20 @@ class _ConvBn(nn.Module):
     if not self.bn:
       return y
     scale, offset = _NormWeights(self.c_out, name="norm")()
-    return _normalise(y) * scale + offset
+    return _normalise(self, y, self.batch_norm) * scale + offset
 
 
 class _Reduction(nn.Module):
   """The residual reduction block C -> 2C, stride 2 (its batch norms are always on)."""
 
   c_in: int
+  batch_norm: str = "batch"
 
   @nn.compact
   def __call__(self, x: jax.Array) -> jax.Array:
     c = 2 * self.c_in
-    h = _ConvBn(3, self.c_in, c, stride=2, name="conv_a")(x)
-    h = _ConvBn(3, c, c, name="conv_b")(h)
+    h = _ConvBn(3, self.c_in, c, stride=2, batch_norm=self.batch_norm, name="conv_a")(x)
+    h = _ConvBn(3, c, c, batch_norm=self.batch_norm, name="conv_b")(h)
     pooled = nn.avg_pool(x, (2, 2), strides=(2, 2))
     return h + _ConvBn(1, self.c_in, c, relu=False, bn=False, name="shortcut")(pooled)
 
@@ -195,6 +225,7 @@ class _Edge(nn.Module):
   bn: bool
   affine: bool
   op: int | None = None
+  batch_norm: str = "batch"
 
   def _norm(self, name: str, y: jax.Array) -> tuple[jax.Array, Any]:
     if not self.affine:
@@ -215,7 +246,7 @@ class _Edge(nn.Module):
       # conv's output is conv3's when that op is on, conv1's when it is, and the other tap is 0.
       y = _tap(self, m[_CONV1] * y, "tap1") + _tap(self, m[_CONV3] * y, "tap3")
       if self.bn:
-        y = _normalise(y)
+        y = _normalise(self, y, self.batch_norm)
         if self.affine:
           s3, o3 = _NormWeights(self.c, name="norm3")()
           s1, o1 = _NormWeights(self.c, name="norm1")()
@@ -232,7 +263,7 @@ class _Edge(nn.Module):
     w, b = _ConvWeights(1 if self.op == _CONV1 else 3, self.c, self.c, bias, name=name)()
     y = _tap(self, _conv(_relu(self, x), w, b))
     if self.bn:
-      y = _normalise(y)
+      y = _normalise(self, y, self.batch_norm)
       if self.affine:
         s, o = _NormWeights(self.c, name="norm" + name[-1])()
         y = y * s + o
@@ -244,6 +275,7 @@ class _Cell(nn.Module):
   bn: bool
   affine: bool
   cell: tuple[int, ...] | None = None
+  batch_norm: str = "batch"
 
   @nn.compact
   def __call__(self, x: jax.Array, onehot: jax.Array | None) -> jax.Array:
@@ -254,7 +286,7 @@ class _Cell(nn.Module):
         if t != j:
           continue
         op = None if self.cell is None else self.cell[e]
-        edge = _Edge(self.c, self.bn, self.affine, op, name=f"edge{e}")
+        edge = _Edge(self.c, self.bn, self.affine, op, self.batch_norm, name=f"edge{e}")
         terms.append(edge(nodes[i], None if onehot is None else onehot[e]))
       nodes.append(sum(terms))
     return nodes[3].astype(x.dtype), None  # flax's count-excluding pool divides in float64 under x64
@@ -265,7 +297,7 @@ def _stage(n: int):
   stacked on a leading axis N) keeps the program, and its compile time, the size of one cell's."""
   return nn.scan(
     _Cell,
-    variable_axes={"params": 0, "intermediates": 0, "perturbations": 0, "relu_codes": 0},
+    variable_axes={"params": 0, "batch_stats": 0, "intermediates": 0, "perturbations": 0, "relu_codes": 0},
     split_rngs={"params": True},
     in_axes=nn.broadcast,
     length=n,
@@ -274,27 +306,34 @@ def _stage(n: int):
 
 class Nb201Net(nn.Module):
   """The NB201 network. `cell` None: masked, `__call__(x, ops)` with ops [6] int codes (data);
-  `cell` a tuple of 6 codes: specialised, `__call__(x)` (`ops` must be None).
+  `cell` a tuple of 6 codes: specialised, `__call__(x)` (`ops` must be None). `batch_norm`, one of
+  `BATCH_NORM_MODES`: "batch" (the default) normalises with the batch's statistics and has no
+  `batch_stats`; "train" too, updating the running averages (apply with mutable=["batch_stats"]);
+  "running" normalises with them.
 
   x: [B, image_size, image_size, 3]; returns logits [B, num_classes]."""
 
   spec: Nb201Spec = Nb201Spec()
   cell: tuple[int, ...] | None = None
+  batch_norm: str = "batch"
 
   @nn.compact
   def __call__(self, x: jax.Array, ops: jax.Array | None = None) -> jax.Array:
     s = self.spec
     onehot = None if self.cell is not None else jax.nn.one_hot(ops, 5, dtype=x.dtype)
     c = s.channels
-    h = _ConvBn(3, 3, c, relu=False, bn=s.bn, name="stem")(x)
+    if self.batch_norm not in BATCH_NORM_MODES:
+      raise ValueError(f"Nb201Net.batch_norm: {self.batch_norm!r}; allowed: {', '.join(BATCH_NORM_MODES)}")
+    mode = self.batch_norm
+    h = _ConvBn(3, 3, c, relu=False, bn=s.bn, batch_norm=mode, name="stem")(x)
     for stage in range(3):
       if stage:
-        h = _Reduction(c, name=f"reduce{stage}")(h)
+        h = _Reduction(c, mode, name=f"reduce{stage}")(h)
         c *= 2
-      h, _ = _stage(s.cells_per_stage)(c, s.bn, s.affine, self.cell, name=f"stage{stage}")(h, onehot)
+      h, _ = _stage(s.cells_per_stage)(c, s.bn, s.affine, self.cell, mode, name=f"stage{stage}")(h, onehot)
     if s.bn:
       scale, offset = _NormWeights(c, name="head_norm")()
-      h = _normalise(h) * scale + offset
+      h = _normalise(self, h, mode, "head_") * scale + offset
     h = jnp.mean(_relu(self, h), axis=(1, 2))
     return _Dense(c, s.num_classes, name="classifier")(h)
 

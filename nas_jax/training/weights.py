@@ -13,7 +13,7 @@ import flax.serialization
 import jax
 import numpy as np
 
-__all__ = ["save_variables", "load_variables"]
+__all__ = ["save_variables", "load_variables", "write_atomic"]
 
 
 def save_variables(path: str | os.PathLike, variables: Any) -> None:
@@ -29,9 +29,15 @@ def save_variables(path: str | os.PathLike, variables: Any) -> None:
   """
   if not isinstance(variables, Mapping):
     raise TypeError(f"variables: got {type(variables).__name__}; expected a dict such as {{'params': ...}}")
-  path = os.fspath(path)
   # to_state_dict turns FrozenDicts into the plain dicts that msgpack accepts.
   data = flax.serialization.msgpack_serialize(flax.serialization.to_state_dict(jax.tree.map(np.asarray, variables)))
+  write_atomic(path, data)
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+  """Writes `data` to `path` (creating its directory) through `path + ".tmp"` and a rename: a
+  reader sees the previous file or the whole new one, never a part."""
+  path = os.fspath(path)
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
   tmp = path + ".tmp"
   with open(tmp, "wb") as f:
