@@ -9,6 +9,7 @@ every point and the ones past a point's count do nothing. After every epoch each
 validation and test error are measured (error rate, or MSE on standardised targets); a point
 scores its best validation epoch's. Its randomness (initialisation, shuffles, dropout) derives
 from the key and its canonical key, so a point trains the same whichever batch it is in.
+`final_fit_conditional` trains one point so for its final training and keeps its parameters.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,11 +25,13 @@ import numpy as np
 import optax
 
 from nas_jax.arch import conditional_point as cond_point
-from nas_jax.models import chain_mlp
+from nas_jax.models import chain_mlp, network_costs
 from nas_jax.training import train_loop, train_steps
 from nas_jax.training.datasets import TASKS, Dataset, input_spec
+from nas_jax.training.final_fit import FinalFit
+from nas_jax.training.saved_model import ModelSpec
 
-__all__ = ["PointResults", "train_points", "evaluate_point"]
+__all__ = ["PointResults", "train_points", "evaluate_point", "final_fit_conditional"]
 
 _F32 = jnp.float32
 _ADAM = optax.scale_by_adam()
@@ -42,12 +45,17 @@ class PointResults(NamedTuple):
     test_error: [B] float64, the test error after that epoch.
     val_errors: [B, epochs] float64, the validation error after each epoch.
     seconds: wall time of the call, compilation included.
+    test_errors: [B, epochs] float64, the test error after each epoch.
+    params: with `keep_params`, each point's `chain_mlp` parameters after the last epoch (host
+      numpy, leading axis B); else None.
   """
 
   val_error: np.ndarray
   test_error: np.ndarray
   val_errors: np.ndarray
   seconds: float
+  test_errors: np.ndarray
+  params: Any = None
 
 
 def _losses(params, s: chain_mlp.Settings, x, y, key, classification: bool) -> tuple[jax.Array, jax.Array]:
@@ -148,6 +156,7 @@ def train_points(
   epochs: int,
   key: jax.Array,
   chunk: int = 32,
+  keep_params: bool = False,
 ) -> PointResults:
   """Trains every point of a batch (see the module docstring) and scores it by its best epoch.
 
@@ -162,6 +171,7 @@ def train_points(
     key: a jax random key; each point's randomness derives from it and the point's canonical key.
     chunk: the most points trained at once (memory: each point holds its parameters, Adam
       moments and gradient sums).
+    keep_params: return each point's parameters after the last epoch (`PointResults.params`).
 
   Returns:
     PointResults with [B] errors.
@@ -176,6 +186,7 @@ def train_points(
   data = tuple(jnp.asarray(a) for a in dataset[:6])
   size = min(chunk, n_points)
   records: list[list[train_loop.Record]] = []
+  kept = []  # with keep_params, each chunk's params after its last epoch
   for start in range(0, n_points, size):
     rows = np.minimum(np.arange(start, start + size), n_points - 1)
     s = jax.tree.map(lambda a: jnp.asarray(a[rows]), settings)
@@ -185,18 +196,79 @@ def train_points(
       s, state[0], keys[rows, 1:], jnp.int32(epoch), data, classification, micro
     )
     evaluate = lambda state: [(float(v), math.nan, float(t)) for v, t in zip(*map(np.asarray, state[1]))]
-    records += train_loop.train_epochs(run_epoch, evaluate, (state, None), range(epochs), [[] for _ in rows]).records
+    trained = train_loop.train_epochs(run_epoch, evaluate, (state, None), range(epochs), [[] for _ in rows])
+    records += trained.records
+    if keep_params:  # the state is ((params, Adam state), errors)
+      kept.append(jax.device_get(trained.state[0][0]))
   results = [train_loop.result_of(dataset.task, r, 0.0, 0.0, 0.0) for r in records[:n_points]]
+  params = jax.tree.map(lambda *a: np.concatenate(a)[:n_points], *kept) if keep_params else None
   return PointResults(
     np.array([r.val_error for r in results]),
     np.array([r.test_error for r in results]),
     np.array([r.val_errors for r in results]),
     time.perf_counter() - t0,
+    np.array([[r[2] for r in rec] for rec in records[:n_points]], np.float64),
+    params,
   )
 
 
 def evaluate_point(
-  point: cond_point.ConditionalPoint, spec: cond_point.ConditionalSpec, dataset: Dataset, *, epochs: int, key: jax.Array
+  point: cond_point.ConditionalPoint,
+  spec: cond_point.ConditionalSpec,
+  dataset: Dataset,
+  *,
+  epochs: int,
+  key: jax.Array,
+  keep_params: bool = False,
 ) -> PointResults:
   """`train_points` of one point (values [P]; `stack_points` refuses a batch); the results have B = 1."""
-  return train_points(cond_point.stack_points([point]), spec, dataset, epochs=epochs, key=key, chunk=1)
+  return train_points(
+    cond_point.stack_points([point]), spec, dataset, epochs=epochs, key=key, chunk=1, keep_params=keep_params
+  )
+
+
+def final_fit_conditional(
+  point_json: dict,
+  data: Dataset,
+  epochs: int,
+  key: jax.Array,
+  *,
+  checkpoint_path: str = "",
+  init_variables: Any = None,
+  max_depth: int = 3,
+) -> FinalFit:
+  """Trains one conditional point (its own learning rate, batch size, dropout and L2) for all
+  `epochs` on `data`'s training split, as `train_points` trains it, and scores it on the test
+  split after the last epoch. Deterministic for `key`.
+
+  Args:
+    point_json: the point as the search journal holds it (`point_to_json`).
+    data: the final split (`final_fit.merge_train_val`), flat features [n, D].
+    epochs: training epochs, >= 1.
+    key: a jax PRNG key.
+    checkpoint_path: accepted for the common signature; a chain MLP trains in seconds to minutes,
+      so a killed run is rerun from the start (the same key gives the same result).
+    init_variables: must be None: conditional points train from scratch.
+    max_depth: the search space's `conditional_spec(max_depth)`.
+
+  Returns:
+    A FinalFit: test accuracy (classification) or MSE (regression); NaN when training diverged.
+  """
+  del checkpoint_path  # a rerun with the same key repeats the run exactly
+  t0 = time.perf_counter()
+  if init_variables is not None:
+    raise ValueError("init_variables: conditional points train from scratch; pass None")
+  spec = cond_point.conditional_spec(max_depth)
+  point = cond_point.point_from_json(point_json, spec)
+  result = evaluate_point(point, spec, data, epochs=epochs, key=key, keep_params=True)
+  error = float(result.test_errors[0, -1])
+  input_shape, num_outputs = input_spec(data)
+  classification = data.task == "classification"
+  arch = cond_point.to_architecture(point, spec, "softmax" if classification else "linear")
+  return FinalFit(
+    (1.0 - error if classification else error) if math.isfinite(error) else math.nan,
+    {"params": jax.tree.map(lambda a: np.asarray(a[0]), result.params)},
+    ModelSpec("conditional", point_json, input_shape, data.task, num_outputs, {"max_depth": max_depth}),
+    network_costs.network_costs(arch, input_shape, num_outputs).params,
+    time.perf_counter() - t0,
+  )

@@ -1,4 +1,4 @@
-"""Datasets for training networks: scikit-learn's bundled digits and diabetes, and user tables.
+"""Datasets for training networks: scikit-learn's bundled digits and diabetes, user tables and user images.
 
 Nothing is downloaded. Every dataset is split 0.6/0.2/0.2 with a seed and standardised with
 training statistics (NASBOT Sec. 5).
@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import csv
 import os
+import zipfile
 from typing import NamedTuple
 
 import numpy as np
 from sklearn import datasets as sk_datasets
 
-__all__ = ["Dataset", "TASKS", "input_spec", "digits", "diabetes", "load_table", "get_dataset"]
+__all__ = ["Dataset", "TASKS", "input_spec", "digits", "diabetes", "load_table", "load_images", "get_dataset"]
 
+#: The task types a dataset can have.
 TASKS = ("classification", "regression")
 _SPLIT = (0.6, 0.2)  # train, validation; the test split takes the rest
 
@@ -204,6 +206,47 @@ def load_table(path: str, *, target: str, task: str = "regression", seed: int = 
     classes, y = np.unique(y, return_inverse=True)
     num_classes = len(classes)
   return _split(x, y, task=task, num_classes=num_classes, seed=seed, name=os.path.basename(path))
+
+
+def load_images(path: str, *, seed: int = 0) -> Dataset:
+  """Labelled images the user provides: an .npz holding `x` [n, H, W, C] (numeric) and `y` [n]
+  integer class labels (renumbered 0..K-1 in sorted order), e.g. `np.savez(path, x=x, y=y)`; split
+  0.6/0.2/0.2 with `seed` and standardised per pixel position with training statistics, as
+  `digits` is.
+
+  Returns:
+    A classification Dataset with [n, H, W, C] float32 images.
+
+  Raises:
+    ValueError naming the file and what is wrong: missing, not an .npz, no `x` or `y`, shapes,
+    non-finite pixels, non-integer labels.
+  """
+  seed = _check_seed(seed)
+  if not os.path.isfile(path) or os.path.splitext(path)[1].lower() != ".npz":
+    raise ValueError(
+      f"load_images: {path!r} is not an existing .npz file; expected one holding x [n, H, W, C] and y [n]"
+    )
+  try:
+    with np.load(path, allow_pickle=False) as f:
+      arrays = {k: f[k] for k in f.files}
+  except (OSError, ValueError, zipfile.BadZipFile) as e:
+    raise ValueError(f"load_images: {path!r} is not a readable .npz file ({e})") from None
+  x, y = arrays.get("x"), arrays.get("y")
+  if x is None or y is None:
+    raise ValueError(f"load_images: {path!r} holds {sorted(arrays)}; expected x [n, H, W, C] and y [n]")
+  if x.ndim != 4 or y.ndim != 1 or len(x) != len(y) or not np.issubdtype(x.dtype, np.number):
+    raise ValueError(
+      f"load_images: {path!r} holds x {x.shape} {x.dtype} and y {y.shape}; expected x [n, H, W, C] and y [n]"
+    )
+  if not np.isfinite(x).all():
+    raise ValueError(f"load_images: {path!r} x contains NaN or inf; clean the images first")
+  if not np.issubdtype(y.dtype, np.number) or not np.array_equal(y, np.round(y)):
+    raise ValueError(f"load_images: {path!r} y holds non-integer values; expected class labels")
+  classes, labels = np.unique(y, return_inverse=True)
+  name = os.path.basename(path)
+  data = _split(x.reshape(len(x), -1), labels, task="classification", num_classes=len(classes), seed=seed, name=name)
+  image = lambda z: z.reshape(-1, *x.shape[1:])
+  return data._replace(x_train=image(data.x_train), x_val=image(data.x_val), x_test=image(data.x_test))
 
 
 def get_dataset(name: str, *, kind: str, seed: int = 0, target: str = "", task: str = "regression") -> Dataset:

@@ -117,6 +117,7 @@ def train_until(
   epochs: int,
   *,
   resume: checkpoints.Checkpoint | None = None,
+  init_variables: Mapping[str, Any] | None = None,
 ) -> tuple[EvalResult, checkpoints.Checkpoint, int]:
   """The first `epochs` epochs of the run `evaluate(arch, dataset, train_config, key)` does, from
   scratch or continued from a checkpoint of the same run (multi-fidelity training).
@@ -133,6 +134,8 @@ def train_until(
       ensure). It is used when it has fewer than `epochs` epochs and its state fits the network;
       otherwise training starts from scratch. A run that early stopping ended (`stops`) is returned
       as it is, without training.
+    init_variables: as for `evaluate`: the variables a run from scratch starts from (a continued
+      run takes its state from `resume`).
 
   Returns:
     (result, checkpoint after the last epoch, epochs taken from `resume`: 0 from scratch).
@@ -148,7 +151,9 @@ def train_until(
     resume = None  # nothing to continue, or it went as far or further: its state cannot be rewound
   if resume is not None and stops(list(resume.records), train_config):
     return result_of(dataset.task, list(resume.records), 0.0, 0.0, 0.0), resume, resume.epochs
-  result, trained, continued = _train(arch.kind, nodes, dataset, train_config, key, int(epochs), resume=resume)
+  result, trained, continued = _train(
+    arch.kind, nodes, dataset, train_config, key, int(epochs), init_variables, resume=resume
+  )
   checkpoint = checkpoints.capture(trained.state, trained.records[0])
   _release_freed_memory()
   return result, checkpoint, continued

@@ -15,6 +15,7 @@ OPTIMIZERS = {
   "adam": optax.adam,
   "sgd": optax.sgd,
   "momentum": functools.partial(optax.sgd, momentum=0.9),
+  "nesterov": functools.partial(optax.sgd, momentum=0.9, nesterov=True),  # NAS-Bench-201's optimizer
 }
 SCHEDULES = ("constant", "cosine")
 
@@ -26,7 +27,8 @@ class TrainConfig(NamedTuple):
     epochs: passes over the training split; the validation error is measured after each.
     batch_size: minibatch size; the remainder of each shuffled epoch is dropped.
     learning_rate: initial step size.
-    optimizer: a key of `OPTIMIZERS` ("adam", "sgd", "momentum").
+    optimizer: a key of `OPTIMIZERS` ("adam", "sgd", "momentum", "nesterov": SGD with Nesterov
+      momentum 0.9).
     schedule: "constant", or "cosine" (decay to 0 over all steps: the paper's "reduced gradually").
     weight_decay: L2 coefficient added to the gradient (0 = none).
     eval_batch_size: batch size of the (padded) evaluation passes.

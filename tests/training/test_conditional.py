@@ -10,7 +10,7 @@ from nas_jax.arch import conditional_point as cond_point
 from nas_jax.spaces import conditional as C
 from nas_jax.models import chain_mlp
 from nas_jax.training import conditional as T
-from nas_jax.training import datasets
+from nas_jax.training import datasets, saved_model
 
 SPEC = cond_point.conditional_spec()
 SPACE = C.conditional_space()
@@ -128,3 +128,23 @@ def test_arguments_are_checked_before_training(digits):
   narrow = SPEC._replace(upper=np.where(np.arange(15) == 1, -2.0, SPEC.upper))
   with pytest.raises(ValueError, match=r"spec: differs from conditional_spec\(max_depth=3\)"):
     T.train_points(one, narrow, digits, epochs=1, key=KEY)
+
+
+def test_final_fit_keeps_the_last_epochs_params_and_its_saved_model_scores_them(batch, digits, tmp_path):
+  points, _ = batch
+  r = T.evaluate_point(points[1], SPEC, digits, epochs=2, key=KEY, keep_params=True)
+  assert r.test_errors.shape == (1, 2) and r.test_error[0] in r.test_errors[0]
+  s = jax.tree.map(lambda a: a[0], chain_mlp.settings(cond_point.stack_points([points[1]]), SPEC, 0, 64))
+  params = jax.tree.map(lambda a: a[0], r.params)
+  wrong = np.asarray(chain_mlp.forward(params, s, digits.x_test, None)).argmax(axis=1) != digits.y_test
+  assert np.mean(wrong) == pytest.approx(r.test_errors[0, -1], abs=1e-6)  # the params of the last epoch
+
+  fit = T.final_fit_conditional(SPACE.to_json(points[1]), digits, 2, KEY)
+  assert fit.test_metric == pytest.approx(1 - r.test_errors[0, -1], abs=1e-12)
+  assert fit.params == (64 + 1) * 32 + 2 * (32 + 1) * 32 + (32 + 1) * 10  # 64 -> 32 -> 32 -> 32 -> 10
+  assert fit.spec.options == {"max_depth": 3} and fit.spec.input_shape == (64,)
+  model = saved_model.load_model(saved_model.save_model(str(tmp_path / "m"), fit.spec, fit.variables))
+  accuracy = np.mean(model.predict(digits.x_test).argmax(axis=1) == digits.y_test)
+  assert accuracy == pytest.approx(fit.test_metric, abs=1e-6)
+  with pytest.raises(ValueError, match="init_variables: conditional points train from scratch"):
+    T.final_fit_conditional(SPACE.to_json(points[1]), digits, 2, KEY, init_variables={"params": {}})
