@@ -18,8 +18,6 @@ finished (network, seed).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import math
 import os
@@ -102,20 +100,6 @@ def _check_int(name: str, value: Any) -> int:
   if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
     raise ValueError(f"{name}: {value!r}; expected an integer >= 1")
   return int(value)
-
-
-@contextlib.contextmanager
-def _exclusive(folder: str):
-  """An advisory lock on `folder` for the whole run (the kernel drops it when the process dies)."""
-  fd = os.open(folder, os.O_RDONLY)
-  try:
-    try:
-      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-      raise ValueError(f"workdir: another final training is running in {folder!r}") from None
-    yield
-  finally:
-    os.close(fd)
 
 
 def _finished(rows: Sequence[Observation], top: Sequence[Observation], epochs: int, seeds: int, where: str) -> dict:
@@ -242,7 +226,7 @@ def final_train(
   folder = os.path.join(run.workdir, FINAL)
   os.makedirs(folder, exist_ok=True)
   path = os.path.join(folder, loop.JOURNAL)
-  with _exclusive(folder):
+  with loop.exclusive(folder, "final training"):
     rows = journal.replay(path)
     done = _finished(rows, top, epochs, seeds, folder)
     trial = max((r.trial_id for r in rows), default=-1) + 1

@@ -28,6 +28,7 @@ __all__ = [
   "SUMMARY",
   "CONFIG",
   "WorkdirInUse",
+  "exclusive",
   "WorkdirReplaced",
   "run",
   "trial_seed",
@@ -79,16 +80,17 @@ class _Journal(NamedTuple):
 
 
 @contextlib.contextmanager
-def _exclusive(workdir: str):
-  """Holds an advisory lock on the workdir: two searches never write one journal. The lock is on
-  the folder itself, so no lock file can be deleted by mistake, and the kernel drops it when the
-  process dies, so a killed search leaves no stale lock."""
+def exclusive(workdir: str, what: str = "search"):
+  """Holds an advisory lock on the workdir: two runs (searches, or `what`) never write one journal.
+  The lock is on the folder itself, so no lock file can be deleted by mistake, and the kernel drops
+  it when the process dies, so a killed run leaves no stale lock. Yields the folder's descriptor;
+  WorkdirInUse when another run holds it."""
   fd = os.open(workdir, os.O_RDONLY)
   try:
     try:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-      raise WorkdirInUse(f"workdir {workdir!r}: another search is running in it") from None
+      raise WorkdirInUse(f"workdir {workdir!r}: another {what} is running in it") from None
     yield fd
   finally:
     os.close(fd)
@@ -216,7 +218,7 @@ def run(
   workdir = os.fspath(workdir)
   os.makedirs(workdir, exist_ok=True)
   path = os.path.join(workdir, JOURNAL)
-  with _exclusive(workdir) as dir_fd:
+  with exclusive(workdir) as dir_fd:
     _check_meta(workdir, task)
     if config is not None:
       _write_json(os.path.join(workdir, CONFIG), config)
