@@ -340,12 +340,10 @@ def generate(app) -> None:
   _write(os.path.join(out, "index.md"), "\n".join(index) + "\n")
 
 
-def _lookup(target: str, module: str | None):
-  """The object a reference names: a full `nas_jax.` path, or a name in the module it is read in
-  (a string annotation such as "TrainConfig"); None when there is none."""
-  path = target if target.startswith("nas_jax.") else f"{module}.{target}" if module else ""
-  parts, obj = path.split("."), None
-  for depth in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+def find(parts: list[str]):
+  """The object a dotted path's parts name (its longest importable prefix, then attributes), or
+  None."""
+  for depth in range(len(parts), 0, -1):
     try:
       obj = importlib.import_module(".".join(parts[:depth]))
     except ImportError:
@@ -354,6 +352,13 @@ def _lookup(target: str, module: str | None):
       obj = getattr(obj, part, None)
     return obj
   return None
+
+
+def _lookup(target: str, module: str | None):
+  """The object a reference names: a full `nas_jax.` path, or a name in the module it is read in
+  (a string annotation such as "TrainConfig"); None when there is none."""
+  path = target if target.startswith("nas_jax.") else f"{module}.{target}" if module else ""
+  return find(path.split(".")) if path else None
 
 
 def _missing_reference(app, env, node, contnode):

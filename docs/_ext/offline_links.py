@@ -20,9 +20,9 @@ URL pattern that project's documentation follows:
 the strict (nitpicky) build.
 """
 
-import importlib
 import itertools
 
+from api_reference import find
 from docutils import nodes
 
 ALIASES = (("jnp.", "jax.numpy."), ("np.", "numpy."))
@@ -36,29 +36,16 @@ SEARCH = {
 NUMPY = "https://numpy.org/doc/stable/reference/"
 
 
-def _find(parts: list):
-  """The object a dotted path names (its longest importable prefix, then attributes), or None."""
-  for depth in range(len(parts), 0, -1):
-    try:
-      obj = importlib.import_module(".".join(parts[:depth]))
-    except ImportError:
-      continue
-    for part in parts[depth:]:
-      obj = getattr(obj, part, None)
-    return obj
-  return None
-
-
 def public_name(target: str) -> str:
   """The shortest path to the same object that keeps the first and the last part of `target`
   (`numpy.random._generator.Generator` -> `numpy.random.Generator`); for a path that does not
   import (`jax.jaxlib._jax.Array`), the shortest to an object of that name; else `target`."""
   parts = target.split(".")
-  obj = _find(parts)
+  obj = find(parts)
   middle = parts[1:-1]
   for n in range(len(middle)):
     for kept in itertools.combinations(middle, n):
-      found = _find([parts[0], *kept, parts[-1]])
+      found = find([parts[0], *kept, parts[-1]])
       if found is not None and (
         found is obj if obj is not None else str(getattr(found, "__name__", "")).rsplit(".", 1)[-1] == parts[-1]
       ):
