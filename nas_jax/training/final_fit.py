@@ -79,11 +79,13 @@ def merge_train_val(data: Dataset) -> Dataset:
   )
 
 
-def final_train_config(config: TrainConfig, epochs: int) -> TrainConfig:
+def final_train_config(config: TrainConfig, epochs: int, checkpoint_every: int = 1) -> TrainConfig:
   """The search's `config` run for `epochs` without early stopping (patience 0): the learning
-  rate schedule spans all `epochs`."""
-  if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
-    raise ValueError(f"epochs: {epochs!r}; expected an integer >= 1")
+  rate schedule spans all `epochs`. Also checks a final fit's `checkpoint_every` (epochs between
+  checkpoints, >= 1)."""
+  for name, value in (("epochs", epochs), ("checkpoint_every", checkpoint_every)):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+      raise ValueError(f"{name}: {value!r}; expected an integer >= 1")
   config = config._replace(epochs=int(epochs), patience=0)
   check_config(config)
   return config
@@ -141,9 +143,7 @@ def final_fit_layer_graph(
     A FinalFit; a diverged run has a NaN test_metric.
   """
   t0 = time.perf_counter()
-  config = final_train_config(train_config, epochs)
-  if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
-    raise ValueError(f"checkpoint_every: {checkpoint_every!r}; expected an integer >= 1")
+  config = final_train_config(train_config, epochs, checkpoint_every)
   arch = Architecture.from_json({k: v for k, v in point_json.items() if k != "morph"}, limits=limits)
   meta = checkpoint_meta(point_json, data, config, key)
   resume = checkpoints.load(checkpoint_path, meta) if checkpoint_path else None

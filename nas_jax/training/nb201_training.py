@@ -117,9 +117,7 @@ def final_fit_nb201(
     A FinalFit (test accuracy; NaN when training diverged).
   """
   t0 = time.perf_counter()
-  config = final_train_config(train_config, epochs)
-  if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
-    raise ValueError(f"checkpoint_every: {checkpoint_every!r}; expected an integer >= 1")
+  config = final_train_config(train_config, epochs, checkpoint_every)
   spec = nb201_model_spec(point_json, data, channels=channels, cells_per_stage=cells_per_stage)
   n = data.x_train.shape[0]
   if config.batch_size > n:

@@ -69,6 +69,8 @@ def test_the_final_schedule_has_no_early_stopping_and_the_papers_ratio():
   for bad in (0, -1, 2.0, True):
     with pytest.raises(ValueError, match=r"^epochs: .*; expected an integer >= 1$"):
       final_train_config(CONFIG, bad)
+    with pytest.raises(ValueError, match=r"^checkpoint_every: .*; expected an integer >= 1$"):
+      final_train_config(CONFIG, 5, bad)
 
 
 def _obs(trial, arch, value, status=Status.OK, fidelity=None):
