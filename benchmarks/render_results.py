@@ -169,11 +169,13 @@ def _figure(record: dict, what) -> str:
 
 def render_commands(records: dict) -> str:
   main, tests = records["main_command"], records["test_command"]
+  # The tests' machine is named too where it is not the main job's.
+  on_tests = f" on {tests['machine']}" if main["machine"] != tests["machine"] else ""
   return (
     f"Measured on {main['machine']}: the main job {main['figures']['wall time']} cold (a fresh clone and"
-    f" virtualenv, no pip cache, the install included), printing `{main['figures']['printed']}`; the tests"
-    f" {tests['figures']['pytest time']} on two processes, {tests['figures']['with the install']} with the"
-    " install (the date and commit of each: [docs/results.md](docs/results.md)). Which worker finishes first"
+    f" virtualenv, no pip cache, the install included), printing `{main['figures']['printed']}`; the"
+    f" tests {tests['figures']['pytest time']} on two processes, {tests['figures']['with the install']} with the"
+    f" install{on_tests} (the date and commit of each: [docs/results.md](docs/results.md)). Which worker finishes first"
     " decides what the GP sees, so another machine may pick other networks."
   )
 
