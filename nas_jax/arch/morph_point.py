@@ -19,7 +19,7 @@ from nas_jax.arch import main_chain, morphism
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.json_io import Limits, show
 
-__all__ = ["MorphPoint", "weights_id", "descriptor_key", "morph_point_to_json", "morph_point_from_json"]
+__all__ = ["MorphPoint", "network_json", "weights_id", "descriptor_key", "morph_point_to_json", "morph_point_from_json"]
 
 
 class MorphPoint(NamedTuple):
@@ -37,6 +37,12 @@ class MorphPoint(NamedTuple):
   parent: str | None = None
   parent_trial: int | None = None
   ops: tuple[morphism.Op, ...] = ()
+
+
+def network_json(obj: dict) -> dict:
+  """The network's own JSON: `obj` without the "morph" record of how an Auto-Keras search reached
+  it (`morph_point_to_json`)."""
+  return {k: v for k, v in obj.items() if k != "morph"}
 
 
 def weights_id(arch_json: dict) -> str:
@@ -71,8 +77,7 @@ def morph_point_from_json(obj: Any, limits: Limits) -> MorphPoint:
   """`morph_point_to_json`'s inverse, the architecture validated against `limits`."""
   if not isinstance(obj, dict):
     raise ValueError(f"architecture: {type(obj).__name__} given; expected an object")
-  body = {k: v for k, v in obj.items() if k != "morph"}
-  arch = Architecture.from_json(body, limits=limits)
+  arch = Architecture.from_json(network_json(obj), limits=limits)
   if arch.kind != main_chain.KIND:
     raise ValueError(f"kind: {show(arch.kind)}; the autokeras space holds {show(main_chain.KIND)} networks")
   morph = obj.get("morph")

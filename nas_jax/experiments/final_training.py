@@ -26,6 +26,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import jax
 import numpy as np
 
+from nas_jax.arch.morph_point import network_json
 from nas_jax.search import journal, loop
 from nas_jax.search.state import Observation, Status
 from nas_jax.training import saved_model
@@ -81,7 +82,7 @@ def default_epochs(search_epochs: int) -> int:
 
 def _network(arch_json: dict) -> str:
   """A network's identity: its JSON without the Auto-Keras "morph" record of how it was reached."""
-  return json.dumps({k: v for k, v in arch_json.items() if k != "morph"}, sort_keys=True)
+  return json.dumps(network_json(arch_json), sort_keys=True)
 
 
 def top_networks(run: Run, k: int) -> list[Observation]:

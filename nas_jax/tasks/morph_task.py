@@ -21,7 +21,7 @@ import jax
 
 from nas_jax.arch import morphism
 from nas_jax.arch.architecture import Architecture
-from nas_jax.arch.morph_point import weights_id
+from nas_jax.arch.morph_point import network_json, weights_id
 from nas_jax.search.task import Task, TaskResult
 from nas_jax.models import morph_variables
 from nas_jax.tasks.synthetic import PERMISSIVE_LIMITS
@@ -74,7 +74,7 @@ def _evaluate(
   seed: int,
 ) -> TaskResult:
   """Task.evaluate of `morph_train_task` (top level, so it pickles)."""
-  body = {k: v for k, v in arch_json.items() if k != "morph"}
+  body = network_json(arch_json)
   arch = Architecture.from_json(body, limits=PERMISSIVE_LIMITS)
   data = load_dataset(name, arch.kind, data_seed, "", "classification")
   k_morph, k_train = jax.random.split(jax.random.key(seed))

@@ -21,6 +21,7 @@ import numpy as np
 
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.json_io import Limits
+from nas_jax.arch.morph_point import network_json
 from nas_jax.training import checkpoints, specialised
 from nas_jax.training.datasets import Dataset, input_spec
 from nas_jax.training.saved_model import ModelSpec
@@ -144,7 +145,7 @@ def final_fit_layer_graph(
   """
   t0 = time.perf_counter()
   config = final_train_config(train_config, epochs, checkpoint_every)
-  arch = Architecture.from_json({k: v for k, v in point_json.items() if k != "morph"}, limits=limits)
+  arch = Architecture.from_json(network_json(point_json), limits=limits)
   meta = checkpoint_meta(point_json, data, config, key)
   resume = checkpoints.load(checkpoint_path, meta) if checkpoint_path else None
   done = resume.epochs if resume is not None else 0

@@ -30,6 +30,7 @@ from nas_jax.arch import cell as cell_lib
 from nas_jax.arch import conditional_point as cond_point
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.json_io import Limits
+from nas_jax.arch.morph_point import network_json
 from nas_jax.models import arch_net, chain_mlp, nb201_net
 from nas_jax.training import warm_start, weights
 
@@ -106,8 +107,7 @@ def _kept(variables: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _layer_graph_module(spec: ModelSpec) -> arch_net.ArchNet:
-  body = {k: v for k, v in spec.point.items() if k != "morph"}  # an Auto-Keras network's parent
-  arch = Architecture.from_json(body, limits=_ANY_SIZE)
+  arch = Architecture.from_json(network_json(spec.point), limits=_ANY_SIZE)
   if (arch.kind == "mlp") != (len(spec.input_shape) == 1):
     want = "[D]" if arch.kind == "mlp" else "[H, W, C]"
     raise ValueError(f"input_shape {spec.input_shape}; a {arch.kind} network takes {want}")
