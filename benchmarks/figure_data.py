@@ -3,7 +3,6 @@
 CPU cores; those on NAS-Bench-201 read the table folder given (never downloaded).
 """
 
-import csv
 import datetime
 import json
 import os
@@ -23,6 +22,7 @@ from nas_jax.search import journal, results
 from nas_jax.tasks import tabular
 from nas_jax.wiring import config as config_lib
 from nas_jax.wiring.config_files import apply_overrides, load_config
+from nas_jax.wiring.proxy_sources import read_proxy_column
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The quick start's search (docs/quickstart.md): the smoke run, then resumed up to this budget, so
@@ -138,13 +138,12 @@ def _measure_proxies(data: str) -> dict:
     argv = [sys.executable, "launch/proxies.py", f"--dataset={dataset}", f"--proxies={','.join(proxies)}"]
     argv += [f"--cells={tmp}/cells.txt", f"--out={tmp}/scores.csv", "--width=4", "--batch_size=64", "--seed=0"]
     subprocess.run(argv, cwd=ROOT, check=True, capture_output=True)
-    with open(os.path.join(tmp, "scores.csv")) as f:
-      scored = {r["arch_str"]: r for r in csv.DictReader(f)}
+    scored = {p: read_proxy_column(os.path.join(tmp, "scores.csv"), p) for p in proxies}
   return {
     "dataset": dataset,
     "proxies": proxies,
     "cells": cells,
-    "scores": {p: [float(scored[c][p]) for c in cells] for p in proxies},
+    "scores": {p: [scored[p][c] for c in cells] for p in proxies},
     "valid": [float(table.valid[r]) for r in rows],
   }
 

@@ -94,6 +94,7 @@ MODULES = (
   "nas_jax.wiring.parts",
   "nas_jax.wiring.proxies",
   "nas_jax.wiring.registries",
+  "nas_jax.wiring.score_table",
   "nas_jax.experiments.combinations",
   "nas_jax.experiments.compare",
   "nas_jax.experiments.final_training",

@@ -26,7 +26,8 @@ class ProxyScores:
 
   Attributes:
     name: what it is (e.g. "synflow"), recorded in the parts' names.
-    score: `(points) -> [n]` float64, higher is better; NaN where the proxy has no value.
+    score: `(points) -> [n]` float64, higher is better; non-finite (nan, inf) where the proxy has
+      no value.
     seconds_per_score: what scoring one point costs (e.g. 1 / the scorer's measured cells per
       second), charged to the search for every distinct point scored.
   """
@@ -60,7 +61,8 @@ class ProxyMeter:
     return self.proxy.name
 
   def score(self, points: Sequence) -> np.ndarray:
-    """[n] float64 scores of `points`, higher is better; NaN (no value) becomes -inf, the worst."""
+    """[n] float64 scores of `points`, higher is better; a non-finite score (nan or +-inf: no
+    value) becomes -inf, the worst."""
     keys = [self._key(p) for p in points]
     todo: dict = {}
     for k, p in zip(keys, points):
@@ -72,7 +74,7 @@ class ProxyMeter:
         raise ValueError(
           f"proxy {self.name!r}: returned shape {got.shape} for {len(todo)} points; expected [{len(todo)}]"
         )
-      self._memo.update(zip(todo, np.where(np.isnan(got), -np.inf, got)))
+      self._memo.update(zip(todo, np.where(np.isfinite(got), got, -np.inf)))
     return np.asarray([self._memo[k] for k in keys], np.float64)
 
   def take(self) -> tuple[int, float]:

@@ -6,6 +6,7 @@ renamed onto it: a reader sees either no file (or the previous one) or a complet
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any, Mapping
 
@@ -36,15 +37,21 @@ def save_variables(path: str | os.PathLike, variables: Any) -> None:
 
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
   """Writes `data` to `path` (creating its directory) through `path + ".tmp"` and a rename: a
-  reader sees the previous file or the whole new one, never a part."""
+  reader sees the previous file or the whole new one, never a part. A failed write (a full disk)
+  removes the temporary file and raises OSError naming `path`."""
   path = os.fspath(path)
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
   tmp = path + ".tmp"
-  with open(tmp, "wb") as f:
-    f.write(data)
-    f.flush()
-    os.fsync(f.fileno())  # the bytes are on disk before the rename makes them visible
-  os.replace(tmp, path)
+  try:
+    with open(tmp, "wb") as f:
+      f.write(data)
+      f.flush()
+      os.fsync(f.fileno())  # the bytes are on disk before the rename makes them visible
+    os.replace(tmp, path)
+  except OSError as e:
+    with contextlib.suppress(OSError):
+      os.remove(tmp)
+    raise OSError(e.errno, e.strerror, path) from None
 
 
 def load_variables(path: str | os.PathLike) -> dict[str, Any]:

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
+import logging
 import math
 import os
+from types import MappingProxyType
 from typing import Any, Sequence
 
 import numpy as np
@@ -33,40 +36,86 @@ __all__ = [
   "proxy_meter",
 ]
 
+log = logging.getLogger(__name__)
+
 # Every field of config.proxy with its value when the section or the field is absent.
-PROXY_FIELDS = dict(
-  path="", column="", seconds_per_score=0.0, warmup_n=0, warmup_k=0, prescreen=0, feature=False, prior_mean=False
+PROXY_FIELDS = MappingProxyType(
+  dict(path="", column="", seconds_per_score=0.0, warmup_n=0, warmup_k=0, prescreen=0, feature=False, prior_mean=False)
 )
 
 
 def read_proxy_column(path: str, column: str) -> dict[str, float]:
   """arch_str -> the number in `column`, from the CSV at `path` (optionally .gz) that
-  `launch/proxies.py` writes. ValueError naming config.proxy's field for a file that cannot be
-  read, lacks those columns, or holds a non-number in the column."""
+  `launch/proxies.py` writes. Non-finite numbers (nan, inf, -inf) are read as they are.
+
+  Raises:
+    ValueError, one line naming config.proxy's field, the file and the line, for a file that
+    cannot be read, lacks those columns, ends in a cut row (no line end: a writer killed or a
+    full disk), has a row with another number of fields than its header, a non-number in the
+    column, or a cell twice.
+  """
   opener = gzip.open if path.endswith(".gz") else open
+  where = f"config.proxy.path: {path!r}"
   try:
-    with opener(path, "rt", newline="") as f:
-      reader = csv.DictReader(f)
-      header = reader.fieldnames or []
-      if "arch_str" not in header or column not in header:
-        raise ValueError(
-          f"config.proxy.path: {path!r} has columns {header}; expected 'arch_str' and the proxy column {column!r}"
-          " (config.proxy.column)"
-        )
-      return {row["arch_str"]: float(row[column]) for row in reader}
-  except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
-    raise ValueError(f"config.proxy.path: {path!r} is not a readable CSV table: {e}") from None
-  except (TypeError, ValueError) as e:
-    if str(e).startswith("config.proxy"):
-      raise
-    raise ValueError(f"config.proxy.path: {path!r}: column {column!r} holds a non-number ({e})") from None
+    with opener(path, "rt", newline="", encoding="utf-8") as f:
+      text = f.read()
+  except (OSError, EOFError, UnicodeDecodeError) as e:
+    raise ValueError(f"{where} is not a readable CSV table: {e}") from None
+  if text and not text.endswith(("\n", "\r")):
+    raise ValueError(
+      f"{where}, line {text.count(chr(10)) + 1}: the last row has no line end, so the file was cut while"
+      " written (a killed writer, a full disk); rerun launch/proxies.py with the same --out to finish it"
+    )
+  reader = csv.reader(io.StringIO(text))
+  try:
+    header = next(reader, [])
+    if "arch_str" not in header or column not in header:
+      raise ValueError(
+        f"{where} has columns {header}; expected 'arch_str' and the proxy column {column!r} (config.proxy.column)"
+      )
+    name_at, value_at = header.index("arch_str"), header.index(column)
+    table, lines = {}, {}
+    for row in reader:
+      line = reader.line_num
+      if not row:
+        continue
+      if len(row) != len(header):
+        raise ValueError(f"{where}, line {line}: {len(row)} fields where the header has {len(header)}")
+      name = row[name_at]
+      if name in table:
+        raise ValueError(f"{where}, line {line}: cell {name!r} again (first at line {lines[name]}); one row a cell")
+      try:
+        table[name], lines[name] = float(row[value_at]), line
+      except ValueError:
+        raise ValueError(f"{where}, line {line}: column {column!r} holds {row[value_at]!r}, not a number") from None
+  except csv.Error as e:
+    raise ValueError(f"{where}, line {reader.line_num}: not CSV ({e})") from None
+  return table
 
 
 def proxy_table(path: str, column: str, space: Any, *, seconds_per_score: float = 0.0) -> ProxyScores:
   """The proxy `column` of the CSV at `path` (`read_proxy_column`): a score per row's `arch_str`,
   looked up by the `arch_str` of a point's JSON (`space.to_json`: NB201 cells). A point the table
-  lacks is a ValueError naming it."""
+  lacks is a ValueError naming it.
+
+  A non-finite score (naswot's -inf where K_H is singular, jacob_cov's nan where a cell's output
+  ignores its input) is no score: `ProxyMeter` ranks it below every finite one, and their count
+  is logged once here. A column without one finite score ranks nothing: a ValueError."""
   table = read_proxy_column(path, column)
+  bad = sum(not math.isfinite(v) for v in table.values())
+  if bad == len(table):
+    raise ValueError(
+      f"config.proxy.path: {path!r}: column {column!r} has no finite score in its {len(table)} rows;"
+      " a proxy that ranks nothing cannot guide a search"
+    )
+  if bad:
+    log.warning(
+      "proxy %r (%s): %d of %d cells have no finite score (nan or inf); they rank below every finite score",
+      column,
+      path,
+      bad,
+      len(table),
+    )
 
   def score(points: Sequence) -> np.ndarray:
     out = np.empty(len(points))

@@ -2,13 +2,15 @@
 
 import csv
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
-from nas_jax.arch.cell import parse_arch_str
+from nas_jax.arch.cell import nb201_arch_str, nb201_cell, parse_arch_str
 from nas_jax.models.nb201_net import Nb201Spec, nb201_flops, nb201_params
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -83,3 +85,68 @@ def test_cli_bad_input_is_one_line(tmp_path):
   ]:
     p = _run(f"--out={out}", *args)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and text in p.stderr, (args, p.stderr)
+
+
+def _bad_inputs(tmp_path):
+  (tmp_path / "latin1.txt").write_bytes(CELLS[0].encode() + b"\n|caf\xe9~0|\n")
+  (tmp_path / "twice.txt").write_text("\n".join([CELLS[0], CELLS[1], CELLS[0]]) + "\n")
+  return f"--out={tmp_path / 's.csv'}"
+
+
+@pytest.mark.parametrize(
+  "case",
+  [
+    "no folder",
+    "not utf-8",
+    pytest.param("a folder", marks=pytest.mark.slow),  # one run of the script each: ~4 s unloaded
+    pytest.param("a cell twice", marks=pytest.mark.slow),
+  ],
+)
+def test_out_and_cells_are_checked_before_any_scoring(tmp_path, case):
+  # The default proxies and all 15,625 cells unless --cells says otherwise: scoring first would
+  # take half an hour, so a quick one-line exit shows that the check came first.
+  good = _bad_inputs(tmp_path)
+  args, text = {
+    "no folder": ([f"--out={tmp_path / 'none' / 's.csv'}"], f"--out={tmp_path / 'none' / 's.csv'}: folder "),
+    "not utf-8": (
+      [good, f"--cells={tmp_path / 'latin1.txt'}"],
+      f"--cells={tmp_path / 'latin1.txt'}, line 2: not UTF-8",
+    ),
+    "a folder": ([f"--out={tmp_path}"], f"--out={tmp_path}: is a folder; expected the path of the CSV file to write"),
+    "a cell twice": ([good, f"--cells={tmp_path / 'twice.txt'}"], f"twice.txt, line 3: cell {CELLS[0]} repeats line 1"),
+  }[case]
+  p = _run(*args)
+  assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and text in p.stderr, p.stderr
+  assert not p.stdout and not list(tmp_path.glob("**/*.partial"))
+
+
+@pytest.mark.slow  # three runs of the script: under a minute on 2 cores
+def test_a_scorer_killed_mid_run_resumes_to_the_table_of_an_uninterrupted_run(tmp_path):
+  # The first 2,000 cells in code order, one cell a chunk while the run is killed (an append and
+  # an fsync each), then the rerun scores the rest in the default chunks: the table equals one
+  # written in a single run, byte for byte.
+  codes = [[(c // 5**e) % 5 for e in range(6)] for c in range(2000)]
+  (tmp_path / "cells.txt").write_text("".join(nb201_arch_str(nb201_cell(ops)) + "\n" for ops in codes))
+  common = [f"--cells={tmp_path / 'cells.txt'}", "--proxies=params,flops", "--channels=2", "--cells_per_stage=1"]
+  whole = tmp_path / "whole.csv"
+  assert _run(*common, f"--out={whole}").returncode == 0
+  out, partial = tmp_path / "s.csv", tmp_path / "s.csv.partial"
+  p = subprocess.Popen(
+    [sys.executable, "launch/proxies.py", *common, f"--out={out}", "--batch_size=1", "--chunk_batches=1"],
+    cwd=ROOT,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+  )
+  try:
+    while p.poll() is None and (not partial.exists() or partial.read_bytes().count(b"\n") < 12):
+      time.sleep(0.002)
+    p.send_signal(signal.SIGKILL)
+  finally:
+    p.wait(timeout=60)
+  assert p.returncode == -signal.SIGKILL and not out.exists(), "the run finished before it was killed"
+  kept = partial.read_bytes().count(b"\n") - 2  # complete rows after the settings and the header
+  assert 10 <= kept < 2000
+  again = _run(*common, f"--out={out}")
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert f"{2000 - kept} cells scored" in again.stdout and f"{kept} kept from {partial}" in again.stdout
+  assert out.read_bytes() == whole.read_bytes() and not partial.exists()
