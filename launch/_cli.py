@@ -7,7 +7,9 @@ a value out of range, a workdir held by another search) ends the script with
 
 on stderr and exit code 2, never a traceback; a config file that fails to import gives
 `file:line: error`. SIGTERM and SIGINT stop a script with one line and exit code 130 (a search
-writes its summary first). Anything else is a bug and keeps its traceback.
+writes its summary first; one whose workdir was deleted or replaced writes nothing and says so),
+from its first import on (`_env` installs a handler until `run` installs its own). Anything else
+is a bug and keeps its traceback.
 `--verbose` (or NAS_JAX_VERBOSE=1) keeps the traceback of user errors too, for debugging.
 Imported by launch scripts after `_env`.
 """
@@ -22,7 +24,7 @@ from typing import Callable, NoReturn
 
 from absl import app, flags
 
-from nas_jax.search.loop import WorkdirInUse
+from nas_jax.search.loop import WorkdirInUse, WorkdirReplaced
 from nas_jax.wiring import config_files
 
 flags.DEFINE_bool("verbose", False, "Show the full traceback of an error (also NAS_JAX_VERBOSE=1).")
@@ -130,6 +132,13 @@ def _interrupt(signum, frame) -> NoReturn:
   raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def _stopped(interrupt: KeyboardInterrupt, kept: str) -> NoReturn:
+  """Prints `<script>: stopped by SIGNAL; kept` to stderr and exits with code 130."""
+  why = interrupt.args[0] if interrupt.args else "SIGINT"
+  print(f"{_script()}: stopped by {why}; {kept}", file=sys.stderr)
+  sys.exit(130)
+
+
 def run(main: Callable[[list], None]) -> None:
   """`app.run(main)` with one-line user errors (see the module docstring)."""
 
@@ -139,19 +148,18 @@ def run(main: Callable[[list], None]) -> None:
     except USER_ERRORS as e:
       if _verbose(sys.argv):
         raise
+      if isinstance(e, WorkdirReplaced) and isinstance(e.__cause__, KeyboardInterrupt):
+        _stopped(e.__cause__, message(e))  # stopped, and its workdir gone: nothing kept, nothing to resume
       fail(_explain(sys.argv, e))
-    except KeyboardInterrupt as e:
-      if _verbose(sys.argv):
-        raise
-      why = e.args[0] if e.args else "SIGINT"
-      print(
-        f"{_script()}: stopped by {why}; finished evaluations are kept: rerun the command to resume", file=sys.stderr
-      )
-      sys.exit(130)
 
-  # `kill` stops a search as Ctrl-C does: workers stopped, the summary written from the journal
-  signal.signal(signal.SIGTERM, _interrupt)
-  signal.signal(signal.SIGINT, _interrupt)
   # jax logs at INFO that it found no TPU on every start; a CPU or GPU user has nothing to do about it
   logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
-  app.run(guarded, flags_parser=_parse)
+  try:
+    # `kill` stops a search as Ctrl-C does: workers stopped, the summary written from the journal
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    app.run(guarded, flags_parser=_parse)
+  except KeyboardInterrupt as e:  # in main, or while the flags are parsed (a config file imports)
+    if _verbose(sys.argv):
+      raise
+    _stopped(e, "finished evaluations are kept: rerun the command to resume")

@@ -15,6 +15,9 @@ A worker process that a search spawns runs this module first too, as it re-impor
 script before anything of nas_jax runs in it: from here on it dies with its parent (on Linux), so
 a search killed while its workers still import jax leaves none of them behind for the seconds
 those imports take (nas_jax.search.executors watches the parent once a worker is up).
+
+SIGINT and SIGTERM stop a script from here on with one line and exit code 130, while it still
+imports jax too; `_cli.run` takes them over when the script starts.
 """
 
 import ctypes
@@ -37,3 +40,21 @@ if "--multiprocessing-fork" in sys.orig_argv and sys.platform.startswith("linux"
   ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
   if os.getppid() == 1:  # the search died before this line: init adopted the worker
     os._exit(1)
+
+
+def _stopped_while_starting(signum, frame):
+  """SIGINT or SIGTERM while the script still imports (jax takes seconds): one line, exit 130.
+  Nothing has run yet, so nothing is left to clean up: os._exit, not an exception that an import
+  under way would turn into a traceback. `_cli.run` installs the handler of the running script."""
+  name = signal.Signals(signum).name
+  os.write(2, f"{os.path.basename(sys.argv[0])}: stopped by {name} while starting; nothing was run\n".encode())
+  os._exit(130)
+
+
+# Installed before anything slow is imported. A worker leaves Ctrl-C (sent to the terminal's whole
+# process group) to its parent, as it does once it runs; its parent stops it.
+if "--multiprocessing-fork" in sys.orig_argv:
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
+else:
+  signal.signal(signal.SIGINT, _stopped_while_starting)
+  signal.signal(signal.SIGTERM, _stopped_while_starting)

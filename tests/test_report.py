@@ -339,3 +339,19 @@ def test_a_multi_fidelity_search_shows_its_learning_curves(tmp_path):
   )
   (best,) = report.best_trials(run, 1)
   assert best.fidelity == 9.0  # the best is read at full fidelity, not from a noisy 1-epoch value
+
+
+def test_a_workdir_replaced_while_its_report_is_made_gets_no_report(workdir, tmp_path, monkeypatch):
+  # The page goes into the folder the report read, and only while its name still leads there.
+  run_dir = _copy(workdir, tmp_path)
+  render = report.report_html
+
+  def replace_then_render(run, **kwargs):
+    os.rename(run_dir, tmp_path / "old")
+    os.mkdir(run_dir)
+    return render(run, **kwargs)
+
+  monkeypatch.setattr(report, "report_html", replace_then_render)
+  with pytest.raises(ValueError, match=r"was deleted or replaced while its report was made; nothing was written"):
+    report.write_report(run_dir)
+  assert os.listdir(run_dir) == [] and report.REPORT not in os.listdir(tmp_path / "old")

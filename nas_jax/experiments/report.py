@@ -19,7 +19,7 @@ from nas_jax.arch.cell import Cell, cell_to_architecture
 from nas_jax.features import encodings
 from nas_jax.features.otmann import otmann_distances
 from nas_jax.features.pairwise import VectorPair, hamming, sq_euclidean
-from nas_jax.search import curves, journal, loop
+from nas_jax.search import curves, journal, locked_dir, loop
 from nas_jax.search.state import GOALS, Observation, to_score
 from nas_jax.viz import drawing, plots
 from nas_jax.wiring.parts import FEATURIZERS, SPACES, build
@@ -81,11 +81,11 @@ class Run(NamedTuple):
 def _read_json(path: str) -> Any:
   if not os.path.exists(path):
     return None
-  with open(path) as f:
-    try:
-      return json.load(f)
-    except ValueError as e:
-      raise ValueError(f"{path}: not valid JSON ({e})") from None
+  return journal.load_json(path)
+
+
+def _no_journal(workdir: str) -> ValueError:
+  return ValueError(f"workdir: {workdir!r} has no {loop.JOURNAL}; expected the --config.workdir of a search")
 
 
 def load_run(workdir: str | os.PathLike) -> Run:
@@ -98,7 +98,7 @@ def load_run(workdir: str | os.PathLike) -> Run:
   workdir = os.fspath(workdir)
   path = os.path.join(workdir, loop.JOURNAL)
   if not os.path.exists(path):
-    raise ValueError(f"workdir: {workdir!r} has no {loop.JOURNAL}; expected the --config.workdir of a search")
+    raise _no_journal(workdir)
   meta = _read_json(os.path.join(workdir, _META))
   if not isinstance(meta, dict) or meta.get("goal") not in GOALS:
     raise ValueError(f"workdir: {workdir!r} has no valid {_META} ({meta!r}); expected {{'task', 'goal'}}")
@@ -367,11 +367,21 @@ def report_html(run: Run, *, top_k: int = 3, max_networks: int = 40) -> str:
 
 
 def write_report(workdir: str | os.PathLike, *, top_k: int = 3, max_networks: int = 40) -> str:
-  """Writes `workdir/report.html` (see `report_html`) and returns its path."""
-  page = report_html(load_run(workdir), top_k=top_k, max_networks=max_networks)
-  path = os.path.join(os.fspath(workdir), REPORT)
-  tmp = f"{path}.tmp"
-  with open(tmp, "w") as f:
-    f.write(page)
-  os.replace(tmp, path)  # a browser reloading the page never sees half of it
-  return path
+  """Writes `workdir/report.html` (see `report_html`) and returns its path.
+
+  The page goes, atomically (a browser reloading it never sees half of it), into the folder read:
+  ValueError, and nothing written, when `workdir` was deleted or replaced meanwhile.
+  """
+  workdir = os.fspath(workdir)
+  try:
+    dir_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+  except FileNotFoundError:
+    raise _no_journal(workdir) from None
+  try:
+    page = report_html(load_run(workdir), top_k=top_k, max_networks=max_networks)
+    if locked_dir.replaced(workdir, dir_fd):
+      raise ValueError(f"workdir: {workdir!r} was deleted or replaced while its report was made; nothing was written")
+    locked_dir.write_file(workdir, dir_fd, REPORT, page.encode())
+  finally:
+    os.close(dir_fd)
+  return os.path.join(workdir, REPORT)

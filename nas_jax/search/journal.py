@@ -7,22 +7,42 @@ any other line that is not a valid observation is an error that names its line n
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import os
+import re
 from typing import Any, Callable
 
 from nas_jax.search.state import Observation
 
-__all__ = ["SCHEMA", "append", "replay"]
+__all__ = ["SCHEMA", "MAX_DEPTH", "append", "replay", "load_json"]
 
 #: The version of the journal's rows (`"schema"` of each row).
 SCHEMA = 1
+#: How deeply a row may nest arrays and objects. A search's rows nest a few levels; Python's JSON
+#: parser recurses once per level, so a corrupt row nested 100,000 deep would overflow its stack.
+MAX_DEPTH = 64
 _CHUNK = 1 << 16
+# A JSON string, or the unterminated one at the end of a torn row: its brackets are text.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.?)*(?:"|\Z)')
+_BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but the brackets
+
+
+def _too_deep(raw: bytes) -> bool:
+  """Whether `raw` nests JSON arrays and objects deeper than MAX_DEPTH (counted without parsing)."""
+  if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:  # it cannot nest deeper than it opens
+    return False
+  brackets = _STRING.sub(b"", raw).translate(None, _BRACKETS)
+  return max(itertools.accumulate(1 if b in b"[{" else -1 for b in brackets), default=0) > MAX_DEPTH
 
 
 def _is_json(raw: bytes) -> bool:
   """Whether `raw` parses as JSON: a row cut short by a kill never does (an object's closing
-  brace comes last), so a last line that parses lacks only its newline."""
+  brace comes last), so a last line that parses lacks only its newline. A line nested deeper than
+  MAX_DEPTH counts as complete: a torn row nests no deeper than the row it was cut from, so it is
+  corrupt, not torn, and `_parse` refuses it."""
+  if _too_deep(raw):
+    return True
   try:
     json.loads(raw)
   except ValueError:
@@ -95,8 +115,27 @@ def append(path: str | os.PathLike, obs: Observation, *, dir_fd: int | None = No
     raise OSError(e.errno, e.strerror, os.fspath(path)) from None
 
 
+def load_json(path: str | os.PathLike) -> Any:
+  """The content of a JSON file of a workdir (search.json, config.json, summary.json), held to
+  the journal's nesting limit.
+
+  Raises:
+    ValueError naming `path` for a file that is not JSON or nests deeper than MAX_DEPTH.
+  """
+  with open(path, "rb") as f:
+    raw = f.read()
+  if _too_deep(raw):
+    raise ValueError(f"{os.fspath(path)}: arrays and objects nested deeper than {MAX_DEPTH} levels")
+  try:
+    return json.loads(raw)
+  except ValueError as e:
+    raise ValueError(f"{os.fspath(path)}: not valid JSON ({e})") from None
+
+
 def _parse(raw: bytes, parse_arch: Callable[[Any], Any] | None) -> Observation:
   """One journal line as an Observation (ValueError/TypeError naming the field otherwise)."""
+  if _too_deep(raw):
+    raise ValueError(f"arrays and objects nested deeper than {MAX_DEPTH} levels; a row nests a few")
   obj = json.loads(raw)
   if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
     got = obj.get("schema") if isinstance(obj, dict) else obj
@@ -123,7 +162,8 @@ def replay(path: str | os.PathLike, parse_arch: Callable[[Any], Any] | None = No
 
   Raises:
     ValueError naming `path:line` and the field for a line that is not a valid schema-1
-    observation (corruption, not a kill; the fields are checked by `Observation.from_json`), or
+    observation (corruption, not a kill; the fields are checked by `Observation.from_json`; a
+    line nested deeper than MAX_DEPTH is refused before it is parsed), or
     for a trial id recorded twice (a copied line: which of the two values is right cannot be
     told, and each would spend a budget slot).
   """

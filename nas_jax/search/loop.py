@@ -1,6 +1,6 @@
 """The asynchronous ask/tell loop (STYLE sketch 4): replay the journal, keep every worker busy,
-record each finished evaluation durably before the next proposal, and write a summary (the caller
-plots it: `nas_jax.viz.plots.plot_progress`).
+record each finished evaluation durably before the next proposal, and write a summary (and the
+caller's `files`, e.g. its plot) in the workdir it locked, never in a folder that took its name.
 """
 
 from __future__ import annotations
@@ -8,16 +8,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import json
 import logging
 import os
 import time
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import tqdm
 
-from nas_jax.search import journal, results
+from nas_jax.search import journal, locked_dir, results
 from nas_jax.search.executors import Executor
 from nas_jax.search.state import Observation, to_score
 from nas_jax.search.strategy import Strategy, split_proposal
@@ -56,27 +55,33 @@ class WorkdirReplaced(WorkdirInUse):
 
 
 class _Journal(NamedTuple):
-  """Where a run appends: the journal's path and the open descriptor of the workdir it locked."""
+  """Where a run writes: the workdir's path, the journal's, and the open descriptor of the workdir
+  it locked. Every write goes to that folder by name (`nas_jax.search.locked_dir`), and only while
+  the workdir's name still leads to it (`check`)."""
 
   workdir: str
   path: str
   dir_fd: int
 
-  def append(self, obs: Observation, recorded: int) -> None:
-    """Appends `obs` in the locked directory; WorkdirReplaced, before writing, if the workdir's
-    name now leads elsewhere (`rm -rf W; mkdir W`), so two searches never write one journal."""
-    held = os.fstat(self.dir_fd)
-    try:
-      now = os.stat(self.workdir)
-      same = (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
-    except FileNotFoundError:
-      same = False
-    if not same:
+  def check(self, recorded: int) -> None:
+    """WorkdirReplaced if the workdir's name now leads elsewhere (`rm -rf W; mkdir W`): the run
+    then writes nothing more, so two searches never write one journal."""
+    if locked_dir.replaced(self.workdir, self.dir_fd):
       raise WorkdirReplaced(
-        f"workdir {self.workdir!r} was deleted or replaced while this search ran; it stopped so that"
-        f" two searches never write one journal ({recorded} evaluations were recorded before)"
+        f"workdir {self.workdir!r} was deleted or replaced while this search ran; it stopped and wrote"
+        f" nothing more there, so that two searches never write one workdir ({recorded} evaluations"
+        " were recorded before, in the folder it had locked)"
       )
+
+  def append(self, obs: Observation, recorded: int) -> None:
+    """Appends `obs` in the locked directory, after `check`."""
+    self.check(recorded)
     journal.append(self.path, obs, dir_fd=self.dir_fd)
+
+  def write(self, name: str, data: bytes, recorded: int) -> None:
+    """Replaces file `name` of the locked directory by `data` atomically, after `check`."""
+    self.check(recorded)
+    locked_dir.write_file(self.workdir, self.dir_fd, name, data)
 
 
 @contextlib.contextmanager
@@ -96,16 +101,15 @@ def exclusive(workdir: str, what: str = "search"):
     os.close(fd)
 
 
-def _check_meta(workdir: str, task: Task) -> None:
+def _check_meta(out: _Journal, task: Task) -> None:
   """A workdir belongs to one task: resuming it with another would mix incomparable values."""
-  path, meta = os.path.join(workdir, _META), {"task": task.name, "goal": task.goal}
+  path, meta = os.path.join(out.workdir, _META), {"task": task.name, "goal": task.goal}
   if not os.path.exists(path):
-    _write_json(path, meta)
+    out.write(_META, locked_dir.json_bytes(meta), 0)
     return
-  with open(path) as f:
-    old = json.load(f)
+  old = journal.load_json(path)
   if old != meta:
-    raise ValueError(f"workdir {workdir!r} holds a search of {old}, not {meta}; use another workdir")
+    raise ValueError(f"workdir {out.workdir!r} holds a search of {old}, not {meta}; use another workdir")
 
 
 def in_flight(pending: Sequence[tuple[int, str, float]], now: float) -> str:
@@ -138,19 +142,11 @@ def _check_proposal(proposal: Any, task: Task, seeds: dict) -> tuple[Any, float 
   return point, fidelity, continues
 
 
-def _write_json(path: str, obj: Any) -> None:
-  tmp = f"{path}.tmp"
-  with open(tmp, "w") as f:
-    json.dump(obj, f, indent=1, sort_keys=True)
-  os.replace(tmp, path)  # readers see the old file or the new one, never half of one
-
-
 def _warn_if_rows_lost(workdir: str, rows: int) -> None:
   """Warns in one line when summary.json counts more evaluations than the journal holds (a
   journal truncated or deleted by hand): those trials are run again, as the journal is the record."""
   try:
-    with open(os.path.join(workdir, SUMMARY)) as f:
-      counted = json.load(f).get("n_evaluated")
+    counted = journal.load_json(os.path.join(workdir, SUMMARY)).get("n_evaluated")
   except (OSError, ValueError, AttributeError):
     return
   if isinstance(counted, int) and counted > rows:
@@ -187,6 +183,7 @@ def run(
   progress: bool = True,
   prefetch: int = 0,
   config: dict | None = None,
+  files: Callable[[list[Observation]], Mapping[str, bytes]] | None = None,
 ) -> list[Observation]:
   """Runs (or resumes) a search until `budget` evaluations are recorded in `workdir`.
 
@@ -209,6 +206,12 @@ def run(
       worker and prefetch 1, the next proposal is made while a network trains (Auto-Keras Sec. 4.4).
     config: the run's settings as JSON, written to `workdir/config.json` once the workdir is
       checked (no other live search, the same task), so a refused run changes nothing.
+    files: called with every observation when the search ends, returns further files of the
+      workdir (name -> content, e.g. a plot), written with the summary while the lock is held.
+
+  Every file is written in the folder locked, and only while the name `workdir` still leads to
+  it: a run whose workdir was deleted or replaced under it (`rm -rf W; mkdir W`) writes nothing
+  more and raises WorkdirReplaced, from the KeyboardInterrupt when it was stopping.
 
   Returns:
     Every observation in the journal, in the order recorded.
@@ -219,9 +222,10 @@ def run(
   os.makedirs(workdir, exist_ok=True)
   path = os.path.join(workdir, JOURNAL)
   with exclusive(workdir) as dir_fd:
-    _check_meta(workdir, task)
+    out = _Journal(workdir, path, dir_fd)
+    _check_meta(out, task)
     if config is not None:
-      _write_json(os.path.join(workdir, CONFIG), config)
+      out.write(CONFIG, locked_dir.json_bytes(config), 0)
     done = journal.replay(path, space.from_json)
     _warn_if_rows_lost(workdir, len(done))
     try:
@@ -240,7 +244,7 @@ def run(
           strategy,
           task,
           executor,
-          _Journal(workdir, path, dir_fd),
+          out,
           space,
           budget,
           seed,
@@ -249,10 +253,15 @@ def run(
         )
     except WorkdirReplaced:
       raise  # the name leads to another search's workdir now: nothing is written there
-    except BaseException:  # stopped early (its workers lost, Ctrl-C, SIGTERM): what it journalled
-      _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
+    except BaseException as e:  # stopped early (its workers lost, Ctrl-C, SIGTERM): what it journalled
+      try:
+        out.write(SUMMARY, locked_dir.json_bytes(results.summarize(done, task)), len(done))
+      except WorkdirReplaced as replaced:
+        raise replaced from e  # the cause tells a stop that wrote nothing (rc 130) from an error
       raise
-    _write_json(os.path.join(workdir, SUMMARY), results.summarize(done, task))
+    out.write(SUMMARY, locked_dir.json_bytes(results.summarize(done, task)), len(done))
+    for name, data in (files(done) if files is not None else {}).items():
+      out.write(name, data, len(done))
   return done
 
 

@@ -134,7 +134,7 @@ def embedding_2d(
   return xy
 
 
-def _finish(fig: Figure, ax, goal: str, path: str, what: str, xlabel: str = "evaluations") -> None:
+def _finish(fig: Figure, ax, goal: str, path: str | IO[bytes], what: str, xlabel: str = "evaluations") -> None:
   ax.set_xlabel(xlabel)
   if xlabel == "evaluations":
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no evaluation 2.5
@@ -144,8 +144,9 @@ def _finish(fig: Figure, ax, goal: str, path: str, what: str, xlabel: str = "eva
   FigureCanvasAgg(fig).print_png(path)
 
 
-def plot_progress(values: Sequence[float | None], goal: str, path: str, *, title: str = "") -> None:
-  """Writes a PNG of one search's values (dots; failures omitted) and best-so-far line."""
+def plot_progress(values: Sequence[float | None], goal: str, path: str | IO[bytes], *, title: str = "") -> None:
+  """Writes a PNG of one search's values (dots; failures omitted) and best-so-far line to `path`,
+  a file name or a binary file object."""
   fig = Figure(figsize=(6, 4))
   ax = fig.add_subplot()
   v = np.array([np.nan if x is None else x for x in values], np.float64)

@@ -7,6 +7,7 @@ its strings once, through the tables of `parts` (`SPACES`, `STRATEGIES`) and `re
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import jax
 import ml_collections
 
-from nas_jax.search import loop
+from nas_jax.search import journal, loop
 from nas_jax.search.executors import Executor
 from nas_jax.search.state import Observation
 from nas_jax.search.strategy import Strategy
@@ -111,8 +112,7 @@ def _check_resume(workdir: str, settings: dict) -> None:
   path = os.path.join(workdir, loop.CONFIG)
   if not os.path.exists(path):
     return
-  with open(path) as f:
-    old = {**_ADDED_DEFAULTS, **_flat(json.load(f))}
+  old = {**_ADDED_DEFAULTS, **_flat(journal.load_json(path))}
   new = _flat(settings)
   # A field added since the workdir's search began (absent there) differs only when it is set;
   # scheduler options matter only to a search with a scheduler.
@@ -129,6 +129,13 @@ def _check_resume(workdir: str, settings: dict) -> None:
       f"config.workdir: {workdir!r} holds a search with another config ({shown}{more}); resume it with"
       f" its own config ({', '.join(RESUME_MAY_CHANGE)} may change) or use another workdir"
     )
+
+
+def _progress_png(task: Task, done: list[Observation]) -> dict[str, bytes]:
+  """{PROGRESS: the PNG of the values and best so far}, which the loop writes in the locked workdir."""
+  png = io.BytesIO()
+  plots.plot_progress([o.value for o in done], task.goal, png, title=task.name)
+  return {PROGRESS: png.getvalue()}
 
 
 def search_from_config(config: ml_collections.ConfigDict, *, progress: bool = True) -> list[Observation]:
@@ -159,8 +166,8 @@ def search_from_config(config: ml_collections.ConfigDict, *, progress: bool = Tr
       progress=progress,
       prefetch=config.get("prefetch", 0),
       config=settings,
+      files=functools.partial(_progress_png, task),
     )
   finally:
     executor.shutdown()
-  plots.plot_progress([o.value for o in done], task.goal, os.path.join(config.workdir, PROGRESS), title=task.name)
   return done

@@ -1,6 +1,7 @@
 """The journal: append/replay round trips, a torn last line skipped and repaired, corrupt lines
 named by number, a trial recorded twice refused, fsync on every append, and no interleaving under concurrent writers."""
 
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -194,3 +195,54 @@ def test_a_failed_write_names_the_journal(tmp_path, monkeypatch):
   with pytest.raises(OSError, match="No space left on device") as e:
     journal.append(tmp_path / "j.jsonl", obs(0))
   assert e.value.filename == str(tmp_path / "j.jsonl")
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # issue 67: Python's JSON parser overflowed on such a row
+
+
+@pytest.mark.parametrize("where", ["middle", "last", "last, torn", "last, no newline"])
+def test_a_row_nested_deeper_than_the_limit_is_named_with_its_line(tmp_path, where):
+  path = tmp_path / "j.jsonl"
+  for i in range(2):
+    journal.append(path, obs(i))
+  row = b'{"schema": 1, "info": ' + DEEP + b"}"
+  if where == "middle":
+    journal.append(path, obs(2))
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([lines[0], row, *lines[1:]]))  # line 2
+  else:  # a torn deep row is no row a search wrote: corrupt too, not skipped as a kill's tail
+    tail = {"last": row + b"\n", "last, torn": row[:150_000], "last, no newline": row}[where]
+    path.write_bytes(path.read_bytes() + tail)  # line 3
+  line = 2 if where == "middle" else 3
+  with pytest.raises(ValueError, match=rf"j\.jsonl:{line}: arrays and objects nested deeper than 64 levels") as e:
+    journal.replay(path)
+  assert len(str(e.value).splitlines()) == 1
+
+
+def test_nesting_up_to_the_limit_and_brackets_in_strings_are_read(tmp_path):
+  path = tmp_path / "j.jsonl"
+  nested = json.loads("[" * (journal.MAX_DEPTH - 2) + "]" * (journal.MAX_DEPTH - 2))  # + the row and info
+  texts = '[{"\\"[[[' * 50  # brackets (and an escaped quote) inside a string are text, not nesting
+  records = [
+    dataclasses.replace(obs(0), info={"deep": nested}),
+    dataclasses.replace(obs(1, Status.FAILED), error=texts),
+  ]
+  for r in records:
+    journal.append(path, r)
+  assert journal.replay(path) == records
+  path.write_bytes(path.read_bytes() + b'{"schema": 1, "error": "' + b"[" * 200)  # a torn row cut inside its text
+  assert journal.replay(path) == records
+  journal.append(path, obs(2))  # truncates the torn row
+  assert journal.replay(path) == [*records, obs(2)]
+
+
+def test_a_workdirs_json_files_are_held_to_the_same_limit(tmp_path):
+  path = tmp_path / "summary.json"
+  path.write_bytes(b'{"n_evaluated": 3, "best_arch": {"layers": [[1, 2], [3]]}}')
+  assert journal.load_json(path) == {"n_evaluated": 3, "best_arch": {"layers": [[1, 2], [3]]}}
+  path.write_bytes(b'{"n_evaluated": ' + DEEP + b"}")
+  with pytest.raises(ValueError, match=rf"^{path}: arrays and objects nested deeper than 64 levels$"):
+    journal.load_json(path)
+  path.write_bytes(b'{"n_evaluated": 3')
+  with pytest.raises(ValueError, match=rf"^{path}: not valid JSON \("):
+    journal.load_json(path)

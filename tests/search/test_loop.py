@@ -394,3 +394,82 @@ def test_a_replaced_workdir_stops_the_search_before_it_writes_there(tmp_path, ho
   assert os.listdir(workdir) == []  # the new workdir: no row, no summary of the old search
   if how.startswith("mv"):
     assert [o.trial_id for o in journal.replay(tmp_path / "W.old" / loop.JOURNAL)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("how", ["rm -rf W; mkdir W", "mv W W.old; mkdir W"])
+def test_a_search_stopped_after_its_workdir_was_replaced_writes_no_summary_anywhere(tmp_path, how):
+  # Issue 67's reproduction in one process: the workdir goes while trial 3 runs, then SIGTERM.
+  workdir, calls = tmp_path / "W", []
+
+  def replace_then_stop(arch_json, seed):
+    if len(calls) == 3:
+      if how.startswith("rm"):
+        shutil.rmtree(workdir)
+      else:
+        os.rename(workdir, tmp_path / "W.old")
+      os.mkdir(workdir)
+      raise KeyboardInterrupt("SIGTERM")  # what launch/_cli.py's handler raises
+    calls.append(1)
+    return h.onemax(arch_json, seed)
+
+  task = Task(name="onemax", goal="max", evaluate=replace_then_stop)
+  with pytest.raises(loop.WorkdirReplaced, match=r"it stopped and wrote nothing more there.*\(3 evaluations") as e:
+    run(workdir, task, budget=10)
+  assert isinstance(e.value.__cause__, KeyboardInterrupt)  # launch/_cli.py answers a stop: rc 130
+  assert os.listdir(workdir) == []  # not the old search's summary
+  if how.startswith("mv"):  # the folder it locked: its rows, nothing written after the rename
+    assert sorted(os.listdir(tmp_path / "W.old")) == sorted([loop.JOURNAL, "search.json"])
+    assert [o.trial_id for o in journal.replay(tmp_path / "W.old" / loop.JOURNAL)] == [0, 1, 2]
+
+
+def test_a_stopped_search_still_writes_its_summary_and_the_files_come_at_the_end(tmp_path):
+  def stop_at_4(arch_json, seed):
+    if seed == loop.trial_seed(0, 4):
+      raise KeyboardInterrupt("SIGINT")
+    return h.onemax(arch_json, seed)
+
+  seen = []
+
+  def files(done):
+    seen.append(len(done))
+    return {"extra.txt": f"{len(done)} evaluations".encode()}
+
+  task = Task(name="onemax", goal="max", evaluate=stop_at_4)
+  with pytest.raises(KeyboardInterrupt):
+    loop.run(
+      baselines.random_search(h.bits_space(), "max"),
+      task,
+      InlineExecutor(),
+      str(tmp_path),
+      space=h.bits_space(),
+      budget=6,
+      key=jax.random.key(0),
+      progress=False,
+      files=files,
+    )
+  assert json.loads((tmp_path / loop.SUMMARY).read_text())["n_evaluated"] == 4
+  assert seen == [] and not (tmp_path / "extra.txt").exists()  # a stopped run writes only its summary
+  done = run(tmp_path, h.onemax_task(), budget=6)  # resumed, without files
+  assert len(done) == 6 and not (tmp_path / "extra.txt").exists()
+  loop.run(
+    baselines.random_search(h.bits_space(), "max"),
+    h.onemax_task(),
+    InlineExecutor(),
+    str(tmp_path),
+    space=h.bits_space(),
+    budget=6,
+    key=jax.random.key(0),
+    progress=False,
+    files=files,
+  )
+  assert seen == [6] and (tmp_path / "extra.txt").read_text() == "6 evaluations"
+  assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+def test_a_summary_or_meta_nested_100000_deep_is_no_recursion_error(tmp_path):
+  deep = b'{"n_evaluated": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+  (tmp_path / loop.SUMMARY).write_bytes(deep)  # unreadable: no warning to give, the search runs
+  assert len(run(tmp_path, h.onemax_task(), budget=2)) == 2
+  (tmp_path / "search.json").write_bytes(deep)
+  with pytest.raises(ValueError, match=r"search\.json: arrays and objects nested deeper than 64 levels"):
+    run(tmp_path, h.onemax_task(), budget=3)
