@@ -52,6 +52,7 @@ flags.DEFINE_integer("width", 64, "(b) Width of the parent G0.")
 flags.DEFINE_integer("parent_epochs", 10, "(b) Epochs of the parent.")
 flags.DEFINE_integer("history", 100, "(c) Evaluated networks.")
 flags.DEFINE_integer("proposals", 5, "(c) Timed proposals after the first.")
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
 _WIDTHS = (16, 32, 64, 128, 256, 512)
 _TYPES = ("add", "concat")
@@ -215,6 +216,8 @@ def part_c():
 
 def main(argv):
   del argv
+  if FLAGS.smoke:
+    record.smoke(FLAGS, n=12, repeats=1, width=8, parent_epochs=1, history=6, proposals=1)
   jax.config.update("jax_enable_x64", True)
   print(
     f"backend={jax.default_backend()} jax={jax.__version__} cpus={os.cpu_count()} "

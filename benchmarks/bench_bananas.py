@@ -18,6 +18,7 @@ import numpy as np
 import optax
 
 import record
+from nas_jax.experiments.regret import regret_curve
 from nas_jax.features import encodings
 from nas_jax.search import executors, loop
 from nas_jax.search.strategies import presets
@@ -26,12 +27,15 @@ from nas_jax.surrogates import ensemble
 from nas_jax.tasks import tabular
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data", None, "The NB201 folder (or CSV).")
+flags.DEFINE_string("data", "../shared/data/nasbench201", "The NB201 folder (or CSV).")
 flags.DEFINE_integer("n_train", 100, "Training rows for (a) (a mid-run BANANAS fit).")
 flags.DEFINE_integer("repeats", 5, "Timed repeats for (a).", lower_bound=1)
 flags.DEFINE_integer("trials", 3, "Timed BANANAS trials for (b) (after one warm-up trial).", lower_bound=0)
+flags.DEFINE_integer("epochs", 150, "Epochs of each ensemble fit in (a).", lower_bound=2)
+flags.DEFINE_integer("budget", 150, "Queries of each trial in (b).", lower_bound=1)
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
-M, EPOCHS, BATCH, LR = 5, 150, 32, 0.01
+M, BATCH, LR = 5, 32, 0.01
 
 
 def _timed(fn):
@@ -40,7 +44,7 @@ def _timed(fn):
   return time.perf_counter() - t, out
 
 
-def loop_fit(keys, x, y, mask, model, epochs=EPOCHS):
+def loop_fit(keys, x, y, mask, model, epochs):
   """The baseline: members one after another, a jitted step per batch, the same orders as
   `ensemble.fit_member` (same keys), driven from Python like a Keras fit."""
   opt = optax.adam(LR, b1=0.9, b2=0.99, eps=1e-7)
@@ -81,7 +85,7 @@ def bench_ensemble(table):
   mask = jnp.ones(len(rows), bool)
   model = ensemble.MetaNet()
   keys = jax.random.split(jax.random.PRNGKey(0), M)
-  kw = dict(model=model, epochs=EPOCHS, batch_size=BATCH, lr=LR, loss="mae")
+  kw = dict(model=model, epochs=FLAGS.epochs, batch_size=BATCH, lr=LR, loss="mae")
 
   t0 = time.perf_counter()
   compiled = ensemble.fit_members.lower(keys, x, y, mask, **kw).compile()
@@ -90,10 +94,10 @@ def bench_ensemble(table):
   member = jax.jit(functools.partial(ensemble.fit_member, **kw))
   jax.block_until_ready(member(keys[0], x, y, mask))  # compile outside the timing
   per_member = [_timed(lambda: [member(k, x, y, mask) for k in keys]) for _ in range(FLAGS.repeats)]
-  loop_fit(keys[:1], x, y, mask, model)  # compile the step
-  lp = [_timed(lambda: loop_fit(keys, x, y, mask, model)) for _ in range(FLAGS.repeats)]
+  loop_fit(keys[:1], x, y, mask, model, FLAGS.epochs)  # compile the step
+  lp = [_timed(lambda: loop_fit(keys, x, y, mask, model, FLAGS.epochs)) for _ in range(FLAGS.repeats)]
 
-  # Same steps: after 2 epochs the fits agree to float rounding. Over 150 epochs of sign-like
+  # Same steps: after 2 epochs the fits agree to float rounding. Over --epochs=150 of sign-like
   # MAE gradients rounding differences grow, so the full fits are compared by training MAE.
   short = ensemble.fit_members(keys, x, y, mask, **{**kw, "epochs": 2})
   p_vm = ensemble.predict_members(short, x)
@@ -110,14 +114,16 @@ def bench_ensemble(table):
   t_vm = statistics.median(t for t, _ in vm)
   t_pm = statistics.median(t for t, _ in per_member)
   t_lp = statistics.median(t for t, _ in lp)
-  steps = M * EPOCHS * -(-FLAGS.n_train // BATCH)
-  print(f"(a) {M}-member ensemble, {FLAGS.n_train} rows, {EPOCHS} epochs, batch {BATCH}: {steps} member-steps")
+  steps = M * FLAGS.epochs * -(-FLAGS.n_train // BATCH)
+  print(f"(a) {M}-member ensemble, {FLAGS.n_train} rows, {FLAGS.epochs} epochs, batch {BATCH}: {steps} member-steps")
   print(
     f"    vmapped one scan  : {t_vm * 1e3:8.1f} ms  (compile {compile_s:.1f} s), {steps / t_vm:,.0f} member-steps/s"
   )
   print(f"    loop of jit scans : {t_pm * 1e3:8.1f} ms  ratio {t_pm / t_vm:.2f}x")
   print(f"    loop of jit steps : {t_lp * 1e3:8.1f} ms  ratio {t_lp / t_vm:.2f}x")
-  print(f"    2-epoch max |pred diff| {err:.1e}; 150-epoch training MAE {mae_vm:.3f} (vmapped), {mae_lp:.3f} (loop)")
+  print(
+    f"    2-epoch max |pred diff| {err:.1e}; {FLAGS.epochs}-epoch training MAE {mae_vm:.3f} (vmapped), {mae_lp:.3f} (loop)"
+  )
   return {
     "(a) vmapped ensemble fit (ms)": round(t_vm * 1e3, 1),
     "(a) loop of jitted scans (ms)": round(t_pm * 1e3, 1),
@@ -140,27 +146,30 @@ def bench_trial():
           executors.InlineExecutor(),
           d,
           space=space,
-          budget=150,
+          budget=FLAGS.budget,
           key=jax.random.PRNGKey(seed),
           progress=False,
         )
       )
-    regrets.append(tabular.regret_curve([o.value for o in obs], [o.test_value for o in obs], table.best_test)[-1])
+    regrets.append(regret_curve([o.value for o in obs], [o.test_value for o in obs], table.best_test)[-1])
     times.append(t)
   print(
-    f"(b) BANANAS (preset code) 150 queries on NB201 CIFAR-10: first trial (with compiles)"
+    f"(b) BANANAS (preset code) {FLAGS.budget} queries on NB201 CIFAR-10: first trial (with compiles)"
     f" {times[0]:.1f} s; then median {statistics.median(times[1:] or times):.1f} s/trial"
     f" -> 20 trials ~ {20 * statistics.median(times[1:] or times) / 60:.1f} min;"
     f" mean final regret {np.mean(regrets):.3f}"
   )
   return {
-    "(b) a 150-query BANANAS trial, median (s)": round(statistics.median(times[1:] or times), 1),
+    f"(b) a {FLAGS.budget}-query BANANAS trial, median (s)": round(statistics.median(times[1:] or times), 1),
     "(b) mean final regret": round(float(np.mean(regrets)), 3),
   }
 
 
 def main(argv):
   del argv
+  if FLAGS.smoke:
+    record.require(FLAGS.data, "the NB201 tables")
+    record.smoke(FLAGS, n_train=12, repeats=1, epochs=2, trials=1, budget=12)
   print(
     f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()},"
     f" cpus {len(os.sched_getaffinity(0))}"
@@ -175,5 +184,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  flags.mark_flags_as_required(["data"])
   app.run(main)

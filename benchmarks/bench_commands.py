@@ -3,6 +3,7 @@ virtualenv, no pip cache and an empty compilation cache, as a new user runs them
 
   python benchmarks/bench_commands.py --which=main   # the line after <!-- main-command --> in README.md
   python benchmarks/bench_commands.py --which=test   # the line after <!-- test-command -->
+  python benchmarks/bench_commands.py --smoke        # the main command's clone, running `echo` instead
 
 Writes the record `main_command` (wall time, the last line printed) or `test_command` (pytest's
 time, the wall time with the install, pytest's summary) that benchmarks/render_results.py puts
@@ -14,6 +15,7 @@ package index, as the commands do.
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -39,9 +41,13 @@ def _minutes(seconds: float) -> str:
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--which", choices=sorted(MARKERS), required=True)
+  parser.add_argument("--which", choices=sorted(MARKERS), default="main")
+  parser.add_argument("--smoke", action="store_true", help="run `echo` in the clone instead of the command")
   args = parser.parse_args()
   command = readme_command(args.which)
+  if args.smoke:
+    record.smoke(args)
+    command = shlex.join(["echo", f"smoke: {command}"])
   with tempfile.TemporaryDirectory() as tmp:
     clone = os.path.join(tmp, "nas_jax")
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", record.ROOT, clone], check=True)

@@ -28,7 +28,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import record  # noqa: E402
-from nas_jax.arch import conditional_point as cond_point
+from nas_jax.arch import conditional_point as cond_point  # noqa: E402
+from nas_jax.features import featurizers  # noqa: E402
 from nas_jax.features.pairwise import ArcPair  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
 from nas_jax.search.strategies.presets import conditional_bo  # noqa: E402
@@ -37,6 +38,7 @@ from nas_jax.surrogates.kernels import ArcKernel  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("n", 2000, "(a) Points of the Gram matrix.")
+flags.DEFINE_integer("max_depth", 3, "Most hidden layers of the chain MLPs.")
 flags.DEFINE_integer("history", 200, "(b) Observed points.")
 flags.DEFINE_enum("kernel", "arc", ["arc", "poor_man"], "(b) The GP's kernel.")
 flags.DEFINE_integer("repeats", 3, "Timed runs after a warm-up.")
@@ -48,6 +50,7 @@ flags.DEFINE_string(
 )
 flags.DEFINE_integer("c_history", 100, "(c) Observed points.")
 flags.DEFINE_integer("c_keys", 8, "(c) Proposals per optimiser (one per key).")
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
 TARGET_RATIO = 50.0
 TARGET_PROPOSAL_S = 1.0
@@ -112,7 +115,7 @@ def bench_proposal(space, n_history: int, kernel: str, repeats: int) -> dict:
     )
     for i, (q, v) in enumerate(zip(points, values))
   ]
-  strategy = conditional_bo(space, "min", kernel=kernel)
+  strategy = conditional_bo(space, "min", featurizer=getattr(featurizers, kernel)())
   state = strategy.update(strategy.init(jax.random.key(0)), obs)
   runs = []
   for _ in range(repeats + 1):  # the first run compiles; the others repeat its work exactly
@@ -169,7 +172,7 @@ def bench_optimisers(space, repeats_keys: int) -> dict:
   obs, source = _history(space, FLAGS.c_history)
   reached = {}
   for optimizer in ("gradient", "mutation"):
-    strategy = conditional_bo(space, "min", kernel="arc", optimizer=optimizer)
+    strategy = conditional_bo(space, "min", gradient=optimizer == "gradient")
     state = strategy.update(strategy.init(jax.random.key(0)), obs)
     reached[optimizer] = []
     for k in range(repeats_keys):
@@ -193,14 +196,16 @@ def bench_optimisers(space, repeats_keys: int) -> dict:
 
 def main(argv):
   del argv
+  if FLAGS.smoke:
+    record.smoke(FLAGS, n=20, max_depth=1, history=8, repeats=1, c_history=8, c_keys=2, trained="")
   jax.config.update("jax_enable_x64", True)
   print(
     f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()};"
     f" {os.cpu_count()} cpus, affinity {len(os.sched_getaffinity(0))} cores,"
     f" OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}"
   )
-  space = cond.conditional_space(max_depth=3)
-  spec = cond_point.conditional_spec(3)
+  space = cond.conditional_space(max_depth=FLAGS.max_depth)
+  spec = cond_point.conditional_spec(FLAGS.max_depth)
   figures = {}
   if "a" in FLAGS.parts:
     figures.update(bench_gram(space, spec, FLAGS.n, FLAGS.repeats))

@@ -268,7 +268,10 @@ def main():
   parser.add_argument("--nb201_sizes", default="62,125,146", help="--nb201: history sizes n")
   parser.add_argument("--seeds", type=int, default=3, help="--nb201: keys per size")
   parser.add_argument("--path", default="../shared/data/nasbench201", help="--nb201: the NB201 tables")
+  parser.add_argument("--smoke", action="store_true", help="a run of seconds; its record goes to a temporary folder")
   args = parser.parse_args()
+  if args.smoke:
+    record.smoke(args, n=16, starts=2, steps=5, repeats=1)
   if args.nb201:
     compare_nb201(args.path, [int(v) for v in args.nb201_sizes.split(",")], args.seeds)
     return

@@ -37,10 +37,15 @@ flags.DEFINE_list("datasets", list(tabular.DATASETS), "NB201 datasets.")
 flags.DEFINE_integer("seeds", 20, "Seeds 0 .. seeds-1.", lower_bound=1)
 flags.DEFINE_integer("slow_seeds", 10, "Seeds of the --slow methods.", lower_bound=1)
 flags.DEFINE_float("full_trainings", 100.0, "T in average 200-epoch trainings of the dataset.", lower_bound=1.0)
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
 
 def main(argv):
   del argv
+  if FLAGS.smoke:
+    record.require(FLAGS.data, "the NB201 tables")
+    scratch = record.smoke(FLAGS, methods=["random+smoke", "asha_random+smoke"], slow=[], datasets=["cifar10"], seeds=1)
+    FLAGS.out = os.path.join(scratch, "runs")
   jax.config.update("jax_enable_x64", True)  # the searches as launch/search.py runs them
   path = tabular.resolve(FLAGS.data)
   load0, t0 = os.getloadavg()[0], time.time()

@@ -22,15 +22,25 @@ from nas_jax.experiments import compare
 FLAGS = flags.FLAGS
 flags.DEFINE_string("out", "runs/bench_mf_digits", "Output folder (runs resume from it).")
 flags.DEFINE_integer("seeds", 3, "Seeds 0 .. seeds-1.", lower_bound=1)
-METHODS = ("nasbot", "asha_nasbot")
+flags.DEFINE_list("methods", ["nasbot", "asha_nasbot"], "Args of configs/multifidelity_digits.py.")
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
 
 def main(argv):
   del argv
+  if FLAGS.smoke:
+    scratch = record.smoke(FLAGS, methods=["nasbot+smoke", "asha_nasbot+smoke"], seeds=1)
+    FLAGS.out = os.path.join(scratch, "runs")
   jax.config.update("jax_enable_x64", True)  # the searches as launch/search.py runs them
   load0, t0 = os.getloadavg()[0], time.time()
+  # A smoke trains in this process (the inline executor): it may run inside another program's.
+  overrides = {"executor": "inline"} if FLAGS.smoke else None
   results = compare.compare(
-    [f"configs/multifidelity_digits.py:{m}" for m in METHODS], list(range(FLAGS.seeds)), None, FLAGS.out
+    [f"configs/multifidelity_digits.py:{m}" for m in FLAGS.methods],
+    list(range(FLAGS.seeds)),
+    None,
+    FLAGS.out,
+    overrides=overrides,
   )
   ends = [s[-1] for runs in results["seconds"].values() for s in runs]
   t = float(min(ends))

@@ -37,6 +37,7 @@ flags.DEFINE_list("datasets", list(tabular.DATASETS), "NB201 datasets.")
 flags.DEFINE_integer("seeds", 20, "Seeds 0 .. seeds-1.", lower_bound=1)
 flags.DEFINE_integer("slow_seeds", 3, "Seeds of the --slow methods.", lower_bound=1)
 flags.DEFINE_integer("budget", 100, "Queries per run.", lower_bound=1)
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
 
 def table_front(path: str, dataset: str) -> tuple[dict, float]:
@@ -50,6 +51,10 @@ def table_front(path: str, dataset: str) -> tuple[dict, float]:
 
 def main(argv):
   del argv
+  if FLAGS.smoke:
+    record.require(FLAGS.data, "the NB201 tables")
+    scratch = record.smoke(FLAGS, methods=["random+smoke", "nsga2+smoke"], slow=[], datasets=["cifar10"], seeds=1)
+    FLAGS.budget, FLAGS.out = 12, os.path.join(scratch, "runs")
   jax.config.update("jax_enable_x64", True)  # the searches as launch/search.py runs them
   path = tabular.resolve(FLAGS.data)
   load0, t0 = os.getloadavg()[0], time.time()

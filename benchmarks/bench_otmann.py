@@ -158,9 +158,13 @@ def main():
   ap.add_argument("--chunk_size", type=int, default=256, help="pairs per batched call of the large Sinkhorn run")
   ap.add_argument("--repeats", type=int, default=5)
   ap.add_argument("--authors_code", default="", help="a Python 3 copy of kirthevasank/nasbot ('' skips it)")
+  ap.add_argument("--random", type=int, default=50, help="random CNNs after the 10 pool ones")
+  ap.add_argument("--smoke", action="store_true", help="a run of seconds; its record goes to a temporary folder")
   args = ap.parse_args()
+  if args.smoke:
+    record.smoke(args, random=2, sizes="", repeats=1)
   rng = np.random.default_rng(0)
-  archs = pools.initial_pool("cnn") + [random_arch.random_architecture("cnn", rng) for _ in range(50)]
+  archs = pools.initial_pool("cnn") + [random_arch.random_architecture("cnn", rng) for _ in range(args.random)]
   n_pairs = len(archs) * (len(archs) - 1) // 2
   print(
     f"jax {jax.__version__}, backend {jax.default_backend()}, devices {jax.devices()}, pot {ot.__version__}, "

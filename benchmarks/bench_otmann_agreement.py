@@ -113,10 +113,19 @@ def highs(nn_comparators, x1, x2, nu) -> float:
 
 def main():
   ap = argparse.ArgumentParser()
-  ap.add_argument("--authors_code", required=True, help="a Python 3 copy of kirthevasank/nasbot")
+  ap.add_argument("--authors_code", default="", help="a Python 3 copy of kirthevasank/nasbot (required)")
   ap.add_argument("--count", type=int, default=60, help="networks per family (the first is fixed at 60)")
   ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument("--smoke", action="store_true", help="a run of seconds; its record goes to a temporary folder")
   args = ap.parse_args()
+  if args.smoke:
+    if not args.authors_code:
+      record.skip("no --authors_code=PATH, the authors' code this compares with (see benchmarks/authors_nasbot.py)")
+    record.smoke(args, count=12)
+  elif not args.authors_code:
+    ap.error(
+      "--authors_code=PATH is required: a Python 3 copy of kirthevasank/nasbot (see benchmarks/authors_nasbot.py)"
+    )
   neural_network, nn_comparators = authors_nasbot.load(args.authors_code)
   print(
     f"jax {jax.__version__}, backend {jax.default_backend()}, pot {ot.__version__},"

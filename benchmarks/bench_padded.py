@@ -196,7 +196,10 @@ def main():
   parser.add_argument("--sizes", default="", help="population sizes for the scaling run, e.g. 1,8,32")
   parser.add_argument("--cnn_count", action="store_true", help="count the CNN paddings' arithmetic and sharing")
   parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+  parser.add_argument("--smoke", action="store_true", help="a run of seconds; its record goes to a temporary folder")
   args = parser.parse_args()
+  if args.smoke:
+    record.smoke(args, epochs=2, kind="mlp", pool=1, random=1, modes="specialised,padded")
   if args.pool is None:
     args.pool = 10 if args.kind == "mlp" else 0
   if not 0 <= args.pool <= 10:

@@ -54,6 +54,7 @@ flags.DEFINE_integer("agree_cells", 64, "Cells scored by both synflows to compar
 flags.DEFINE_string("scores", None, "A CSV of launch/proxies.py per dataset ({dataset} in the path) for rho.")
 flags.DEFINE_string("scores_command", "", "The command that wrote --scores, for the record.")
 flags.DEFINE_string("data", "../shared/data/nasbench201", "Folder of the NB201 table.")
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
 PUBLISHED = {"cifar10": 0.737, "cifar100": 0.763, "imagenet16": 0.751}
 
@@ -163,6 +164,9 @@ def _rho(figures: dict) -> list:
 
 def main(argv):
   del argv
+  if FLAGS.smoke:  # rho only where the table is
+    rho = os.path.exists(FLAGS.data)
+    record.smoke(FLAGS, speed_cells=2, batch_size=2, signed_width=2, agree_cells=2, rho=rho, rho_cells=4)
   figures = {"backend": jax.default_backend(), "device": str(jax.devices()[0])}
   _speed(figures)
   tables = []

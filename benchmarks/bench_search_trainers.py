@@ -54,7 +54,10 @@ def main():
   parser.add_argument("--budget", type=int, default=50, help="networks evaluated per search")
   parser.add_argument("--trainers", default="specialised,padded", help="the first is the baseline")
   parser.add_argument("--override", action="append", default=[], help="more --config.X=Y flags, e.g. num_workers=2")
+  parser.add_argument("--smoke", action="store_true", help="a run of seconds; its record goes to a temporary folder")
   args = parser.parse_args()
+  if args.smoke:
+    record.smoke(args, config="configs/nasbot_cnn_digits.py:smoke", budget=2)
   trainers = [t for t in args.trainers.split(",") if t]
   unknown = sorted(set(trainers) - set(_TRAINERS))
   if unknown or not trainers:

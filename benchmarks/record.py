@@ -5,7 +5,9 @@ it measured.
 `benchmarks/render_results.py` renders docs/results.md and the README's results table from the
 latest record of each name, so a figure is stated once, with its date and machine. Every
 benchmark calls it at the end of a run; `launch/compare.py` and `launch/nb201_table.py` do with
-`--record=NAME`. NAS_JAX_RECORDS=DIR writes the records elsewhere.
+`--record=NAME`. NAS_JAX_RECORDS=DIR writes the records elsewhere. Every `bench_*.py` has a
+`--smoke` mode (`smoke`): a run of seconds whose record goes to a temporary folder, which
+tests/test_benchmarks.py runs for each of them.
 
 A record says what its figures mean: `direction`, whether higher or lower is better for its
 headline figures (those its title and the README name), and `note`, what a reader needs to read
@@ -22,8 +24,10 @@ import platform
 import shlex
 import subprocess
 import sys
+import tempfile
 
 SCHEMA = 1
+SKIPPED = 77  # the exit status of a --smoke run that lacks what it needs (automake's "skipped")
 DIRECTIONS = ("higher", "lower")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDS = os.path.join(ROOT, "benchmarks", "records")
@@ -100,6 +104,40 @@ def markdown_table(lines: list, title: str = "") -> dict:
   return {"title": title, "columns": cells[0], "rows": cells[2:]}
 
 
+def smoke(options, **values) -> str:
+  """The `--smoke` mode of a benchmark: a run of seconds that goes through the same code, so
+  tests/test_benchmarks.py notices when a change of the library breaks the script.
+
+  Sets each of `values` (the flags of a tiny run) on `options`, absl's FLAGS or an argparse
+  Namespace, and sends the records to a fresh temporary folder unless NAS_JAX_RECORDS names one,
+  so that a smoke record never replaces a measured one in benchmarks/records.
+
+  Returns:
+    a fresh temporary folder for the run's other outputs (its runs, its journals).
+  """
+  unknown = sorted(name for name in values if not hasattr(options, name))
+  if unknown:
+    raise ValueError(f"smoke: no flag {', '.join(unknown)} to set; the script defines the flags it sets")
+  for name, value in values.items():
+    setattr(options, name, value)
+  scratch = tempfile.mkdtemp(prefix="nas_jax_smoke_")
+  os.environ.setdefault("NAS_JAX_RECORDS", os.path.join(scratch, "records"))
+  return scratch
+
+
+def require(path: str, what: str) -> None:
+  """In a --smoke run: skips it (`skip`) when `path`, what it reads (`what`), is absent."""
+  if not os.path.exists(path):
+    skip(f"{path} is absent ({what})")
+
+
+def skip(reason: str):
+  """Ends a run that lacks what it needs (the NB201 tables, the authors' code): prints why and exits
+  with SKIPPED, which tests/test_benchmarks.py reports as a skip with this reason."""
+  print(f"skipped: {reason}", file=sys.stderr)
+  sys.exit(SKIPPED)
+
+
 def write(
   name: str,
   title: str,
@@ -110,6 +148,7 @@ def write(
   direction: str = "",
   argv: list | None = None,
   command: str = "",
+  curves: dict | None = None,
 ) -> str:
   """Writes one record and returns its path.
 
@@ -123,6 +162,8 @@ def write(
       `default_direction(name)`, and a name whose kind does not say must pass it.
     argv: the command's argv (default sys.argv).
     command: the command as typed, when it is not this process's argv (a shell line it timed).
+    curves: a study's mean curves ({"hours", "panels"}, `launch/study.py --record`), which
+      render_figures.py draws for the results page; None for a record without curves.
   """
   if not name or not name.replace("_", "").replace("-", "").isalnum():
     raise ValueError(f"record name: {name!r}; use letters, digits, '_' and '-'")
@@ -146,6 +187,7 @@ def write(
     "source": "measured",
     "figures": figures,
     "tables": tables or [],
+    **({"curves": curves} if curves else {}),
   }
   directory = os.environ.get("NAS_JAX_RECORDS") or RECORDS
   os.makedirs(directory, exist_ok=True)

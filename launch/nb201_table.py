@@ -25,7 +25,7 @@ from absl import flags
 import jax
 import numpy as np
 
-from nas_jax.experiments import compare
+from nas_jax.experiments import compare, regret
 from nas_jax.tasks import tabular
 from nas_jax.wiring import config_files
 
@@ -120,8 +120,8 @@ def main(argv):
         overrides={"task.dataset": ds, "task.path": FLAGS.data, **_proxy_overrides(spec)},
       )
       name = compare.run_name(spec)
-      regrets[ds][name] = tabular.regret_summary(results["test_runs"][name], table)
-      regrets[ds][name]["queries"] = tabular.queries_to_optimum(results["runs"][name], table)
+      regrets[ds][name] = regret.regret_summary(results["test_runs"][name], table)
+      regrets[ds][name]["queries"] = regret.queries_to_optimum(results["runs"][name], table)
       proxy.setdefault(name, []).extend(results["proxy"][name])
       model.setdefault(name, []).extend(results["model_seconds"][name])
       r = regrets[ds][name]

@@ -27,7 +27,6 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   jax.config.update("jax_enable_x64", True)  # GP algebra in float64 (STYLE 4); workers copy it
-  search_config.check_search_config(FLAGS.config)
   search_config.search_from_config(FLAGS.config, progress=FLAGS.progress)
   path = os.path.join(FLAGS.config.workdir, loop.SUMMARY)
   with open(path) as f:

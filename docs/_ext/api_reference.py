@@ -99,6 +99,7 @@ MODULES = (
   "nas_jax.experiments.compare",
   "nas_jax.experiments.final_training",
   "nas_jax.experiments.predictor_experiment",
+  "nas_jax.experiments.regret",
   "nas_jax.experiments.report",
 )
 

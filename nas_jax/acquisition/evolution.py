@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Callable, Collection, Hashable, Sequence
 
 import numpy as np
@@ -18,7 +19,7 @@ __all__ = ["SELECTIONS", "selection_probs", "n_ea_schedule", "n_mut_schedule", "
 
 # Parent-selection temperature as a multiple of std(g): the paper's pi ~ exp(g / sigma), and
 # the authors' code's exp((g - mean) / (2 sigma)) (github.com/kirthevasank/nasbot; the mean cancels on normalising).
-SELECTIONS = {"paper": 1.0, "nasbot_code": 2.0}
+SELECTIONS = MappingProxyType({"paper": 1.0, "nasbot_code": 2.0})
 
 
 def selection_probs(g, *, selection: str = "paper") -> np.ndarray:

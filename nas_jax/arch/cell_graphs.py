@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import itertools
 import numbers
+from types import MappingProxyType
 
 import numpy as np
 
@@ -65,7 +66,7 @@ __all__ = ["DEFAULT_CHANNELS", "cell_layer_graph"]
 
 # C, the channels of the cell's input and output: NB201's first stage (16 -> 32 -> 64) and
 # NB101's first stack (128 -> 256 -> 512).
-DEFAULT_CHANNELS = {"nb201": 16, "nb101": 128}
+DEFAULT_CHANNELS = MappingProxyType({"nb201": 16, "nb101": 128})
 _POOLS = ("avg_pool_3x3", "maxpool3x3")
 
 # A layer while building: (label name, units, parent layer indices); layer 0 is the input.

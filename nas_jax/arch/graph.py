@@ -9,6 +9,7 @@ result does not depend on the order of the layer slots.
 from __future__ import annotations
 
 import functools
+from types import MappingProxyType
 from typing import NamedTuple
 
 import jax
@@ -56,10 +57,12 @@ class MassParams(NamedTuple):
 #: Layer-mass parameter sets by name. "paper": the rules the paper states (res x2), with the floor
 #: its figures use and the text is silent on. "nasbot_code": the authors' code
 #: (github.com/kirthevasank/nasbot, nn/neural_network.py: no res doubling).
-MASS_PARAMS = {
-  "paper": MassParams(),
-  "nasbot_code": MassParams(res_mass_factor=1.0),
-}
+MASS_PARAMS = MappingProxyType(
+  {
+    "paper": MassParams(),
+    "nasbot_code": MassParams(res_mass_factor=1.0),
+  }
+)
 
 
 def mass_params(name_or_params: str | MassParams) -> MassParams:

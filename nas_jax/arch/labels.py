@@ -120,46 +120,50 @@ _AUTOKERAS = (
 )
 
 # Layer groups of the grouped structural cost (NASBOT App. A.3); "all" is always first.
-_GROUPS = {
-  "cnn": (
-    ("all", None),
-    ("conv", ("conv3", "conv5", "conv7", "res3", "res5", "res7")),
-    ("pool", ("max-pool", "avg-pool")),
-    ("fc", ("fc",)),
-  ),
-  "mlp": (
-    ("all", None),
-    ("rec", ("relu", "crelu", "leaky-relu", "softplus", "elu")),
-    ("sig", ("logistic", "tanh")),
-  ),
-  "autokeras": (
-    ("all", None),
-    ("conv", ("conv3", "conv5", "conv1", "concat")),
-    ("pool", ("max-pool", "gap")),
-    ("fc", ("fc",)),
-  ),
-  "nb201": (("all", None),),
-  "nb101": (("all", None),),
-  "nb201_layers": (
-    ("all", None),
-    ("conv", ("nor_conv_1x1", "nor_conv_3x3")),
-    ("pool", ("avg_pool_3x3",)),
-  ),
-  "nb101_layers": (
-    ("all", None),
-    ("conv", ("conv3x3-bn-relu", "conv1x1-bn-relu")),
-    ("pool", ("maxpool3x3",)),
-  ),
-}
-_VOCAB = {
-  "cnn": _CNN,
-  "mlp": _MLP,
-  "nb201": _NB201,
-  "nb101": _NB101,
-  "autokeras": _AUTOKERAS,
-  "nb201_layers": _NB201_LAYERS,
-  "nb101_layers": _NB101_LAYERS,
-}
+_GROUPS = types.MappingProxyType(
+  {
+    "cnn": (
+      ("all", None),
+      ("conv", ("conv3", "conv5", "conv7", "res3", "res5", "res7")),
+      ("pool", ("max-pool", "avg-pool")),
+      ("fc", ("fc",)),
+    ),
+    "mlp": (
+      ("all", None),
+      ("rec", ("relu", "crelu", "leaky-relu", "softplus", "elu")),
+      ("sig", ("logistic", "tanh")),
+    ),
+    "autokeras": (
+      ("all", None),
+      ("conv", ("conv3", "conv5", "conv1", "concat")),
+      ("pool", ("max-pool", "gap")),
+      ("fc", ("fc",)),
+    ),
+    "nb201": (("all", None),),
+    "nb101": (("all", None),),
+    "nb201_layers": (
+      ("all", None),
+      ("conv", ("nor_conv_1x1", "nor_conv_3x3")),
+      ("pool", ("avg_pool_3x3",)),
+    ),
+    "nb101_layers": (
+      ("all", None),
+      ("conv", ("conv3x3-bn-relu", "conv1x1-bn-relu")),
+      ("pool", ("maxpool3x3",)),
+    ),
+  }
+)
+_VOCAB = types.MappingProxyType(
+  {
+    "cnn": _CNN,
+    "mlp": _MLP,
+    "nb201": _NB201,
+    "nb101": _NB101,
+    "autokeras": _AUTOKERAS,
+    "nb201_layers": _NB201_LAYERS,
+    "nb101_layers": _NB101_LAYERS,
+  }
+)
 KINDS = tuple(_VOCAB)
 # Kinds whose architectures use the layer-graph interchange JSON and NASBOT's validity rules;
 # cell kinds are built by `nas_jax.arch.cell` (ops as nodes, input and output as ip/op).

@@ -8,6 +8,7 @@ unchanged (a new surrogate names its acquisition here).
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from nas_jax.search.strategy import Strategy
@@ -30,24 +31,28 @@ __all__ = [
 #: The spaces whose combinations are listed.
 SPACE_KINDS = ("nb201", "nb101", "cnn", "mlp", "autokeras", "conditional")
 # The acquisition each surrogate's method uses: NASBOT's EI for GPs, BANANAS' ITS for the ensemble.
-NATURAL_ACQUISITION = {"gp": "ei", "gp_fixed": "ei", "ensemble": "its"}
+NATURAL_ACQUISITION = MappingProxyType({"gp": "ei", "gp_fixed": "ei", "ensemble": "its"})
 #: The acquisitions that read a model (the model-free `random` left out).
 ACQUISITIONS = tuple(a for a in parts.ACQUISITIONS if parts.ACQUISITIONS[a]().needs_model)
 
 # Small options for a quick run of every combination (fast=True in `bo_config`).
-_FAST_SURROGATE = {
-  "gp": dict(n_starts=2, fit_steps=20),
-  "gp_fixed": {},
-  "ensemble": dict(hidden=(8, 8), epochs=20, n_members=3),
-}
-_FAST_OPTIMIZER = {
-  "ea": dict(lo=10, hi=20),
-  "mutation": dict(n_candidates=30),
-  "random": dict(n_candidates=50),
-  "tree": dict(n_children=4, max_ops=2),
-  "enumerate": {},
-  "per_depth": dict(n_random=20, n_grad_starts=2, grad_steps=10, n_mutations=20),
-}
+_FAST_SURROGATE = MappingProxyType(
+  {
+    "gp": dict(n_starts=2, fit_steps=20),
+    "gp_fixed": {},
+    "ensemble": dict(hidden=(8, 8), epochs=20, n_members=3),
+  }
+)
+_FAST_OPTIMIZER = MappingProxyType(
+  {
+    "ea": dict(lo=10, hi=20),
+    "mutation": dict(n_candidates=30),
+    "random": dict(n_candidates=50),
+    "tree": dict(n_children=4, max_ops=2),
+    "enumerate": {},
+    "per_depth": dict(n_random=20, n_grad_starts=2, grad_steps=10, n_mutations=20),
+  }
+)
 _CHECK = Task("combination", "max", None)  # what building a strategy reads of a task: its goal
 
 

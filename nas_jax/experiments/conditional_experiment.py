@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import MappingProxyType
 from typing import Sequence
 
 import jax
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 TABLE_FILE = "trained.jsonl"
-DATASETS = {"digits": "classification", "diabetes": "regression"}
+DATASETS = MappingProxyType({"digits": "classification", "diabetes": "regression"})
 # Table 1's columns: "NN" = the error, "log" = its logarithm, "half" = trained on half the data.
 COLUMNS = (("", False, False), (" log", True, False), (" half", False, True), (" log half", True, True))
 _LOG_FLOOR = 1e-3  # a digits network can reach 0 validation error; log(0) has no place in a GP

@@ -9,6 +9,7 @@ import html
 import io
 import json
 import os
+from types import MappingProxyType
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -56,7 +57,7 @@ REPORT = "report.html"
 GP_STRATEGIES = ("nasbot", "gp_bo", "bo")
 _META = "search.json"  # {"task", "goal"}: written by the loop before the first evaluation
 _CONFIG = "config.json"
-_DEFAULT_SPACE = {"cnn": "layer_graph", "mlp": "layer_graph", "nb201": "nb201", "nb101": "nb101"}
+_DEFAULT_SPACE = MappingProxyType({"cnn": "layer_graph", "mlp": "layer_graph", "nb201": "nb201", "nb101": "nb101"})
 
 
 class Run(NamedTuple):

@@ -5,6 +5,7 @@ paths and adjacency encodings, as jit-able functions of one `Cell` (vmap for a b
 from __future__ import annotations
 
 import functools
+from types import MappingProxyType
 from typing import Callable, Sequence
 
 import jax
@@ -36,7 +37,7 @@ _ISO_DIGIT = np.array([-1, -1, 1, 0, 2], np.int32)
 _ROUTES = ((3,), (0, 4), (1, 5), (0, 2, 5))
 _NB101_TRIU = np.triu_indices(7, 1)
 _NB101_PATHS = 364  # sum_{i=0}^{5} 3^i
-_DEFAULT_CUTOFF = {"nb101": 40, "nb201": 30}
+_DEFAULT_CUTOFF = MappingProxyType({"nb101": 40, "nb201": 30})
 
 
 def _nb101_extend_tables() -> np.ndarray:
@@ -134,14 +135,16 @@ def _nb101_only(name: str, cell: Cell) -> None:
 
 
 #: Cell encodings by name: name -> function of one cell; nb201 names map onto the generic ones (path = path201, ...).
-ENCODINGS: dict[str, Callable[[Cell], jax.Array]] = {
-  "path": path_encoding,
-  "trunc_path": truncated_path_encoding,
-  "path_iso": path_iso_encoding,
-  "adj_onehot": adjacency_onehot,
-  "adj_code": adjacency_code,
-  "adj_cont": adjacency_cont,
-}
+ENCODINGS: MappingProxyType[str, Callable[[Cell], jax.Array]] = MappingProxyType(
+  {
+    "path": path_encoding,
+    "trunc_path": truncated_path_encoding,
+    "path_iso": path_iso_encoding,
+    "adj_onehot": adjacency_onehot,
+    "adj_code": adjacency_code,
+    "adj_cont": adjacency_cont,
+  }
+)
 
 
 def encoding_size(name: str, kind: str) -> int:

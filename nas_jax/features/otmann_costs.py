@@ -41,7 +41,7 @@ LabelCosts = Union[str, tuple[tuple[float, ...], ...]]
 Role = labels_lib.Role
 _RECTIFIERS = ("relu", "crelu", "leaky-relu", "softplus", "elu")
 _SIGMOIDS = ("logistic", "tanh")
-_TABLE4_CONV = {(3, 5): 0.2, (5, 7): 0.2, (3, 7): 0.3}  # NASBOT Table 4, by kernel size
+_TABLE4_CONV = types.MappingProxyType({(3, 5): 0.2, (5, 7): 0.2, (3, 7): 0.3})  # NASBOT Table 4, by kernel size
 
 
 class OtmannParams(NamedTuple):
@@ -66,10 +66,12 @@ class OtmannParams(NamedTuple):
   nas_cost: float = 1.0
 
 
-OTMANN_PARAMS = {
-  "paper": OtmannParams(),
-  "nasbot_code": OtmannParams(mass=graph.MASS_PARAMS["nasbot_code"], label_costs="nasbot_code"),
-}
+OTMANN_PARAMS = types.MappingProxyType(
+  {
+    "paper": OtmannParams(),
+    "nasbot_code": OtmannParams(mass=graph.MASS_PARAMS["nasbot_code"], label_costs="nasbot_code"),
+  }
+)
 
 
 def otmann_params(name_or_params: str | OtmannParams) -> OtmannParams:

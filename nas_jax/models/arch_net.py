@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+from types import MappingProxyType
 from typing import Any, Callable, NamedTuple
 
 import flax.linen as nn
@@ -48,15 +49,17 @@ def _crelu(x: jax.Array) -> jax.Array:
 
 # MLP processing labels -> activation after the dense layer. crelu doubles the width (TensorFlow's
 # convention), so a crelu layer with `units` u outputs 2u features; leaky-relu uses slope 0.01.
-ACTIVATIONS = {
-  "relu": nn.relu,
-  "crelu": _crelu,
-  "leaky-relu": nn.leaky_relu,
-  "softplus": nn.softplus,
-  "elu": nn.elu,
-  "logistic": nn.sigmoid,
-  "tanh": jnp.tanh,
-}
+ACTIVATIONS = MappingProxyType(
+  {
+    "relu": nn.relu,
+    "crelu": _crelu,
+    "leaky-relu": nn.leaky_relu,
+    "softplus": nn.softplus,
+    "elu": nn.elu,
+    "logistic": nn.sigmoid,
+    "tanh": jnp.tanh,
+  }
+)
 
 
 class Node(NamedTuple):

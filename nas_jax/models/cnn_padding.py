@@ -6,6 +6,7 @@ network up to its size fits (`coarse`).
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 from typing import NamedTuple, Sequence
 
 from nas_jax.arch import labels as labels_lib
@@ -29,7 +30,7 @@ __all__ = [
 Role = labels_lib.Role
 # A slot's kind is an index into this tuple; a padding's slot computes the kinds of its bits.
 KINDS = ("conv", "res", "max-pool", "avg-pool", "fc")
-BITS = {name: 1 << i for i, name in enumerate(KINDS)}
+BITS = MappingProxyType({name: 1 << i for i, name in enumerate(KINDS)})
 EVERY = (1 << len(KINDS)) - 1  # every kind
 
 

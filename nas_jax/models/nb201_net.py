@@ -44,6 +44,7 @@ stands for, 1, or for a masked edge's ReLU 1 when a conv is the edge's op and 0 
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, NamedTuple, Sequence
 
 import flax.linen as nn
@@ -70,7 +71,7 @@ _EPS = 1e-5
 BATCH_NORM_MODES = ("batch", "train", "running")
 BN_MOMENTUM = 0.9  # running = 0.9 running + 0.1 batch: PyTorch's momentum 0.1, which NB201 trains with
 _NONE, _SKIP, _CONV1, _CONV3, _POOL = range(5)
-_CONV_OF = {_CONV1: "conv1", _CONV3: "conv3"}
+_CONV_OF = MappingProxyType({_CONV1: "conv1", _CONV3: "conv3"})
 
 
 class Nb201Spec(NamedTuple):

@@ -7,6 +7,7 @@ example ((D,) or (H, W, C)) and batch statistics an empty dict for MLPs.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Callable, NamedTuple, Sequence
 
 from nas_jax.arch.architecture import Architecture
@@ -60,7 +61,7 @@ _CNN = PaddedModel(
   to_specialised=padded_cnn_variables.to_specialised,
   macs=cnn_padding.macs,
 )
-_MODELS = {"mlp": _MLP, "cnn": _CNN}
+_MODELS = MappingProxyType({"mlp": _MLP, "cnn": _CNN})
 KINDS = tuple(_MODELS)
 
 

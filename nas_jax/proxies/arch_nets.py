@@ -8,6 +8,7 @@ the output of every module that owns a `kernel` parameter, the convs and dense l
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Sequence
 
 import flax.linen as nn
@@ -21,7 +22,7 @@ from nas_jax.proxies.net import ProxyNet
 
 __all__ = ["arch_proxy_net"]
 
-_RANK = {"cnn": 3, "autokeras": 3, "mlp": 1}
+_RANK = MappingProxyType({"cnn": 3, "autokeras": 3, "mlp": 1})
 
 
 def _as_logits(out: jax.Array) -> jax.Array:

@@ -18,7 +18,9 @@ __all__ = ["relu_codes"]
 
 # Call-like primitives whose body is evaluated inline, so ReLUs nested in them are seen; every other
 # primitive (loops and conditionals included) is bound as it is, and ReLUs inside its body are not.
-_INLINE = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat2", "checkpoint"}
+_INLINE = frozenset(
+  {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat2", "checkpoint"}
+)
 _BODY = ("jaxpr", "call_jaxpr")
 
 

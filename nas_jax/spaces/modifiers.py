@@ -6,6 +6,7 @@ A modifier is `(arch, key) -> (arch, reason)`: reason is "" on success, otherwis
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -50,19 +51,21 @@ STEP_PROBS = (0.5, 0.25, 0.125, 0.075, 0.05)  # P(k = 1..5) of the compound oper
 # Modifier-type weights: the paper draws types uniformly (natural reading of App. B.2); the
 # authors' code uses these (github.com/kirthevasank/nasbot, nn/nn_modifiers.py). Both are
 # normalised over the modifiers in use.
-MODIFIER_WEIGHTS = {
-  "nasbot_code": {
-    "inc_single": 0.1,
-    "dec_single": 0.1,
-    "inc_en_masse": 0.1,
-    "dec_en_masse": 0.1,
-    "swap_label": 0.2,
-    "wedge_layer": 0.1,
-    "remove_layer": 0.1,
-    "dup_path": 0.2,
-    "skip": 0.2,
-  },
-}
+MODIFIER_WEIGHTS = MappingProxyType(
+  {
+    "nasbot_code": {
+      "inc_single": 0.1,
+      "dec_single": 0.1,
+      "inc_en_masse": 0.1,
+      "dec_en_masse": 0.1,
+      "swap_label": 0.2,
+      "wedge_layer": 0.1,
+      "remove_layer": 0.1,
+      "dup_path": 0.2,
+      "skip": 0.2,
+    },
+  }
+)
 
 
 def scaled_units(units: np.ndarray, up: bool, limits: Limits) -> np.ndarray:
@@ -112,13 +115,15 @@ def _unit_edit(up: bool, en_masse: bool) -> Edit:
   return Edit(sites, apply, f"no layer whose units can {way} within [{{min_units}}, {{max_units}}]")
 
 
-_EDITS: dict[str, Edit] = {
-  "dec_single": _unit_edit(up=False, en_masse=False),
-  "dec_en_masse": _unit_edit(up=False, en_masse=True),
-  "inc_single": _unit_edit(up=True, en_masse=False),
-  "inc_en_masse": _unit_edit(up=True, en_masse=True),
-  **STRUCTURE_EDITS,
-}
+_EDITS: MappingProxyType[str, Edit] = MappingProxyType(
+  {
+    "dec_single": _unit_edit(up=False, en_masse=False),
+    "dec_en_masse": _unit_edit(up=False, en_masse=True),
+    "inc_single": _unit_edit(up=True, en_masse=False),
+    "inc_en_masse": _unit_edit(up=True, en_masse=True),
+    **STRUCTURE_EDITS,
+  }
+)
 
 
 def _draw(sites: list[tuple], rng: np.random.Generator) -> tuple:
@@ -150,17 +155,19 @@ def _apply(
   return (arch, f"{name}: {reason}") if out is None else (out, "")
 
 
-_DOCS = {
-  "dec_single": "Decreases one random unit layer's units by 1/8 (Table 6, #1).",
-  "dec_en_masse": "Decreases by 1/8 the units of one random block of `en_masse_blocks` (#2).",
-  "inc_single": "Increases one random unit layer's units by 1/8 (Table 6, #3).",
-  "inc_en_masse": "Increases by 1/8 the units of one random block of `en_masse_blocks` (#4).",
-  "dup_path": "Copies the inner layers of a random walk u1..uk as a parallel branch (#5).",
-  "remove_layer": "Deletes a random processing layer and reconnects orphans (Table 6, #6).",
-  "skip": "Adds an edge u -> v, through avg-pools if u's image is larger (Table 6, #7).",
-  "swap_label": "Changes a random processing layer's label to a compatible one (#8).",
-  "wedge_layer": "Splits a random edge u -> v with a new layer w (Table 6, #9).",
-}
+_DOCS = MappingProxyType(
+  {
+    "dec_single": "Decreases one random unit layer's units by 1/8 (Table 6, #1).",
+    "dec_en_masse": "Decreases by 1/8 the units of one random block of `en_masse_blocks` (#2).",
+    "inc_single": "Increases one random unit layer's units by 1/8 (Table 6, #3).",
+    "inc_en_masse": "Increases by 1/8 the units of one random block of `en_masse_blocks` (#4).",
+    "dup_path": "Copies the inner layers of a random walk u1..uk as a parallel branch (#5).",
+    "remove_layer": "Deletes a random processing layer and reconnects orphans (Table 6, #6).",
+    "skip": "Adds an edge u -> v, through avg-pools if u's image is larger (Table 6, #7).",
+    "swap_label": "Changes a random processing layer's label to a compatible one (#8).",
+    "wedge_layer": "Splits a random edge u -> v with a new layer w (Table 6, #9).",
+  }
+)
 
 
 def _modifier(name: str) -> Modifier:
@@ -197,14 +204,18 @@ wedge_layer = _modifier("wedge_layer")
 
 #: NASBOT's nine modifiers by name, in Table 6 order: 1-4 change units, 5-9 change the structure
 #: (the ablation of App. C.4).
-MODIFIERS: dict[str, Modifier] = {
-  f.__name__: f
-  for f in (dec_single, dec_en_masse, inc_single, inc_en_masse, dup_path, remove_layer, skip, swap_label, wedge_layer)
-}
+MODIFIERS: MappingProxyType[str, Modifier] = MappingProxyType(
+  {
+    f.__name__: f
+    for f in (dec_single, dec_en_masse, inc_single, inc_en_masse, dup_path, remove_layer, skip, swap_label, wedge_layer)
+  }
+)
 #: The four modifiers that change units (`modifiers="unit"`).
-UNIT_MODIFIERS = {k: MODIFIERS[k] for k in ("dec_single", "dec_en_masse", "inc_single", "inc_en_masse")}
+UNIT_MODIFIERS = MappingProxyType(
+  {k: MODIFIERS[k] for k in ("dec_single", "dec_en_masse", "inc_single", "inc_en_masse")}
+)
 #: The five modifiers that change the structure (`modifiers="structure"`).
-STRUCTURE_MODIFIERS = {k: v for k, v in MODIFIERS.items() if k not in UNIT_MODIFIERS}
+STRUCTURE_MODIFIERS = MappingProxyType({k: v for k, v in MODIFIERS.items() if k not in UNIT_MODIFIERS})
 
 
 def type_probs(names: Sequence[str], weights=None) -> np.ndarray:

@@ -8,6 +8,7 @@ remembers its points' keys in a `KeyMemo` of its own).
 from __future__ import annotations
 
 import functools
+from types import MappingProxyType
 from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -99,11 +100,13 @@ class Space(NamedTuple):
 
 
 # Names a config can give for the App. C.4 ablation (Fig. 7b).
-MODIFIER_SETS = {
-  "all": modifiers_lib.MODIFIERS,
-  "unit": modifiers_lib.UNIT_MODIFIERS,
-  "structure": modifiers_lib.STRUCTURE_MODIFIERS,
-}
+MODIFIER_SETS = MappingProxyType(
+  {
+    "all": modifiers_lib.MODIFIERS,
+    "unit": modifiers_lib.UNIT_MODIFIERS,
+    "structure": modifiers_lib.STRUCTURE_MODIFIERS,
+  }
+)
 
 
 def _resolve_modifiers(modifiers) -> tuple[str, ...]:

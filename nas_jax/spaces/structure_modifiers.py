@@ -6,6 +6,8 @@ validates and registers them; the choices the paper leaves open are documented p
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 from nas_jax.arch import labels as labels_lib
@@ -231,10 +233,12 @@ def _wedge_apply(g: HostGraph, site: tuple, rng: np.random.Generator, limits: Li
   return out
 
 
-STRUCTURE_EDITS = {
-  "dup_path": Edit(_dup_sites, _dup_apply, "no start layer, or {max_layers} layers already"),
-  "remove_layer": Edit(_remove_sites, _remove_apply, "no processing layer to remove"),
-  "skip": Edit(_skip_sites, _skip_apply, "no pair (u, v) can take a new edge within the limits"),
-  "swap_label": Edit(_swap_sites, _swap_apply, "no processing layer with a compatible label"),
-  "wedge_layer": Edit(_wedge_sites, _wedge_apply, "no edge to split, or {max_layers} layers already"),
-}
+STRUCTURE_EDITS = MappingProxyType(
+  {
+    "dup_path": Edit(_dup_sites, _dup_apply, "no start layer, or {max_layers} layers already"),
+    "remove_layer": Edit(_remove_sites, _remove_apply, "no processing layer to remove"),
+    "skip": Edit(_skip_sites, _skip_apply, "no pair (u, v) can take a new edge within the limits"),
+    "swap_label": Edit(_swap_sites, _swap_apply, "no processing layer with a compatible label"),
+    "wedge_layer": Edit(_wedge_sites, _wedge_apply, "no edge to split, or {max_layers} layers already"),
+  }
+)

@@ -6,6 +6,7 @@ where inactive by convention), and active: [n, P] bool. A point's pattern is its
 points with equal patterns share an architecture. No model reads an inactive entry of u.
 """
 
+from types import MappingProxyType
 from typing import Callable, Sequence
 
 import jax
@@ -102,14 +103,16 @@ def _per_pattern(model: _Model) -> _Model:
   return separate
 
 
-_MODELS: dict[str, _Model] = {
-  "separate_linear": _per_pattern(_linear),
-  "separate_gp": _per_pattern(_vector_gp),
-  "poor_man_linear": _linear,
-  "poor_man_gp": _vector_gp,
-  "separate_hierarchical_gp": _per_pattern(_arc_gp),
-  "hierarchical_gp": _arc_gp,
-}
+_MODELS: MappingProxyType[str, _Model] = MappingProxyType(
+  {
+    "separate_linear": _per_pattern(_linear),
+    "separate_gp": _per_pattern(_vector_gp),
+    "poor_man_linear": _linear,
+    "poor_man_gp": _vector_gp,
+    "separate_hierarchical_gp": _per_pattern(_arc_gp),
+    "hierarchical_gp": _arc_gp,
+  }
+)
 #: The names of the arc-kernel paper's six models (Swersky et al. 2013, Table 1).
 MODELS = tuple(_MODELS)
 

@@ -5,6 +5,8 @@ Boxes are log-uniform over hyper-parameters and relative to Var(Y) (targets are 
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import jax.numpy as jnp
 
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair
@@ -13,12 +15,14 @@ from nas_jax.surrogates import gp_fit, kernels
 __all__ = ["NASBOT_KERNELS", "VECTOR_KERNELS", "nasbot_box", "arc_box", "vector_box", "default_box"]
 
 NASBOT_KERNELS = ("combined", "d", "d_bar")  # the kernel ablation of NASBOT App. C.4 (Fig. 7a)
-VECTOR_KERNELS = {
-  "exp_squared": kernels.ExpSquared,
-  "matern52": kernels.Matern52,
-  "matern12": kernels.Matern12,
-  "hamming": kernels.Hamming,
-}
+VECTOR_KERNELS = MappingProxyType(
+  {
+    "exp_squared": kernels.ExpSquared,
+    "matern52": kernels.Matern52,
+    "matern12": kernels.Matern12,
+    "hamming": kernels.Hamming,
+  }
+)
 _OFF = 1e-9  # the scale a switched-off kernel term is held at: exp(-20.7), never exactly 0
 # Our boxes for the arc kernel (the paper does not say how it sets them): omega and the
 # length-scales span the same inverse scales of [0, 1] inputs; the noise may reach Var(Y), since

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -21,7 +22,7 @@ __all__ = ["FUNCTIONS", "KINDS", "PERMISSIVE_LIMITS", "Quantities", "quantities"
 #: The synthetic objectives of NASBOT's App. C.4.
 FUNCTIONS = ("f0", "f1", "f2", "f3")
 #: The network kinds each function is defined for.
-KINDS = {"f0": ("cnn", "mlp"), "f1": ("cnn",), "f2": ("mlp",), "f3": ("mlp",)}
+KINDS = MappingProxyType({"f0": ("cnn", "mlp"), "f1": ("cnn",), "f2": ("mlp",), "f3": ("mlp",)})
 # The space decides which networks are allowed; an objective scores any valid graph.
 PERMISSIVE_LIMITS = Limits(
   max_layers=1 << 20, max_edges=1 << 30, max_degree=1 << 20, max_mass=math.inf, min_units=1, max_units=1 << 30

@@ -26,9 +26,6 @@ import numpy as np
 from nas_jax.search.task import Task, TaskResult
 
 __all__ = [
-  "best_valid_test",
-  "regret_summary",
-  "queries_to_optimum",
   "DATASETS",
   "REPORT_METRICS",
   "NB201_FILE",
@@ -44,7 +41,6 @@ __all__ = [
   "fidelity_path",
   "FIDELITIES",
   "resolve",
-  "regret_curve",
 ]
 
 #: The NAS-Bench-201 datasets.
@@ -253,71 +249,3 @@ def nb201_task(path: str, dataset: str = "cifar10", report_metric: str = "test",
       raise ValueError(f"path: {table_path!r} holds {n} distinct cells; a search needs all {NB201_CELLS} of NB201")
   evaluate = functools.partial(nb201_evaluate, path=table_path, dataset=dataset, report_metric=report_metric)
   return Task(name=f"nb201_{dataset}", goal="max", evaluate=evaluate, fidelities=fidelities)
-
-
-def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:
-  """Regret after each query (our harness's definition): best_test - test accuracy of the incumbent.
-
-  Args:
-    values: [q] validation accuracies in query order; test_values: [q] reported accuracies.
-    best_test: the table's best reported accuracy.
-
-  Returns:
-    [q] float; the incumbent is the highest value so far, ties going to the earlier query.
-  """
-  values, test_values = np.asarray(values, float), np.asarray(test_values, float)
-  if values.shape != test_values.shape or values.ndim != 1:
-    raise ValueError(f"regret_curve: values {values.shape} and test_values {test_values.shape}; expected [q]")
-  best = np.zeros(len(values), int)
-  for q in range(1, len(values)):
-    best[q] = q if values[q] > values[best[q - 1]] else best[q - 1]
-  return best_test - test_values[best]
-
-
-def best_valid_test(table: Nb201Table) -> float:
-  """The reported accuracy of the cell with the best validation accuracy (the first of ties):
-  the reference of `regret_bv` (1.1111 below best_test on ImageNet16-120)."""
-  return float(table.test[int(np.argmax(table.valid))])
-
-
-def queries_to_optimum(value_runs: Any, table: Nb201Table) -> dict:
-  """How many queries each run needed to observe the best validation accuracy of the table.
-
-  Args:
-    value_runs: [runs][q] each run's best validation accuracy so far after each query
-      (`compare`'s "runs").
-    table: the dataset's table.
-
-  Returns:
-    {"median": the median over runs (inf when fewer than half reached it), "reached": how many
-    runs reached it, "n": runs}.
-  """
-  needed = []
-  for r in value_runs:
-    hit = np.flatnonzero(np.asarray(r, float) >= table.best_valid - 1e-9)
-    needed.append(float(hit[0] + 1) if hit.size else np.inf)
-  if not needed:
-    raise ValueError("value_runs: no run; expected one best-so-far curve per run")
-  return {"median": float(np.median(needed)), "reached": int(np.isfinite(needed).sum()), "n": len(needed)}
-
-
-def regret_summary(test_runs: Any, table: Nb201Table) -> dict:
-  """Mean and standard error over runs of both regrets at the budget.
-
-  Args:
-    test_runs: [runs][q] the test accuracy of each run's incumbent after each query
-      (`compare`'s "test_runs"); the last entry of each run is read.
-    table: the dataset's table.
-
-  Returns:
-    {"n": runs, "regret": (mean, s.e.) of best_test - test, "regret_bv": (mean, s.e.) of
-    best_valid_test - test}.
-  """
-  final = np.array([np.asarray(r, float)[-1] for r in test_runs])
-  if final.ndim != 1 or len(final) == 0 or not np.all(np.isfinite(final)):
-    raise ValueError(f"test_runs: {len(final)} runs with a final test accuracy each expected, got {final}")
-
-  def stat(x):
-    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
-
-  return {"n": len(final), "regret": stat(table.best_test - final), "regret_bv": stat(best_valid_test(table) - final)}

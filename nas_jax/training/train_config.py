@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -11,12 +12,14 @@ import optax
 
 __all__ = ["TrainConfig", "OPTIMIZERS", "SCHEDULES", "check_config", "make_optimizer"]
 
-OPTIMIZERS = {
-  "adam": optax.adam,
-  "sgd": optax.sgd,
-  "momentum": functools.partial(optax.sgd, momentum=0.9),
-  "nesterov": functools.partial(optax.sgd, momentum=0.9, nesterov=True),  # NAS-Bench-201's optimizer
-}
+OPTIMIZERS = MappingProxyType(
+  {
+    "adam": optax.adam,
+    "sgd": optax.sgd,
+    "momentum": functools.partial(optax.sgd, momentum=0.9),
+    "nesterov": functools.partial(optax.sgd, momentum=0.9, nesterov=True),  # NAS-Bench-201's optimizer
+  }
+)
 SCHEDULES = ("constant", "cosine")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+from types import MappingProxyType
 from typing import Any, NamedTuple, Sequence
 
 import jax
@@ -50,12 +51,12 @@ __all__ = [
 TRAINERS = ("specialised", "padded", "auto")
 # Per kind: a specialised program's compile seconds on the CPU that bench_padded.py measures, its
 # quickest networks' (a lower bound elsewhere: bigger inputs and networks compile longer).
-SPECIALISED_COMPILE_SECONDS = {"mlp": 1.2, "cnn": 3.0}
+SPECIALISED_COMPILE_SECONDS = MappingProxyType({"mlp": 1.2, "cnn": 3.0})
 # Per kind: the padded program's training rate as a share of a lone [256, 512] x [512, 512]
 # product's rate on that CPU (its backward pass and Adam on every padded parameter make it a
 # fraction), set below what bench_padded.py measures so that auto errs towards the specialised
 # program.
-TRAINING_EFFICIENCY = {"mlp": 0.15, "cnn": 0.07}
+TRAINING_EFFICIENCY = MappingProxyType({"mlp": 0.15, "cnn": 0.07})
 
 
 class Costs(NamedTuple):
@@ -76,7 +77,7 @@ class Costs(NamedTuple):
 # of a small network's rate (it is mostly the kernel launch): the lowest compile seconds and padded
 # training rates bench_padded.py measured on an H200. Low compiles and low rates err towards the
 # specialised program, as on the CPU.
-GPU_COSTS = {"mlp": Costs(4.2, 7.7e10), "cnn": Costs(4.4, 2.2e11)}
+GPU_COSTS = MappingProxyType({"mlp": Costs(4.2, 7.7e10), "cnn": Costs(4.4, 2.2e11)})
 
 
 def padding_of(arch: Architecture, dataset: Dataset) -> Any:

@@ -7,6 +7,7 @@ at least one layer is curved, so skip connections stay visible instead of runnin
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -25,20 +26,22 @@ __all__ = ["Layout", "layout", "node_text", "draw", "NODE_GID", "EDGE_GID", "SKI
 # Artist gids: tests and the report find nodes and edges by these prefixes.
 NODE_GID, EDGE_GID, SKIP_GID = "node", "edge", "skip"
 _SKIP_RAD = 0.35  # curvature of skip arrows; alternating sign keeps parallel skips apart
-_ROLE_COLOURS = {  # light fills, one per role, so conv/pool/fc (or activations) read at a glance
-  labels_lib.Role.IP: "#d9d9d9",
-  labels_lib.Role.OP: "#d9d9d9",
-  labels_lib.Role.CONV: "#9ecae1",
-  labels_lib.Role.RES: "#c6dbef",
-  labels_lib.Role.POOL: "#fdd0a2",
-  labels_lib.Role.FC: "#c7e9c0",
-  labels_lib.Role.ACT: "#9ecae1",
-  labels_lib.Role.DECISION: "#fcbba1",
-  labels_lib.Role.CELL_OP: "#dadaeb",
-  labels_lib.Role.SKIP: "#deebf7",
-  labels_lib.Role.CONCAT: "#c6dbef",
-  labels_lib.Role.GAP: "#fdd0a2",
-}
+_ROLE_COLOURS = MappingProxyType(
+  {  # light fills, one per role, so conv/pool/fc (or activations) read at a glance
+    labels_lib.Role.IP: "#d9d9d9",
+    labels_lib.Role.OP: "#d9d9d9",
+    labels_lib.Role.CONV: "#9ecae1",
+    labels_lib.Role.RES: "#c6dbef",
+    labels_lib.Role.POOL: "#fdd0a2",
+    labels_lib.Role.FC: "#c7e9c0",
+    labels_lib.Role.ACT: "#9ecae1",
+    labels_lib.Role.DECISION: "#fcbba1",
+    labels_lib.Role.CELL_OP: "#dadaeb",
+    labels_lib.Role.SKIP: "#deebf7",
+    labels_lib.Role.CONCAT: "#c6dbef",
+    labels_lib.Role.GAP: "#fdd0a2",
+  }
+)
 _SIGMOID_COLOUR = "#c7e9c0"  # MLP "sig" group (logistic, tanh) apart from the rectifiers
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from types import MappingProxyType
 from typing import Any
 
 import ml_collections
@@ -184,13 +185,15 @@ def _check_conditional(c: Any, kind: str) -> None:
   _need_count("task.max_depth", c.max_depth, 1, ", the space's max_depth")
 
 
-_TASK_CHECKS = {
-  "synthetic": _check_synthetic,
-  "train": _check_train,
-  "nb201": _check_nb201,
-  "morph_train": _check_morph_train,
-  "conditional": _check_conditional,
-}
+_TASK_CHECKS = MappingProxyType(
+  {
+    "synthetic": _check_synthetic,
+    "train": _check_train,
+    "nb201": _check_nb201,
+    "morph_train": _check_morph_train,
+    "conditional": _check_conditional,
+  }
+)
 
 
 def objectives_of(config: ml_collections.ConfigDict) -> tuple[str, ...]:
@@ -244,14 +247,16 @@ def _check_costs(config: ml_collections.ConfigDict, task_name: str) -> None:
 
 _SCHEDULER_OPTIONS = ("eta", "min_points", "model", "promote")
 # config.task.name -> what its fidelities may be, checked before the task is built.
-_FIDELITY_RULES = {
-  "nb201": (lambda f, c: f in ((), tabular.FIDELITIES), "'' or '12,200' (the benchmark's two schedules)"),
-  "synthetic": (lambda f, c: True, "increasing numbers > 0, e.g. '1,3,9'"),
-  "train": (
-    lambda f, c: all(x == int(x) for x in f) and (not f or f[-1] == c.epochs),
-    "increasing whole epochs ending at task.epochs, e.g. '1,3,9' with task.epochs=9",
-  ),
-}
+_FIDELITY_RULES = MappingProxyType(
+  {
+    "nb201": (lambda f, c: f in ((), tabular.FIDELITIES), "'' or '12,200' (the benchmark's two schedules)"),
+    "synthetic": (lambda f, c: True, "increasing numbers > 0, e.g. '1,3,9'"),
+    "train": (
+      lambda f, c: all(x == int(x) for x in f) and (not f or f[-1] == c.epochs),
+      "increasing whole epochs ending at task.epochs, e.g. '1,3,9' with task.epochs=9",
+    ),
+  }
+)
 
 
 def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None:

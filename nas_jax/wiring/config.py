@@ -10,6 +10,7 @@ import functools
 import io
 import json
 import os
+from types import MappingProxyType
 from typing import Any
 
 import jax
@@ -56,7 +57,7 @@ RESUME_MAY_CHANGE = (
 )
 # Fields added to the configs after searches were run with them: a workdir's config.json without
 # one searched as with this value.
-_ADDED_DEFAULTS = {"scheduler_config.model": "fidelity", "scheduler_config.promote": "value"}
+_ADDED_DEFAULTS = MappingProxyType({"scheduler_config.model": "fidelity", "scheduler_config.promote": "value"})
 
 
 def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:

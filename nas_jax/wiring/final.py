@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+from types import MappingProxyType
 from typing import Any, Callable, NamedTuple
 
 import ml_collections
@@ -114,13 +115,15 @@ def _synthetic(config: dict, workdir: str, dataset: str) -> NothingToTrain:
 
 
 # config.task.name -> builder(config.json as a dict, workdir, --dataset) -> what final training does
-FINAL_FAMILIES: dict[str, Callable[[dict, str, str], FinalFamily | NothingToTrain]] = {
-  "train": _train,
-  "morph_train": _morph_train,
-  "conditional": _conditional,
-  "nb201": _nb201,
-  "synthetic": _synthetic,
-}
+FINAL_FAMILIES: MappingProxyType[str, Callable[[dict, str, str], FinalFamily | NothingToTrain]] = MappingProxyType(
+  {
+    "train": _train,
+    "morph_train": _morph_train,
+    "conditional": _conditional,
+    "nb201": _nb201,
+    "synthetic": _synthetic,
+  }
+)
 
 
 def final_family(config: dict | None, workdir: str, dataset: str = "") -> FinalFamily | NothingToTrain:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from types import MappingProxyType
 from typing import Any, Callable
 
 from nas_jax.acquisition import functions as acq
@@ -64,40 +65,48 @@ SPACES: dict[str, Callable[..., Space]] = {
 }
 
 #: Featurizer constructors by their config name (`strategy_config.featurizer`).
-FEATURIZERS: dict[str, Callable] = {
-  "otmann": feat.otmann,
-  "edit": feat.edit,
-  **{name: functools.partial(feat.encoding, name) for name in encodings.ENCODINGS},
-  "arc": feat.arc,
-  "poor_man": feat.poor_man,
-}
+FEATURIZERS: MappingProxyType[str, Callable] = MappingProxyType(
+  {
+    "otmann": feat.otmann,
+    "edit": feat.edit,
+    **{name: functools.partial(feat.encoding, name) for name in encodings.ENCODINGS},
+    "arc": feat.arc,
+    "poor_man": feat.poor_man,
+  }
+)
 #: Surrogate constructors by their config name (`strategy_config.surrogate`).
-SURROGATES: dict[str, Callable] = {
-  "gp": point_model.gp,
-  "gp_fixed": point_model.gp_fixed,
-  "ensemble": point_model.ensemble,
-}
+SURROGATES: MappingProxyType[str, Callable] = MappingProxyType(
+  {
+    "gp": point_model.gp,
+    "gp_fixed": point_model.gp_fixed,
+    "ensemble": point_model.ensemble,
+  }
+)
 #: Acquisition constructors by their config name (`strategy_config.acquisition`).
-ACQUISITIONS: dict[str, Callable] = {
-  "ei": acq.ei,
-  "pi": acq.pi,
-  "ucb": acq.ucb,
-  "ts": acq.thompson,
-  "its": acq.independent_thompson,
-  "random": acq.uniform,
-}
+ACQUISITIONS: MappingProxyType[str, Callable] = MappingProxyType(
+  {
+    "ei": acq.ei,
+    "pi": acq.pi,
+    "ucb": acq.ucb,
+    "ts": acq.thompson,
+    "its": acq.independent_thompson,
+    "random": acq.uniform,
+  }
+)
 #: Acquisition optimiser constructors by their config name (`strategy_config.optimizer`).
-OPTIMISERS: dict[str, Callable] = {
-  "ea": optimizers.ea,
-  "mutation": optimizers.mutation_search,
-  "random": optimizers.random_search,
-  "tree": optimizers.tree,
-  "enumerate": optimizers.enumeration,
-  "per_depth": per_depth,
-}
+OPTIMISERS: MappingProxyType[str, Callable] = MappingProxyType(
+  {
+    "ea": optimizers.ea,
+    "mutation": optimizers.mutation_search,
+    "random": optimizers.random_search,
+    "tree": optimizers.tree,
+    "enumerate": optimizers.enumeration,
+    "per_depth": per_depth,
+  }
+)
 #: GP hyper-parameter fits by config name (`fitter`, options in `fitter_config`) of NASBOT's
 #: strategy_config or a bo GP's surrogate_config: "adam" is the GP's own multi-start Adam fit.
-FITTERS: dict[str, Callable] = {"adam": lambda: None, "lbfgs": gp_lbfgs.lbfgs}
+FITTERS: MappingProxyType[str, Callable] = MappingProxyType({"adam": lambda: None, "lbfgs": gp_lbfgs.lbfgs})
 _ACQUISITION_OPTIONS = ("kappa", "xi", "sigma_scale")  # what acquisition_config may set, for any acquisition
 
 
@@ -299,17 +308,19 @@ STRATEGIES: dict[str, Callable[..., Strategy]] = {
 
 #: Multi-fidelity schedulers by config name: config.scheduler -> constructor(sampler, space, goal,
 #: fidelities, **config.scheduler_config).
-SCHEDULERS: dict[str, Callable[..., Strategy]] = {
-  "sh": schedulers.successive_halving,
-  "hyperband": schedulers.hyperband,
-  "asha": schedulers.asha,
-}
+SCHEDULERS: MappingProxyType[str, Callable[..., Strategy]] = MappingProxyType(
+  {
+    "sh": schedulers.successive_halving,
+    "hyperband": schedulers.hyperband,
+    "asha": schedulers.asha,
+  }
+)
 
 
 # How a strategy takes a proxy's parts (`config.proxy`) besides the warm-up, which any strategy
 # takes: "model" factories are called with the proxy (prescreened optimiser, feature, prior
 # mean); "moves" strategies run on the prescreened space.
-_PROXY_MODELS = {"bo": _bo, "bananas": _bananas}
+_PROXY_MODELS = MappingProxyType({"bo": _bo, "bananas": _bananas})
 _PROXY_MOVES = ("regularized_evolution", "local_search", "ea")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Sequence
 
 from nas_jax.models.nb201_net import Nb201Spec, nb201_flops, nb201_params
@@ -11,21 +12,23 @@ from nas_jax.proxies.proxy import Proxy, Reads
 __all__ = ["PROXIES", "NB201_DATASETS", "proxies_of", "nb201_spec_of"]
 
 # name -> the proxy; `Proxy.needs_data` says whether it reads a batch.
-PROXIES = {
-  "synflow": Proxy(data_free.synflow, Reads.NET),
-  "synflow_signed": Proxy(data_free.synflow_signed, Reads.NET),
-  "grad_norm": Proxy(measures.grad_norm, Reads.BATCH),
-  "snip": Proxy(measures.snip, Reads.BATCH),
-  "grasp": Proxy(measures.grasp, Reads.BATCH),
-  "fisher": Proxy(measures.fisher, Reads.BATCH),
-  "jacob_cov": Proxy(measures.jacob_cov, Reads.BATCH),
-  "naswot": Proxy(measures.naswot, Reads.BATCH),
-  "params": Proxy(nb201_params, Reads.CELL),
-  "flops": Proxy(nb201_flops, Reads.CELL),
-}
+PROXIES = MappingProxyType(
+  {
+    "synflow": Proxy(data_free.synflow, Reads.NET),
+    "synflow_signed": Proxy(data_free.synflow_signed, Reads.NET),
+    "grad_norm": Proxy(measures.grad_norm, Reads.BATCH),
+    "snip": Proxy(measures.snip, Reads.BATCH),
+    "grasp": Proxy(measures.grasp, Reads.BATCH),
+    "fisher": Proxy(measures.fisher, Reads.BATCH),
+    "jacob_cov": Proxy(measures.jacob_cov, Reads.BATCH),
+    "naswot": Proxy(measures.naswot, Reads.BATCH),
+    "params": Proxy(nb201_params, Reads.CELL),
+    "flops": Proxy(nb201_flops, Reads.CELL),
+  }
+)
 
 # dataset -> (classes, input height and width) of the NB201 network trained on it.
-NB201_DATASETS = {"cifar10": (10, 32), "cifar100": (100, 32), "imagenet16": (120, 16)}
+NB201_DATASETS = MappingProxyType({"cifar10": (10, 32), "cifar100": (100, 32), "imagenet16": (120, 16)})
 
 
 def proxies_of(names: Sequence[str]) -> dict[str, Proxy]:

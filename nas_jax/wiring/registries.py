@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from types import MappingProxyType
 from typing import Any, Callable
 
 from nas_jax.search.executors import RETRIES, Executor, InlineExecutor, ProcessExecutor
@@ -18,7 +19,7 @@ __all__ = ["TASKS", "COSTS", "EXECUTORS", "train_config_of", "fidelities_of"]
 
 # Synthetic tasks train nothing; their networks are costed on the shapes of the bundled data
 # they stand for: digits images (8x8x1, 10 classes) for cnns, diabetes' 10 features for mlps.
-SYNTHETIC_SHAPES = {"cnn": ((8, 8, 1), 10), "mlp": ((10,), 1)}
+SYNTHETIC_SHAPES = MappingProxyType({"cnn": ((8, 8, 1), 10), "mlp": ((10,), 1)})
 
 
 def fidelities_of(c: Any) -> tuple[float, ...]:
@@ -107,12 +108,16 @@ def _nb201_costs(c: Any, kind: str, metrics: tuple[str, ...]) -> Callable[[dict]
 
 # config.task.name -> (the cost metrics it knows, builder(task section, space kind, metrics
 # wanted) -> costs(arch_json) -> {metric: value}); tasks absent here have no costs.
-COSTS: dict[str, tuple[tuple[str, ...], Callable[[Any, str, tuple[str, ...]], Callable[[dict], dict]]]] = {
-  "synthetic": (METRICS, _layer_graph_costs),
-  "train": (METRICS, _layer_graph_costs),
-  "morph_train": (METRICS, _layer_graph_costs),
-  "nb201": (("params",), _nb201_costs),
-}
+COSTS: MappingProxyType[str, tuple[tuple[str, ...], Callable[[Any, str, tuple[str, ...]], Callable[[dict], dict]]]] = (
+  MappingProxyType(
+    {
+      "synthetic": (METRICS, _layer_graph_costs),
+      "train": (METRICS, _layer_graph_costs),
+      "morph_train": (METRICS, _layer_graph_costs),
+      "nb201": (("params",), _nb201_costs),
+    }
+  )
+)
 
 
 # config.executor -> builder(config) -> Executor

@@ -1,4 +1,4 @@
-"""NAS-Bench-201 lookup (Dong & Yang 2020): README facts, the Task, regret, the format check."""
+"""NAS-Bench-201 lookup (Dong & Yang 2020): README facts, the Task, the format check."""
 
 import os
 import pickle
@@ -65,18 +65,6 @@ def test_task_rejects_unknown_cells():
     task.evaluate({"kind": "nb201", "arch_str": "|x~0|"}, 0)
 
 
-def test_oracle_regrets():
-  for dataset, regret in (("cifar10", 0.0), ("cifar100", 0.0), ("imagenet16", 1.1111)):
-    t = tabular.load_nb201(FOLDER, dataset)
-    b = int(np.argmax(t.valid))
-    assert tabular.regret_curve([t.valid[b]], [t.test[b]], t.best_test)[0] == pytest.approx(regret, abs=1e-4)
-
-
-def test_regret_curve_follows_the_incumbent_with_ties_to_the_earlier():
-  curve = tabular.regret_curve([80.0, 90.0, 90.0, 85.0], [81.0, 91.0, 99.0, 95.0], 100.0)
-  assert curve.tolist() == [19.0, 9.0, 9.0, 9.0]
-
-
 def test_bad_arguments_are_named(tmp_path):
   with pytest.raises(ValueError, match="dataset"):
     tabular.load_nb201(FOLDER, "mnist")
@@ -108,24 +96,3 @@ def test_own_file_in_the_documented_format(tmp_path):
   f.write_text(f"arch_str,cifar10_valid_acc,cifar10_test_acc\n{BEST},50.0,60.0\n")
   t = tabular.load_nb201(str(f))
   assert t.best_test == 60.0 and t.iso_class is None and t.index.tolist() == [0]
-
-
-def test_regret_summary_reads_both_references_by_hand():
-  for dataset, gap in (("cifar10", 0.0), ("imagenet16", 1.1111)):  # best test - test of the best-valid cell
-    t = tabular.load_nb201(FOLDER, dataset)
-    assert t.best_test - tabular.best_valid_test(t) == pytest.approx(gap, abs=1e-4)
-    runs = [[40.0, t.best_test - 1.0], [30.0, t.best_test - 3.0]]  # the last entry of each run counts
-    s = tabular.regret_summary(runs, t)
-    assert s["n"] == 2 and s["regret"] == pytest.approx((2.0, 1.0))  # s.e. = std(ddof 1) / sqrt(2)
-    assert s["regret_bv"][0] == pytest.approx(2.0 - gap, abs=1e-4)
-  with pytest.raises(ValueError, match="test_runs"):
-    tabular.regret_summary([[float("nan")]], t)
-
-
-def test_queries_to_optimum_counts_to_the_first_best_validation_by_hand(tmp_path):
-  f = tmp_path / "mine.csv"
-  f.write_text(f"arch_str,cifar10_valid_acc,cifar10_test_acc\n{BEST},50.0,60.0\n")
-  t = tabular.load_nb201(str(f))  # best validation accuracy 50
-  runs = [[10.0, 50.0, 50.0], [10.0, 20.0, 50.0], [10.0, 20.0, 30.0]]
-  assert tabular.queries_to_optimum(runs, t) == {"median": 3.0, "reached": 2, "n": 3}
-  assert tabular.queries_to_optimum(runs[1:] + [[1.0, 2.0, 3.0]], t)["median"] == float("inf")  # most never reach it

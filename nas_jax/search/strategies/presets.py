@@ -8,6 +8,7 @@ multi-objective search.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Sequence
 
 from nas_jax.acquisition.acq_optimiser import check_counts
@@ -26,12 +27,17 @@ __all__ = ["BANANAS_PRESETS", "nasbot", "rand", "bananas", "gp_bo", "autokeras",
 # Every difference between BANANAS' presets (the paper against the authors' code): the encoding, the acquisition, the
 # ensemble's ddof, EI's std scale when EI is chosen instead (the code's sigma / 5), and the
 # candidates of the random-candidates ablation.
-BANANAS_PRESETS = {
-  "paper": dict(encoding="path", acquisition=ucb(kappa=0.5), ddof=1, ei_sigma_scale=1.0, n_random_candidates=1000),
-  "code": dict(
-    encoding="trunc_path", acquisition=independent_thompson(), ddof=0, ei_sigma_scale=0.2, n_random_candidates=200
-  ),
-}
+BANANAS_PRESETS = MappingProxyType(
+  {
+    "paper": dict(encoding="path", acquisition=ucb(kappa=0.5), ddof=1, ei_sigma_scale=1.0, n_random_candidates=1000),
+    "code": dict(
+      encoding="trunc_path", acquisition=independent_thompson(), ddof=0, ei_sigma_scale=0.2, n_random_candidates=200
+    ),
+  }
+)
+
+
+EA_SCREEN = 16  #: NASBOT's default `screen`: the EA's points scored by exact EI (docs/architectures.md)
 
 
 def nasbot(
