@@ -19,7 +19,17 @@ def add_run_fields(
   """Adds those fields to `c` (after its strategy, space, task, budget and workers) and returns it;
   `scheduler=False` leaves out the scheduler's fields, for a task without fidelities."""
   # "inline" | "local" (process pool) | "ray" | "population" (num_workers proposals trained together)
+  # | "simulated" (num_workers simulated workers, each evaluation occupying one for the cost its
+  # task reports: NAS-Bench-201's training seconds; docs/simulated.md)
   c.executor = executor
+  # simulated: False for asynchronous workers (a freed worker gets the next proposal at once),
+  # True for synchronous batches of num_workers, each started together, all handed back when the
+  # slowest ends.
+  c.sim_sync = False
+  # simulated: charge the wall time of each proposal (strategy.propose) to the simulated clock,
+  # delaying the evaluation it chose, as NASBOT's Fig. 2 counts "the time taken to determine the
+  # next point".
+  c.sim_charge_model = False
   c.ray_address = ""  # ray: "" starts a local Ray, "auto" or "ray://host:10001" joins a cluster
   c.ray_connect_timeout_s = 30.0  # ray: a host:port address where nothing answers fails after this
   # local, ray: reruns of an evaluation whose worker was lost (a dead node, raylet or worker

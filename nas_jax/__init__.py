@@ -88,6 +88,7 @@ from nas_jax.search.journal import replay as replay_journal
 from nas_jax.search.loop import run as run_search
 from nas_jax.search.results import pareto_front
 from nas_jax.search.ray_executor import RayExecutor
+from nas_jax.search.simulated_executor import SimulatedExecutor
 from nas_jax.search.state import Observation, Status, to_score
 from nas_jax.search.strategy import AtFidelity, Strategy
 from nas_jax.search.strategies.schedulers import asha, hyperband, successive_halving
@@ -228,6 +229,7 @@ __all__ = [
   "InlineExecutor",
   "ProcessExecutor",
   "RayExecutor",
+  "SimulatedExecutor",
   "replay_journal",
   "run_search",
   "pareto_front",

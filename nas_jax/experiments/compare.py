@@ -95,8 +95,13 @@ def run_costs(observations: Sequence[Observation], budget: int) -> np.ndarray:
   """Simulated seconds from a run's start to the end of each evaluation: the running sum of the
   costs its task reported (`info["task"]["cost_s"]`, e.g. NAS-Bench-201's training seconds), one
   evaluation after another; [budget] float64, NaN when no evaluation reported a cost (a failed
-  one costs 0). A run that stopped early keeps its last time."""
+  one costs 0). A run on simulated workers (`search.simulated_executor`: every row has
+  `sim_finished_at`) gives those ends instead, its workers' clock. A run that stopped early keeps
+  its last time."""
   obs = list(observations)[:budget]
+  if obs and all(o.sim_finished_at is not None for o in obs):
+    t = np.array([o.sim_finished_at for o in obs], np.float64)
+    return np.concatenate([t, np.full(budget - t.size, t[-1])])
   costs = [(o.info.get("task") or {}).get("cost_s") for o in obs]
   if not obs or all(c is None for c in costs):
     return np.full(budget, np.nan)

@@ -48,6 +48,9 @@ class Outcome(NamedTuple):
     seconds: wall time of the call (until it was stopped, for a timeout).
     worker: which worker ran it.
     timed_out: True when the executor stopped it at its time limit.
+    sim_started_at: its start on a simulated clock (seconds since the search began;
+      `simulated_executor`); None on real workers.
+    sim_finished_at: its end on that clock; None on real workers.
   """
 
   result: Any = None
@@ -55,6 +58,8 @@ class Outcome(NamedTuple):
   seconds: float = 0.0
   worker: str = ""
   timed_out: bool = False
+  sim_started_at: float | None = None
+  sim_finished_at: float | None = None
 
 
 def ended(ok: bool, payload: Any, seconds: float, worker: str) -> Outcome:

@@ -300,6 +300,8 @@ class _Flight:
 def _search(fl: _Flight, strategy, task, executor, out: _Journal, space, budget, seed, prefetch, progress) -> None:
   """Keeps the workers busy until `budget` evaluations are recorded (or the strategy runs dry)."""
   bar = tqdm.tqdm(total=budget, initial=min(len(fl.done), budget), desc=task.name, disable=not progress)
+  if hasattr(executor, "start_clock"):  # simulated workers: their clock continues from the journal
+    executor.start_clock(fl.done, task.name)
   try:
     while len(fl.done) + len(fl.pending) < budget or fl.pending:
       while len(fl.pending) < executor.num_workers + prefetch and len(fl.done) + len(fl.pending) < budget:
@@ -331,9 +333,12 @@ def _show(bar: tqdm.tqdm, fl: _Flight, task: Task, refresh: bool = True) -> None
 
 def _submit(fl: _Flight, strategy, task, executor, space, seed) -> bool:
   """Proposes one point and submits its evaluation; False when the strategy has none left."""
+  t0 = time.perf_counter()
   fl.state, points = strategy.propose(fl.state, 1, [p[1] for p in fl.pending.values()])
   if not points:
     return False
+  if hasattr(executor, "charge"):  # simulated workers: the proposal's time delays its evaluation (NASBOT Fig. 2)
+    executor.charge(time.perf_counter() - t0)
   point, fidelity, continues = _check_proposal(points[0], task, fl.seeds)
   arch_json = space.to_json(point)
   info = {"seed": trial_seed(seed, fl.next_id), "strategy": strategy.notes(fl.state, points[0])}

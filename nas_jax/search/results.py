@@ -94,6 +94,8 @@ def observe(
     worker=outcome.worker,
     finished_at=time.time(),
     fidelity=fidelity,
+    sim_started_at=outcome.sim_started_at,
+    sim_finished_at=outcome.sim_finished_at,
   )
   if outcome.timed_out or outcome.error:
     status = Status.TIMEOUT if outcome.timed_out else Status.FAILED

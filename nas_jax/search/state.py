@@ -58,10 +58,15 @@ def _check_fields(o: "Observation") -> None:
       raise TypeError(
         f"observation.{name}: {show(getattr(o, name))} is a {type(getattr(o, name)).__name__}; expected {what}"
       )
-  for name in ("seconds", "finished_at"):
+  for name in ("seconds", "finished_at", "sim_started_at", "sim_finished_at"):
     x = getattr(o, name)
-    if not (x is None and name == "finished_at" or isinstance(x, float) and math.isfinite(x) and x >= 0):
+    if not (x is None and name != "seconds" or isinstance(x, float) and math.isfinite(x) and x >= 0):
       raise ValueError(f"observation.{name}: {show(x)}; expected a finite number >= 0")
+  start, end = o.sim_started_at, o.sim_finished_at
+  if (start is None) != (end is None) or start is not None and start > end:
+    raise ValueError(
+      f"observation.sim_started_at, sim_finished_at: {start!r}, {end!r}; expected both None or start <= end"
+    )
   for name in ("test_value", "fidelity"):
     if getattr(o, name) is not None and not math.isfinite(getattr(o, name)):
       raise ValueError(f"observation.{name}: {getattr(o, name)!r}; expected a finite float or None")
@@ -105,6 +110,10 @@ class Observation:
     fidelity: the fidelity it was evaluated at (`Task.fidelities`, e.g. epochs); None for a task
       with one fidelity.
     curve: its learning curve, [[fidelity, value], ...] (`TaskResult.curve`); [] when none.
+    sim_started_at: when it started on the clock of simulated workers (`search.simulated_executor`),
+      in simulated seconds since the search began; None on real workers (and in journals written
+      before the field existed).
+    sim_finished_at: when it ended on that clock; None with `sim_started_at`.
   """
 
   trial_id: int
@@ -120,12 +129,16 @@ class Observation:
   objectives: dict = dataclasses.field(default_factory=dict)
   fidelity: float | None = None
   curve: list = dataclasses.field(default_factory=list)
+  sim_started_at: float | None = None
+  sim_finished_at: float | None = None
 
   def __post_init__(self):
     object.__setattr__(self, "status", Status(self.status))
     object.__setattr__(self, "value", _finite_or_none("value", self.value))
     object.__setattr__(self, "seconds", _finite_or_none("seconds", self.seconds))
     object.__setattr__(self, "finished_at", _finite_or_none("finished_at", self.finished_at))
+    for name in ("sim_started_at", "sim_finished_at"):
+      object.__setattr__(self, name, _finite_or_none(name, getattr(self, name)))
     object.__setattr__(self, "test_value", _finite_or_none("test_value", self.test_value))
     if not isinstance(self.objectives, dict):
       raise TypeError(f"observation.objectives: {show(self.objectives)}; expected a dict of name -> float")

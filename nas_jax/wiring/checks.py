@@ -370,7 +370,7 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
     "expected a number of seconds > 0, or 0 for no limit",
   )
   _need(
-    t == 0 or config.executor not in ("inline", "population"),
+    t == 0 or config.executor not in ("inline", "population", "simulated"),
     "eval_timeout_s",
     t,
     f"the {config.executor} executor cannot stop an evaluation; use executor 'local' or 'ray', or 0",
@@ -378,4 +378,23 @@ def check_search_config(config: ml_collections.ConfigDict) -> None:
   _need_count("seed", config.seed, 0)
   prefetch = config.get("prefetch", 0)
   _need_count("prefetch", prefetch, 0, ": proposals queued beyond the busy workers")
+  _check_simulated(config, task_name)
   check_proxy(config)
+
+
+def _check_simulated(config: ml_collections.ConfigDict, task_name: str) -> None:
+  """config.sim_sync and config.sim_charge_model (optional), read by executor 'simulated' only,
+  which needs a task that reports its cost (a user's task is checked at its first evaluation)."""
+  for name in ("sim_sync", "sim_charge_model"):
+    v = config.get(name, False)
+    _need(isinstance(v, bool), name, v, "expected True or False")
+    _need(
+      not v or config.executor == "simulated", name, v, f"only executor 'simulated' reads it, not {config.executor!r}"
+    )
+  if config.executor == "simulated":
+    costed = task_name == "nb201" or task_name == "synthetic" and bool(fidelities_of(config.task))
+    allowed = "tasks that do: nb201, synthetic with task.fidelities"
+    what = f"task {task_name!r} reports no cost (TaskResult.info['cost_s']) for simulated workers; {allowed}"
+    _need(costed or task_name not in _TASK_CHECKS, "executor", config.executor, what)
+    prefetch = config.get("prefetch", 0)
+    _need(prefetch == 0, "prefetch", prefetch, "executor 'simulated' proposes when a worker frees; use 0")

@@ -44,6 +44,8 @@ __all__ = [
 #: The plot of the best value against evaluations, written in the workdir.
 PROGRESS = "progress.png"
 # Fields a resumed search may change: how long it runs and where it evaluates, not what it searches.
+# A search on simulated workers (executor "simulated") keeps its executor and num_workers too:
+# they make its simulated clock, so changing them would splice two experiments into one journal.
 RESUME_MAY_CHANGE = (
   "budget",
   "num_workers",
@@ -118,17 +120,21 @@ def _check_resume(workdir: str, settings: dict) -> None:
   # A field added since the workdir's search began (absent there) differs only when it is set;
   # scheduler options matter only to a search with a scheduler.
   inert = {"scheduler_config"} if not old.get("scheduler") and not new.get("scheduler") else set()
+  # Simulated workers are part of the experiment (its clock), not where it runs: they stay.
+  free = set(RESUME_MAY_CHANGE) - (
+    {"executor", "num_workers"} if "simulated" in (old.get("executor"), new.get("executor")) else set()
+  )
   differ = sorted(
     k
     for k in set(old) | set(new)
-    if old.get(k) != new.get(k) and k.split(".")[0] not in {*RESUME_MAY_CHANGE, *inert} and (k in old or new.get(k))
+    if old.get(k) != new.get(k) and k.split(".")[0] not in {*free, *inert} and (k in old or new.get(k))
   )
   if differ:
     shown = ", ".join(f"{k}={old.get(k)!r} there, {new.get(k)!r} here" for k in differ[:4])
     more = f" and {len(differ) - 4} more" if len(differ) > 4 else ""
     raise ValueError(
       f"config.workdir: {workdir!r} holds a search with another config ({shown}{more}); resume it with"
-      f" its own config ({', '.join(RESUME_MAY_CHANGE)} may change) or use another workdir"
+      f" its own config ({', '.join(f for f in RESUME_MAY_CHANGE if f in free)} may change) or use another workdir"
     )
 
 

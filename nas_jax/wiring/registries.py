@@ -9,6 +9,7 @@ from typing import Any, Callable
 from nas_jax.search.executors import RETRIES, Executor, InlineExecutor, ProcessExecutor
 from nas_jax.search.population_executor import PopulationExecutor
 from nas_jax.search.ray_executor import RayExecutor
+from nas_jax.search.simulated_executor import SimulatedExecutor
 from nas_jax.search.task import Task
 from nas_jax.spaces.constrained import METRICS
 from nas_jax.tasks import conditional_task, cost_task, morph_task, synthetic, tabular, train_task
@@ -135,4 +136,8 @@ EXECUTORS: dict[str, Callable[[Any], Executor]] = {
   ),
   # num_workers proposals at a time, trained together in this process (the padded mlp trainer)
   "population": lambda c: PopulationExecutor(c.num_workers),
+  # num_workers workers on a simulated clock, each evaluation occupying one for its reported cost
+  "simulated": lambda c: SimulatedExecutor(
+    c.num_workers, sync=c.get("sim_sync", False), charge_model=c.get("sim_charge_model", False)
+  ),
 }
