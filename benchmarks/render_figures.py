@@ -14,6 +14,7 @@ name, a re-measured data file). `render_results.py --check` and tests/test_resul
 """
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ DATA_DIR = os.path.join(FIGURES_DIR, "data")
 SIDECAR = os.path.join(FIGURES_DIR, "figures.json")
 COMMAND = "python benchmarks/render_figures.py"
 NB201 = os.path.join(os.path.dirname(ROOT), "shared", "data", "nasbench201")
+STUDY_REGRETS = ("valid", "test")  # a study record's two figures (nas_jax.experiments.study_results.REGRETS)
 
 
 class Spec(NamedTuple):
@@ -221,9 +223,33 @@ FIGURES = MappingProxyType(
 )
 
 
+def _draw_study(record: str, regret: str, inputs: dict, path: str) -> None:
+  from nas_jax.experiments import study_runner
+
+  given = inputs["records"][record]
+  title = f"{record} ({given['date']}): {'validation' if regret == 'valid' else 'test'} regret, mean ± s.e."
+  study_runner.draw_curves(given["curves"], regret, path, title)
+
+
+def study_figures(records: dict) -> dict:
+  """{figure name: Spec} of the records that carry a study's curves (`launch/study.py --record`):
+  `<record>_valid` and `<record>_test`, which docs/results.md shows under the record's table."""
+  return {
+    f"{name}_{regret}": Spec((name,), (), functools.partial(_draw_study, name, regret))
+    for name, record in sorted(records.items())
+    if "curves" in record
+    for regret in STUDY_REGRETS
+  }
+
+
+def all_figures(records: dict) -> dict:
+  """Every figure of the manual: FIGURES and those of the studies' records."""
+  return {**FIGURES, **study_figures(records)}
+
+
 def inputs(name: str, records: dict, data_dir: str = DATA_DIR) -> dict:
   """What figure `name` is drawn from: {"records": {name: latest record}, "data": {name: data}}."""
-  spec, data = FIGURES[name], {}
+  spec, data = all_figures(records)[name], {}
   missing = [r for r in spec.records if r not in records]
   if missing:
     raise ValueError(f"figure {name}: no record named {missing} in benchmarks/records")
@@ -233,8 +259,10 @@ def inputs(name: str, records: dict, data_dir: str = DATA_DIR) -> dict:
       raise ValueError(f"figure {name}: docs/figures/data/{d}.json is missing; run: {COMMAND} --measure={d}")
     with open(path) as f:
       data[d] = json.load(f)
-  # Of a record, what a figure may draw: its tables and figures (and the date, to name it).
-  drawn = {r: {k: records[r][k] for k in ("date", "figures", "tables")} for r in spec.records}
+  # Of a record, what a figure may draw: its tables, figures and curves (and the date, to name it).
+  drawn = {
+    r: {k: records[r][k] for k in ("date", "figures", "tables", "curves") if k in records[r]} for r in spec.records
+  }
   return {"records": drawn, "data": data}
 
 
@@ -261,7 +289,7 @@ def stale(records: dict | None = None, sidecar: str = SIDECAR, data_dir: str = D
   except FileNotFoundError:
     drawn = {}
   out = []
-  for name in FIGURES:
+  for name in all_figures(records):
     try:
       entry = sidecar_entry(name, inputs(name, records, data_dir))
     except ValueError as e:  # a record or data file it needs is gone
@@ -283,13 +311,14 @@ def draw(records: dict, names) -> None:
   matplotlib.use("Agg")
   with open(SIDECAR) if os.path.exists(SIDECAR) else open(os.devnull) as f:
     sidecar = json.loads(f.read() or "{}")
+  figures = all_figures(records)
   for name in names:
     given = inputs(name, records)
-    FIGURES[name].draw(given, os.path.join(FIGURES_DIR, f"{name}.png"))
+    figures[name].draw(given, os.path.join(FIGURES_DIR, f"{name}.png"))
     sidecar[name] = sidecar_entry(name, given)
     print(f"drew docs/figures/{name}.png")
   with open(SIDECAR, "w") as f:
-    json.dump({n: sidecar[n] for n in FIGURES if n in sidecar}, f, indent=1)
+    json.dump({n: sidecar[n] for n in figures if n in sidecar}, f, indent=1)
     f.write("\n")
 
 
@@ -314,8 +343,10 @@ def main():
     with open(os.path.join(DATA_DIR, f"{args.measure}.json"), "w") as f:
       json.dump(measured, f, indent=1)
       f.write("\n")
-  names = [n for n, spec in FIGURES.items() if args.measure in spec.data] if args.measure else list(FIGURES)
-  draw(render_results.load(), names)
+  records = render_results.load()
+  figures = all_figures(records)
+  names = [n for n, spec in figures.items() if args.measure in spec.data] if args.measure else list(figures)
+  draw(records, names)
 
 
 if __name__ == "__main__":

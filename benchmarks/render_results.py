@@ -140,6 +140,12 @@ def render_page(records: dict) -> str:
     for table in record["tables"]:
       out += ["", f"{table['title']}:", ""] if table.get("title") else [""]
       out += _table(table["columns"], table["rows"])
+    if "curves" in record:  # a study's: drawn by render_figures.py (study_figures)
+      for regret, what in (("valid", "validation"), ("test", "test")):
+        out += [
+          "",
+          f"![{record['name']}: {what} regret against simulated hours](figures/{record['name']}_{regret}.png)",
+        ]
   benches = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "benchmarks", "bench_*.py")))
   recorded = {COMMANDS if _script(r) == "README" else _script(r) for r in records.values()}
   unrecorded = [b for b in benches if b not in recorded]

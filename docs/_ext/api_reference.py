@@ -101,6 +101,9 @@ MODULES = (
   "nas_jax.experiments.predictor_experiment",
   "nas_jax.experiments.regret",
   "nas_jax.experiments.report",
+  "nas_jax.experiments.study",
+  "nas_jax.experiments.study_results",
+  "nas_jax.experiments.study_runner",
 )
 
 

@@ -345,9 +345,11 @@ def compare(
   return results
 
 
-def seconds_curves(results: dict, points: int = 50, key: str = "seconds") -> tuple[np.ndarray, dict]:
+def seconds_curves(
+  results: dict, points: int = 50, key: str = "seconds", grid: np.ndarray | None = None
+) -> tuple[np.ndarray, dict]:
   """Best-so-far at a common grid of wall seconds (compilation included; `key` "sim_seconds":
-  simulated seconds) up to the longest run.
+  simulated seconds) up to the longest run, or at the seconds `grid` when given.
 
   A run that ended earlier keeps its final value; a grid point before every seed of a config has
   a value is NaN for all its seeds, so the mean over seeds never falls when a late seed starts.
@@ -359,7 +361,7 @@ def seconds_curves(results: dict, points: int = 50, key: str = "seconds") -> tup
   ends = [np.nanmax(s) for s in secs.values() if np.isfinite(s).any()]
   if not ends:
     return np.zeros(0), {}
-  grid = np.linspace(0.0, max(ends), points)
+  grid = np.linspace(0.0, max(ends), points) if grid is None else np.asarray(grid, np.float64)
   at = {}
   for n, t in secs.items():
     runs = np.asarray(results["runs"][n], np.float64)

@@ -16,7 +16,15 @@ from matplotlib.ticker import MaxNLocator
 from nas_jax.search.curves import best_so_far, mean_stderr
 from nas_jax.viz.drawing import draw
 
-__all__ = ["distance_heatmap", "embedding_2d", "draw", "plot_progress", "plot_curves", "pareto_figure"]
+__all__ = [
+  "distance_heatmap",
+  "embedding_2d",
+  "draw",
+  "plot_progress",
+  "plot_curves",
+  "plot_curve_grid",
+  "pareto_figure",
+]
 
 _MAX_TICKS = 60  # beyond this many rows, label every k-th one so the labels stay legible
 
@@ -188,6 +196,53 @@ def plot_curves(
   ax.set_title(title)
   ax.legend()
   _finish(fig, ax, goal, path, what, xlabel)
+
+
+def plot_curve_grid(
+  panels: Mapping[tuple[str, str], Mapping[str, tuple]],
+  path: str,
+  *,
+  x: np.ndarray,
+  xlabel: str,
+  what: str,
+  title: str = "",
+) -> None:
+  """Writes a PNG of mean curves with a ± 1 standard-error band, one panel per (row, column).
+
+  Args:
+    panels: (row label, column label) -> {name: ([T] mean, [T] standard error)}; the rows and
+      columns are drawn in the order they first appear.
+    path: the PNG file.
+    x, xlabel: [T] positions shared by every curve, and their axis label.
+    what: the y axis, lower is better (a regret, >= 0: drawn on a log scale above 0.1, linear below).
+    title: above the grid.
+  """
+  rows, cols = list(dict.fromkeys(r for r, _ in panels)), list(dict.fromkeys(c for _, c in panels))
+  fig = Figure(figsize=(4.2 * len(cols) + 2.4, 3.2 * len(rows) + 0.6))
+  axes = np.asarray(fig.subplots(len(rows), len(cols), squeeze=False))
+  colours = {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(n for p in panels.values() for n in p))}
+  for (row, col), curves in panels.items():
+    ax = axes[rows.index(row), cols.index(col)]
+    for name, (mean, err) in curves.items():
+      mean, err = np.asarray(mean, np.float64), np.asarray(err, np.float64)
+      ax.plot(x, mean, color=colours[name], lw=1.2, label=name)
+      ax.fill_between(x, mean - err, mean + err, color=colours[name], alpha=0.2)
+    # Each panel ends where its curves stop changing (a short dataset beside a long one).
+    means = np.array([np.nan_to_num(np.asarray(m, np.float64), nan=-1.0) for m, _ in curves.values()])
+    moves = np.flatnonzero(np.any(np.diff(means, axis=1) != 0, axis=0)) if means.size else np.zeros(0, int)
+    ax.set_xlim(x[0], x[min(moves[-1] + 2, len(x) - 1)] if moves.size else x[-1])
+    ax.set_title(f"{row}, {col}", fontsize=9)
+    ax.set_yscale("symlog", linthresh=0.1)  # regrets span decades and reach 0: log above 0.1, linear below
+    ax.grid(alpha=0.3)
+  for ax in axes[-1]:
+    ax.set_xlabel(xlabel)
+  for ax in axes[:, 0]:
+    ax.set_ylabel(f"{what} (lower is better)")
+  shown = {label: h for ax in axes.flat for h, label in zip(*ax.get_legend_handles_labels())}
+  fig.legend(list(shown.values()), list(shown), loc="upper right", fontsize=7)
+  fig.suptitle(title, fontsize=10, x=0.02, ha="left")  # clear of the legend at the right
+  fig.tight_layout(rect=(0, 0, 1 - 2.0 / fig.get_figwidth(), 1))  # the legend keeps the right-hand 2 inches
+  FigureCanvasAgg(fig).print_png(path)
 
 
 def pareto_figure(

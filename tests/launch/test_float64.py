@@ -9,7 +9,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = sorted(glob.glob(os.path.join(ROOT, "launch", "*.py")) + glob.glob(os.path.join(ROOT, "benchmarks", "*.py")))
-RUNS_SEARCHES = ("search_from_config(", "compare.compare(")
+RUNS_SEARCHES = ("search_from_config(", "compare.compare(", "run_study(")
 
 
 def _runs_searches(path: str) -> bool:
