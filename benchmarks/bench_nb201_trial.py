@@ -38,8 +38,11 @@ TARGET = 3.0  # NASBOT's trial time / BANANAS' (issue #50)
 flags.DEFINE_integer("budget", 150, "Queries per trial.", lower_bound=11)
 flags.DEFINE_integer("seed", 0, "Seed of both trials.")
 flags.DEFINE_enum("dataset", "cifar10", ["cifar10", "cifar100", "imagenet16"], "NB201 dataset.")
-flags.DEFINE_string("nasbot", "", "Argument of configs/nasbot_nb201.py's get_config ('', 'every1', 'lbfgs' or 'warm').")
+flags.DEFINE_string(
+  "nasbot", "", "Argument of configs/nasbot_nb201.py's get_config ('', 'screen', 'every1', 'lbfgs' or 'warm')."
+)
 flags.DEFINE_string("path", "../shared/data/nasbench201", "The NB201 tables' folder.")
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
 
 def _trial(config, workdir: str) -> dict:
@@ -66,12 +69,18 @@ def _trial(config, workdir: str) -> dict:
 
 def main(argv):
   del argv
+  if FLAGS.smoke:  # both configs' own smoke settings, over 12 queries
+    record.require(FLAGS.path, "the NB201 tables")
+    record.smoke(FLAGS, budget=12, nasbot="smoke")
   jax.config.update("jax_enable_x64", True)  # as launch/search.py
   load0 = os.getloadavg()[0]
   with tempfile.TemporaryDirectory() as tmp:
     nasbot_spec = os.path.join(CONFIGS, "nasbot_nb201.py") + (f":{FLAGS.nasbot}" if FLAGS.nasbot else "")
-    nasbot = _trial(config_files.load_config(nasbot_spec), os.path.join(tmp, "nasbot"))
-    bananas = _trial(config_files.load_config(os.path.join(CONFIGS, "bananas_nb201.py")), os.path.join(tmp, "bananas"))
+    nasbot_config = config_files.load_config(nasbot_spec)
+    screen = int(nasbot_config.strategy_config.optimizer_config.get("screen", 0))
+    nasbot = _trial(nasbot_config, os.path.join(tmp, "nasbot"))
+    bananas_spec = os.path.join(CONFIGS, "bananas_nb201.py") + (":smoke" if FLAGS.smoke else "")
+    bananas = _trial(config_files.load_config(bananas_spec), os.path.join(tmp, "bananas"))
   assert nasbot["n"] == bananas["n"] == FLAGS.budget, (nasbot["n"], bananas["n"])
   ratio = nasbot["wall"] / bananas["wall"]
   verdict = f"target <= {TARGET:g}: {'met' if ratio <= TARGET else 'missed'}"
@@ -80,7 +89,10 @@ def main(argv):
     f"backend={jax.default_backend()} jax={jax.__version__} cpus={os.cpu_count()}"
     f" affinity={len(os.sched_getaffinity(0))} load before={load0:.1f} after={load:.1f}"
   )
-  print(f"NB201 {FLAGS.dataset}, seed {FLAGS.seed}, {FLAGS.budget} queries; NASBOT config {FLAGS.nasbot or 'default'}")
+  print(
+    f"NB201 {FLAGS.dataset}, seed {FLAGS.seed}, {FLAGS.budget} queries; NASBOT config {FLAGS.nasbot or 'default'}"
+    f" (EA screen k = {screen or 'none, the paper'})"
+  )
   n = nasbot
   print(
     f"NASBOT: {n['wall']:.1f} s (GP fits {n['fit']:.1f} s, EA {n['acquisition']:.1f} s over {n['proposals']}"
@@ -102,6 +114,7 @@ def main(argv):
     "NASBOT regret": round(n["regret"], 3),
     "BANANAS regret": round(bananas["regret"], 3),
     "NASBOT config": FLAGS.nasbot or "default",
+    "NASBOT EA screen k (0: the paper's EA)": screen,
     "load before the trials": round(load0, 2),
   }
   note = "Wall time of one 150-query trial and its parts; the regrets are the CIFAR-10 test regret each trial reached."

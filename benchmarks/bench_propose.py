@@ -16,8 +16,11 @@ fits and amortised over k proposals. With --lbfgs_starts the full fits of that r
 With --lbfgs_starts=N, the same proposals again with the GP fitted by L-BFGS from N starts
 (`fitter=lbfgs(N)`), timed in the same run.
 
+The EA is NASBOT's default, the paper's (every candidate scored exactly); --screen=K times the
+screened EA instead (`presets.nasbot(screen=K)`, e.g. `presets.EA_SCREEN`).
+
   taskset -c 0,1 python benchmarks/bench_propose.py [--n_evaluated=100] [--solver=exact] [--refit_every=10]
-    [--warm_steps=20] [--lbfgs_starts=4]
+    [--warm_steps=20] [--lbfgs_starts=4] [--screen=16]
 """
 
 import os
@@ -42,12 +45,14 @@ FLAGS = flags.FLAGS
 TARGETS = {100: 2.0, 500: 20.0}  # seconds per proposal by networks evaluated (issue 23)
 flags.DEFINE_integer("n_evaluated", 100, "Networks already evaluated.")
 flags.DEFINE_enum("solver", "exact", ["exact", "sinkhorn"], "OTMANN solver.")
+flags.DEFINE_integer("screen", 0, "The EA's screen k (0: the paper's EA, every candidate exact).", lower_bound=0)
 flags.DEFINE_integer("repeats", 3, "Timed proposals after the warm-up one.")
 flags.DEFINE_integer("n_starts", 8, "GP multi-start fits.")
 flags.DEFINE_integer("fit_steps", 100, "Optax steps per start.")
 flags.DEFINE_integer("refit_every", 10, "k of the warm-refit run (0: skip it).")
 flags.DEFINE_integer("warm_steps", 20, "Steps of a warm refit (0: keep the hyper-parameters).", lower_bound=0)
 flags.DEFINE_integer("lbfgs_starts", 0, "Also time the proposals with the L-BFGS fit from this many starts (0: skip).")
+flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
 
 
 def _history(space, task, n, key):
@@ -102,9 +107,11 @@ def _in_search(strategy, state, space, task, repeats):
 
 def main(argv):
   del argv
+  if FLAGS.smoke:
+    record.smoke(FLAGS, n_evaluated=12, repeats=1, n_starts=2, fit_steps=5, refit_every=2, warm_steps=2, lbfgs_starts=1)
   jax.config.update("jax_enable_x64", True)
   space, task = layer_graph_space("cnn"), synthetic_task("f1")
-  options = dict(solver=FLAGS.solver, n_starts=FLAGS.n_starts, fit_steps=FLAGS.fit_steps)
+  options = dict(solver=FLAGS.solver, n_starts=FLAGS.n_starts, fit_steps=FLAGS.fit_steps, screen=FLAGS.screen)
   strategy = nasbot(space, task.goal, **options)
   obs = _history(space, task, FLAGS.n_evaluated, jax.random.key(0))
   t0 = time.perf_counter()
@@ -120,7 +127,7 @@ def main(argv):
     f"cpus={os.cpu_count()} affinity={len(os.sched_getaffinity(0))} load={os.getloadavg()[0]:.1f}"
   )
   print(
-    f"evaluated networks: {FLAGS.n_evaluated}, solver: {FLAGS.solver}, "
+    f"evaluated networks: {FLAGS.n_evaluated}, solver: {FLAGS.solver}, EA screen: {FLAGS.screen or 'none (paper)'}, "
     f"GP starts x steps: {FLAGS.n_starts} x {FLAGS.fit_steps}"
   )
   print(f"distance cache for {FLAGS.n_evaluated} networks (once per search): {t_update:.2f} s")
@@ -139,6 +146,7 @@ def main(argv):
   )
   figures = {
     "evaluated networks": FLAGS.n_evaluated,
+    "EA screen k (0: the paper's EA)": FLAGS.screen,
     "proposal, median (s)": round(med, 2),
     "of which GP fit (s)": round(fit, 2),
     "of which EA over the acquisition (s)": round(acq, 2),

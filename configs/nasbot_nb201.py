@@ -14,6 +14,11 @@ Other fits, '+'-joined:
   (benchmarks/bench_gp.py --nb201) but searched NB201 worse: its optima make the kernel
   short-ranged in d_bar, so EI follows the GP's uncertainty (docs/surrogates.md).
 
+The EA is the paper's, every candidate scored by EI over exact OTMANN. `screen` makes it evolve on
+EI over OTMANN's lower bounds and score only its best `presets.EA_SCREEN` points by EI itself
+(`optimizers.ea(screen=...)`, docs/architectures.md): fewer LPs, but it searched CIFAR-10 worse
+over 20 seeds, so it is not the default.
+
 Zero-cost proxy variants (docs/proxies_search.md; '+'-joined with the above): `zc_warmup` starts
 from the 10 cells the proxy ranks best of 1,000, `zc_prescreen` passes EI the best quarter of
 each batch of the EA's children, `zc_prior` gives the GP the proxy as its prior mean.
@@ -33,7 +38,7 @@ from configs import common, random_nb201
 
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
   tokens = common.split_arg(
-    arg, ("smoke", "lbfgs", "every1", "every7", "warm", "zc_warmup", "zc_prescreen", "zc_prior")
+    arg, ("smoke", "screen", "lbfgs", "every1", "every7", "warm", "zc_warmup", "zc_prescreen", "zc_prior")
   )
   if len([t for t in tokens if t in ("every1", "every7", "warm")]) > 1:
     raise ValueError(f"get_config: {arg!r}; every1, every7 and warm are refit schedules, choose one")
@@ -61,7 +66,13 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
       "acquisition": "ei",
       "optimizer": "ea",
       # NASBOT's schedule n_EA = clip(25 sqrt(t), 50, 500); no pool: the initial cells are random
-      "optimizer_config": {"lo": 10 if smoke else 50, "hi": 10 if smoke else 500, "pool": False},
+      "optimizer_config": {
+        "lo": 10 if smoke else 50,
+        "hi": 10 if smoke else 500,
+        "pool": False,
+        # `presets.EA_SCREEN` (configs import no nas_jax; tests/test_configs.py checks the two agree)
+        "screen": (4 if smoke else 16) if "screen" in tokens else 0,
+      },
       "initial": "random",
       "n_init": 10,
       "refit_every": refit_every,  # k > 1: the full fit every k evaluations, warm refits (or none) between

@@ -34,6 +34,7 @@ SLOW = MappingProxyType(
     "bench_autokeras": "(b) trains a parent and eight morphed children on digits, each network its own compile",
     "bench_bananas": "compiles the 5-member ensemble fit three ways (vmap, loops), then runs two BANANAS trials",
     "bench_conditional": "compiles conditional BO's proposal three ways (arc kernel; gradient, mutation only)",
+    "bench_ea_screen": "a NAS-Bench-201 NASBOT search with every EA candidate also scored by exact OTMANN",
     "bench_multifidelity_digits": "trains digits CNNs in two searches (NASBOT, ASHA + NASBOT)",
     "bench_nb201_trial": "two NAS-Bench-201 searches: compiles NASBOT's GP and EA, and BANANAS' ensemble",
     "bench_otmann": "compiles the exact and Sinkhorn solvers, and times the per-pair baseline",

@@ -251,6 +251,39 @@ def test_the_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(tmp_path)
   assert sum(o.info["strategy"].get("origin") == "ei" for o in done) >= 3  # the GP proposed some
 
 
+def test_nasbot_nb201_screens_the_ea_only_when_asked():
+  from nas_jax.search.strategies.presets import EA_SCREEN
+
+  path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
+  screen = lambda arg: config_files.load_config(f"{path}{arg}").strategy_config.optimizer_config.screen
+  assert (screen(""), screen(":screen"), screen(":screen+zc_prior"), screen(":smoke+screen")) == (
+    0,
+    EA_SCREEN,
+    EA_SCREEN,
+    4,
+  )
+
+
+@pytest.mark.slow  # three NB201 smoke searches (~30 s at load 1)
+def test_nasbot_nb201_screened_ea_resumes_to_the_same_search(tmp_path):
+  """The screened EA (`:screen`) is a function of the journal: a search stopped after 14 evaluations
+  and resumed proposes the cells, with the same acquisition values, of an uninterrupted one."""
+  path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
+  whole, cut = (config_files.load_config(f"{path}:smoke+screen") for _ in range(2))
+  whole.workdir, cut.workdir = str(tmp_path / "whole"), str(tmp_path / "cut")
+  _skip_without_data(whole)
+  done = config_lib.search_from_config(whole, progress=False)
+  cut.budget = 14
+  config_lib.search_from_config(cut, progress=False)
+  cut.budget = whole.budget
+  resumed = config_lib.search_from_config(cut, progress=False)
+  strip = lambda obs: [
+    (o.trial_id, o.arch_json["arch_str"], o.value, o.info["strategy"].get("acquisition")) for o in obs
+  ]
+  assert strip(resumed) == strip(done)
+  assert sum(o.info["strategy"].get("screened", 0) > 0 for o in done) >= 3  # the screened EA proposed some
+
+
 def test_nasbot_nb201_takes_one_refit_schedule():
   path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
   for arg in ("every1+warm", "every7+warm", "every1+every7"):

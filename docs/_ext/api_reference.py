@@ -51,6 +51,7 @@ MODULES = (
   "nas_jax.arch.morphism",
   "nas_jax.features.bourgain",
   "nas_jax.features.edit_distance",
+  "nas_jax.features.otmann_bounds",
   "nas_jax.features.pairwise",
   "nas_jax.spaces.conditional",
   "nas_jax.spaces.constrained",

@@ -36,6 +36,9 @@ class Context(NamedTuple):
       differentiable (a `jax.tree_util.Partial`); else None.
     task_infos: what each observed evaluation's task reported (e.g. "weights", where a trained
       network is stored); empty when unknown.
+    screen_fn: for optimisers with `screens`: a cheaper score function of the same acquisition,
+      on lower bounds of the candidates' distances (`Featurizer.screen`), to rank candidates by
+      before `score_fn` scores the best; else None (the featurizer has no cheap form).
   """
 
   space: Any
@@ -45,6 +48,7 @@ class Context(NamedTuple):
   exclude: frozenset
   value_fn: Any = None
   task_infos: tuple = ()
+  screen_fn: Any = None
 
   @property
   def ok(self) -> np.ndarray:
@@ -61,6 +65,7 @@ class AcqOptimiser(NamedTuple):
     from_space: its candidates all come from the Space API (sample, mutate, initial), so on a
       fidelity space they are points at the full fidelity; False when it builds points itself.
     check: `(space) -> None`, a ValueError when the space lacks what it needs; None: nothing.
+    screens: it reads `context.screen_fn` when given.
   """
 
   name: str
@@ -68,17 +73,20 @@ class AcqOptimiser(NamedTuple):
   needs_values: bool = False
   from_space: bool = True
   check: Callable[[Any], None] | None = None
+  screens: bool = False
 
 
 def feasible_first(optimiser: AcqOptimiser, feasible: Callable[[Any], bool]) -> AcqOptimiser:
   """`optimiser` on a constrained space: every infeasible candidate scores below any feasible
   one, and none is returned (optimisers that build points themselves may meet them)."""
 
-  def maximize(keys, score_fn, ctx, n):
-    def score(cands: list) -> np.ndarray:
-      return np.where([feasible(c) for c in cands], score_fn(cands), _INFEASIBLE)
+  def kept(fn: Callable) -> Callable:
+    return lambda cands: np.where([feasible(c) for c in cands], fn(cands), _INFEASIBLE)
 
-    return [c for c in optimiser.maximize(keys, score, ctx, n) if feasible(c[0])]
+  def maximize(keys, score_fn, ctx, n):
+    if ctx.screen_fn is not None:
+      ctx = ctx._replace(screen_fn=kept(ctx.screen_fn))
+    return [c for c in optimiser.maximize(keys, kept(score_fn), ctx, n) if feasible(c[0])]
 
   return optimiser._replace(maximize=maximize)
 

@@ -28,13 +28,26 @@ __all__ = ["ea", "mutation_search", "random_search", "tree", "enumeration"]
 
 
 def ea(
-  *, n_ea: int = 0, scale: float = 25.0, lo: int = 50, hi: int = 500, selection: str = "paper", pool: bool = True
+  *,
+  n_ea: int = 0,
+  scale: float = 25.0,
+  lo: int = 50,
+  hi: int = 500,
+  selection: str = "paper",
+  pool: bool = True,
+  screen: int = 0,
 ) -> AcqOptimiser:
   """NASBOT's EA. n_ea > 0 fixes the number of new points; else n_EA(t) with t = evaluations so far.
-  pool: also start from the space's initial points not observed yet (NASBOT's App. B.3)."""
+  pool: also start from the space's initial points not observed yet (NASBOT's App. B.3).
+
+  screen = k > 0 (our change, not the paper's): where the context has a `screen_fn` (OTMANN's GP:
+  the acquisition on lower bounds of the candidates' distances, `otmann_solvers.bound_pairs`),
+  the EA evolves on it, and only the k points it ranks best are scored by the acquisition itself,
+  which picks among them; a candidate's exact distances are then solved only if it reaches the
+  k. screen = 0 is the paper's EA, every candidate scored exactly (as without a screen_fn)."""
   if selection not in evolution.SELECTIONS:
     raise ValueError(f"ea: selection={selection!r}; allowed: {', '.join(evolution.SELECTIONS)}")
-  check_counts("ea: ", {"n_ea": (n_ea, 0), "lo": (lo, 1), "hi": (hi, lo)})
+  check_counts("ea: ", {"n_ea": (n_ea, 0), "lo": (lo, 1), "hi": (hi, lo), "screen": (screen, 0)})
   if not scale > 0:
     raise ValueError(f"ea: scale={scale!r}; expected a positive number")
 
@@ -45,20 +58,23 @@ def ea(
     start = known + ([q for q in ctx.space.initial() if ctx.space.canonical_key(q) not in seen] if pool else [])
     if not start:
       return []
+    screening = screen > 0 and ctx.screen_fn is not None
     chosen, values = evolution.ea_maximize(
       keys[0],
-      score_fn,
+      ctx.screen_fn if screening else score_fn,
       start,
       ctx.space,
       n_ea=count,
       n_mut=evolution.n_mut_schedule(count),
-      n=n,
+      n=max(n, screen) if screening else n,
       exclude=ctx.exclude,
       selection=selection,
     )
+    if screening and chosen:
+      return best_of(chosen, scored(score_fn, chosen), n, {"n_ea": count, "screened": len(chosen)})
     return [(p, float(v), {"n_ea": count}) for p, v in zip(chosen, values)]
 
-  return AcqOptimiser("ea", maximize)
+  return AcqOptimiser("ea", maximize, screens=screen > 0)
 
 
 def mutation_search(

@@ -5,6 +5,7 @@ batch of NASBOT's EA children."""
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -26,14 +27,21 @@ def prescreen(optimiser: AcqOptimiser, meter: ProxyMeter, *, one_in: int) -> Acq
   if isinstance(one_in, bool) or not isinstance(one_in, int) or one_in < 2:
     raise ValueError(f"prescreen: one_in={one_in!r}; expected an integer >= 2 (1 would keep every candidate)")
 
-  def maximize(keys, score_fn, ctx, n):
+  def cut(fn: Callable) -> Callable:
     def score(cands: list) -> np.ndarray:
       out = np.full(len(cands), -np.inf)
       if cands:
         keep = np.sort(proxy_order(meter, cands)[: math.ceil(len(cands) / one_in)])
-        out[keep] = scored(score_fn, [cands[i] for i in keep])
+        out[keep] = scored(fn, [cands[i] for i in keep])
       return out
 
-    return optimiser.maximize(keys, score, ctx, n)
+    return score
+
+  def maximize(keys, score_fn, ctx, n):
+    # A screening optimiser draws its candidates through the screen and scores only the best of
+    # them exactly: the proxy cuts the screen's batches, as it would cut the exact ones without it.
+    if ctx.screen_fn is not None:
+      return optimiser.maximize(keys, score_fn, ctx._replace(screen_fn=cut(ctx.screen_fn)), n)
+    return optimiser.maximize(keys, cut(score_fn), ctx, n)
 
   return optimiser._replace(name=f"{optimiser.name}+prescreen", maximize=maximize)

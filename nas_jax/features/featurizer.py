@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -75,6 +76,9 @@ class Featurizer(NamedTuple):
     encode_values: `(values [m, P]) -> features`, a traceable encoding of raw parameter values
       for gradient ascent on them (conditional spaces), or None.
     binary: whether its vectors are 0/1 (what a Hamming kernel counts the mismatches of).
+    screen: `pairs` with the distances of uncached candidates replaced by cheap lower bounds
+      (cached points keep theirs), what an acquisition optimiser ranks candidates by before it
+      scores the best of them exactly (`acquisition.optimizers.ea`); None: no cheap form.
   """
 
   name: str
@@ -87,6 +91,7 @@ class Featurizer(NamedTuple):
   to_pair: Callable[[tuple, tuple], Any] | None = None
   encode_values: Callable[[Any], tuple] | None = None
   binary: bool = False
+  screen: Callable[[FeatureCache, Sequence, Sequence], tuple] | None = None
 
 
 def _new(key_fn: Callable, cache: FeatureCache, points: Sequence) -> tuple[list, list]:
@@ -205,6 +210,7 @@ def distance_featurizer(
   dim: int | None,
   *,
   dist_pairs: Callable[[list, list, np.ndarray, np.ndarray], tuple] | None = None,
+  screen_pairs: Callable[[list, list, np.ndarray, np.ndarray], tuple] | None = None,
   memo_size: int = 2048,
 ) -> Featurizer:
   """A featurizer of pairwise distances (OTMANN, edit distance).
@@ -216,6 +222,8 @@ def distance_featurizer(
     dist_pairs: `(items_a, items_b, ia, ib) -> tuple of [..., P]` distances of the pairs
       (a[ia[p]], b[ib[p]]) alone, as `dist` computes them; given, the candidates of `pairs` go
       through a memo of the last `memo_size` candidates (`_candidate_memo`).
+    screen_pairs: like dist_pairs, lower bounds of the distances, cheaper to compute; given, the
+      featurizer's `screen` reads them (through a memo of their own) for uncached candidates.
   """
   memo = None if dist_pairs is None else _candidate_memo(prepare, dist_pairs, memo_size)
 
@@ -241,7 +249,7 @@ def distance_featurizer(
     rows = _rows(cache, key_fn, train)
     return rows, tuple(x[..., rows[:, None], rows[None, :]] for x in cache.data)
 
-  def pairs(cache: FeatureCache, train: Sequence, candidates: Sequence):
+  def pairs(cache: FeatureCache, train: Sequence, candidates: Sequence, memo=memo):
     rows, d_train = train_distances(cache, train)
     keys = [key_fn(p) for p in candidates]
     cached = [cache.index.get(k) for k in keys]
@@ -261,7 +269,10 @@ def distance_featurizer(
       out[..., missing, :] = x
     return to_pair(d_train, tuple(d_cross))
 
-  return Featurizer(name, pair_type, dim, lambda points: extend(FeatureCache(), points), extend, pairs)
+  screen = None
+  if screen_pairs is not None:
+    screen = functools.partial(pairs, memo=_candidate_memo(prepare, screen_pairs, memo_size))
+  return Featurizer(name, pair_type, dim, lambda points: extend(FeatureCache(), points), extend, pairs, screen=screen)
 
 
 def _candidate_memo(prepare: Callable, dist_pairs: Callable, size: int) -> Callable:

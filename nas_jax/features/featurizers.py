@@ -85,7 +85,8 @@ class OtmannItem(NamedTuple):
 def otmann(
   *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper", chunk_size: int = 256
 ) -> FeaturizerPart:
-  """OTMANN distances (d, d_bar) [n_nu, n, n] -> OtmannPair; options of `otmann_distances`."""
+  """OTMANN distances (d, d_bar) [n_nu, n, n] -> OtmannPair; options of `otmann_distances`. Its
+  `screen` gives uncached candidates OTMANN's lower bound instead (`solver="bound"`), no LP."""
   check_options(solver=solver, nu_str=nu_str, params=params, chunk_size=chunk_size)
   nus = tuple(float(v) for v in np.atleast_1d(nu_str))
   return lambda space: _otmann(space, nus, solver, params, chunk_size)
@@ -142,6 +143,14 @@ def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -
     ia, ib = (x.ravel() for x in np.indices((len(a), len(b))))
     return tuple(x.reshape(len(nus), len(a), len(b)) for x in dist_pairs(a, b, ia, ib))
 
+  def bound_pairs(a: list, b: list, ia: np.ndarray, ib: np.ndarray) -> tuple:
+    # Bounds are cheap and never stored: the screen's memo keeps those of recent candidates.
+    feats = stack_features([x.features for x in a + b])
+    out = feature_pair_distances(
+      feats, feats, ia, len(a) + ib, kind, solver="bound", nu_str=nus, params=params, chunk_size=chunk_size
+    )
+    return out.d, out.d_bar
+
   return distance_featurizer(
     "otmann",
     space.canonical_key,
@@ -151,6 +160,7 @@ def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -
     OtmannPair,
     len(nus),
     dist_pairs=dist_pairs,
+    screen_pairs=bound_pairs,
   )
 
 

@@ -133,4 +133,5 @@ def with_fidelity(featurizer: Featurizer, fidelities: Sequence[float]) -> Featur
     features=features,
     to_pair=to_pair,
     encode_values=None,
+    screen=None,  # the rung gaps are added to exact distances only: candidates are scored exactly
   )

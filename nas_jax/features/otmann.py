@@ -1,4 +1,4 @@
-"""OTMANN distance matrices (NASBOT Sec. 3; App. A.1): exact network simplex, or batched ott-jax Sinkhorn.
+"""OTMANN distance matrices (NASBOT Sec. 3; App. A.1): exact network simplex, batched ott-jax Sinkhorn, or bounds without an LP.
 
 The options are checked and each network's features built once, on the host; `otmann_solvers`
 solves the pairs' problems, and the matrices (symmetric, or extended by new rows) are put
@@ -15,6 +15,7 @@ import numpy as np
 
 from nas_jax.arch import labels
 from nas_jax.arch.architecture import Architecture, next_power_of_two, stack, zero_padded
+from nas_jax.features import otmann_bounds as bounds
 from nas_jax.features import otmann_costs as costs
 from nas_jax.features import otmann_solvers as solvers
 
@@ -32,7 +33,7 @@ __all__ = [
   "feature_pair_distances",
 ]
 
-SOLVERS = ("exact", "sinkhorn")
+SOLVERS = ("exact", "sinkhorn", "bound", "greedy")
 KERNEL_NU_STR = (0.1, 0.2, 0.4, 0.8)  #: the structural weights of the NASBOT kernel (NASBOT Sec. 4; App. B.1)
 Archs = Union[Architecture, Sequence[Architecture]]
 
@@ -157,7 +158,9 @@ def otmann_distances(
     archs_a: a list of Architecture or a batch (labels [n_a, N]), all of one kind.
     archs_b: the same for the columns; None gives the symmetric matrix of `archs_a`: pairs
       i < j are solved and mirrored, the diagonal is 0.
-    solver: "exact" (POT network simplex, the reference) or "sinkhorn" (ott-jax, batched).
+    solver: "exact" (POT network simplex, the reference), "sinkhorn" (ott-jax, batched),
+      "bound" (a lower bound, no LP) or "greedy" (a greedy plan's cost, an upper bound; no LP;
+      `otmann_bounds`).
     nu_str: structural weight: a number (Fig. 1 uses 0.5) or a sequence (the kernel uses
       `KERNEL_NU_STR`).
     params: a preset name in `otmann_costs.OTMANN_PARAMS` or an OtmannParams.
@@ -251,7 +254,12 @@ def feature_pair_distances(
     raise ValueError(f"feature_pair_distances: ia and ib have shapes {ia.shape} and {ib.shape}; expected one [P] each")
   d_bar = np.zeros((len(nus), len(ia)))
   if len(ia):
-    pairs_of = solvers.exact_pairs if solver == "exact" else functools.partial(solvers.sinkhorn_pairs, config=sinkhorn)
+    pairs_of = {
+      "exact": solvers.exact_pairs,
+      "sinkhorn": functools.partial(solvers.sinkhorn_pairs, config=sinkhorn),
+      "bound": bounds.bound_pairs,
+      "greedy": bounds.greedy_pairs,
+    }[solver]
     d_bar = pairs_of(fa, fb, ia, ib, nus, kind, params, chunk_size)
   d = d_bar * (fa.masses.sum(-1, dtype=np.float64)[ia] + fb.masses.sum(-1, dtype=np.float64)[ib])
   return OtmannDistances(d[0], d_bar[0]) if scalar else OtmannDistances(d, d_bar)

@@ -1,5 +1,5 @@
 """The solvers of OTMANN pair problems (NASBOT eq. (5), App. A.1): exact network simplex, or batched
-ott-jax Sinkhorn.
+ott-jax Sinkhorn (bounds without a plan: `otmann_bounds`).
 
 Costs of a chunk of pairs are built in one jitted, vmapped call; "exact" then solves each pair's
 LP with POT on the host, "sinkhorn" runs the chunk's Sinkhorn problems in the same jitted call.
@@ -20,7 +20,7 @@ from nas_jax.arch.architecture import next_power_of_two, zero_padded
 from nas_jax.arch.host_threads import CORES, on_cores
 from nas_jax.features import otmann_costs as costs
 
-__all__ = ["SLOTS", "SinkhornConfig", "exact_pairs", "sinkhorn_pairs"]
+__all__ = ["SLOTS", "SinkhornConfig", "exact_pairs", "sinkhorn_pairs", "pair_chunks", "chunk_features"]
 
 _EMD_MAX_ITER = 100_000  # POT's default; these LPs need a few hundred pivots at most
 # A plan whose cost at another nu is within this of the solver's value there is optimal there too,
@@ -298,16 +298,10 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
   LPs of the call share one thread pool, which ends with the call.
   """
   out = np.empty((len(nus), len(ia)))
-  size = -(-np.maximum(fa.n[ia], fb.n[ib]) // SLOTS) * SLOTS
-  chunks = []
-  for s in np.unique(size):
-    group = np.flatnonzero(size == s)
-    chunks += [(group[start : start + chunk_size], s) for start in range(0, len(group), chunk_size)]
+  chunks = pair_chunks(fa, fb, ia, ib, chunk_size)
 
   def dispatch(sel, s):
-    width = min(chunk_size, next_power_of_two(len(sel)))
-    idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
-    pa, pb = _take(fa, ia[idx], s), _take(fb, ib[idx], s)
+    pa, pb = chunk_features(fa, fb, ia, ib, sel, s, chunk_size)
     return sel, pa, pb, _exact_costs(pa, pb, nus, kind, params)
 
   ahead = dispatch(*chunks[0]) if chunks else None
@@ -318,3 +312,22 @@ def exact_pairs(fa, fb, ia, ib, nus, kind, params, chunk_size) -> np.ndarray:
       cost, ma, mb = (np.asarray(x, np.float64)[: len(sel)] for x in (cost, pa.masses, pb.masses))
       out[:, sel] = _solve_lps(cost, ma, mb, pa.n[: len(sel)], pb.n[: len(sel)], nus, pool)
   return out
+
+
+def pair_chunks(fa, fb, ia, ib, chunk_size: int) -> list[tuple[np.ndarray, int]]:
+  """The pairs in chunks of at most chunk_size, (pair indices, trimmed slot count), grouped by
+  trimmed size (a multiple of SLOTS covering both networks) so each chunk's tensors stay small."""
+  size = -(-np.maximum(fa.n[ia], fb.n[ib]) // SLOTS) * SLOTS
+  chunks = []
+  for s in np.unique(size):
+    group = np.flatnonzero(size == s)
+    chunks += [(group[start : start + chunk_size], s) for start in range(0, len(group), chunk_size)]
+  return chunks
+
+
+def chunk_features(fa, fb, ia, ib, sel: np.ndarray, slots: int, chunk_size: int) -> tuple:
+  """The features of a chunk's pairs on `slots` slots, padded by repeating its first pair to a power
+  of two <= chunk_size, so that few shapes are ever compiled."""
+  width = min(chunk_size, next_power_of_two(len(sel)))
+  idx = np.concatenate([sel, np.full(width - len(sel), sel[0])])
+  return _take(fa, ia[idx], slots), _take(fb, ib[idx], slots)

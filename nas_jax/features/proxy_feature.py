@@ -88,10 +88,16 @@ def with_proxy_values(featurizer: Featurizer, proxy: Any) -> Featurizer:
   row's proxy score among the train points'. Its pair_type stays the base's, so a surrogate
   picks the kernel of the base pairs (and must unwrap them: `surrogates.proxy_prior`)."""
 
-  def pairs(cache, train: Sequence, candidates: Sequence):
-    pt, pc = featurizer.pairs(cache, train, candidates)
-    zt = np.asarray(proxy.score(list(train)), np.float64)
-    zc = np.asarray(proxy.score(list(candidates)), np.float64)
-    return ProxyPair(pt, on_device(rank_quantiles(zt, zt))), ProxyPair(pc, on_device(rank_quantiles(zt, zc)))
+  def with_values(base_pairs: Callable) -> Callable:
+    def pairs(cache, train: Sequence, candidates: Sequence):
+      pt, pc = base_pairs(cache, train, candidates)
+      zt = np.asarray(proxy.score(list(train)), np.float64)
+      zc = np.asarray(proxy.score(list(candidates)), np.float64)
+      return ProxyPair(pt, on_device(rank_quantiles(zt, zt))), ProxyPair(pc, on_device(rank_quantiles(zt, zc)))
 
-  return featurizer._replace(pairs=pairs, features=None, to_pair=None, encode_values=None)
+    return pairs
+
+  screen = None if featurizer.screen is None else with_values(featurizer.screen)
+  return featurizer._replace(
+    pairs=with_values(featurizer.pairs), features=None, to_pair=None, encode_values=None, screen=screen
+  )

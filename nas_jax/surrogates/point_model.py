@@ -52,6 +52,7 @@ __all__ = [
   "ensemble",
   "fit",
   "predict",
+  "screened",
   "mean_at",
   "value_model",
   "value_predictive",
@@ -314,6 +315,16 @@ def predict(
   pred_p = pred if fitted.state_p is fitted.state else model.surrogate.predict(fitted.state_p, inputs)
   m = r if padded else m
   return _to_scores(model, pred, m), _to_scores(model, pred_p, m)
+
+
+def screened(fitted: Fitted) -> Fitted | None:
+  """`fitted` predicting from its featurizer's `screen` (cheap lower bounds of the candidates'
+  distances; the train points' stay exact), or None when the featurizer has none. Its `predict`
+  is what a screening optimiser ranks candidates by."""
+  feats = fitted.model.featurizer
+  if feats.screen is None:
+    return None
+  return dataclasses.replace(fitted, model=fitted.model._replace(featurizer=feats._replace(pairs=feats.screen)))
 
 
 def mean_at(

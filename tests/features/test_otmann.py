@@ -287,7 +287,7 @@ def test_extend_distances_equals_a_full_recomputation():
 @pytest.mark.parametrize(
   "kwargs, error, match",
   [
-    (dict(solver="lp"), ValueError, "solver: 'lp' is unknown; choose one of: exact, sinkhorn"),
+    (dict(solver="lp"), ValueError, "solver: 'lp' is unknown; choose one of: exact, sinkhorn, bound, greedy"),
     (dict(nu_str=-0.1), ValueError, r"nu_str: -0.1; expected a number >= 0"),
     (dict(nu_str=["a"]), ValueError, r"nu_str: \['a'\]; expected a number >= 0"),
     (dict(chunk_size=0), ValueError, "chunk_size: 0; expected a positive integer"),

@@ -293,11 +293,26 @@ _CASES = {
     ),
     dict(prescreen=2, prior_mean=True),
   ),
+  # NASBOT's screened EA: the proxy cuts the screen's batches, the GP's prior mean wraps its pairs
+  "nasbot": (
+    "bo",
+    dict(
+      featurizer="otmann",
+      surrogate="gp",
+      surrogate_config=dict(n_starts=2, fit_steps=10),
+      acquisition="ei",
+      optimizer="ea",
+      optimizer_config=dict(lo=24, hi=24, pool=False, screen=4),
+      initial="random",
+      n_init=3,
+    ),
+    dict(prescreen=2, prior_mean=True),
+  ),
 }
 
 
 # the model-based cases fit a surrogate at every step: over 10 s each
-_SLOW = ("bananas", "bo")
+_SLOW = ("bananas", "bo", "nasbot")
 
 
 @pytest.mark.parametrize(

@@ -246,6 +246,9 @@ def _choose(e: _Engine, keys: tuple, state: BOState, taken: list, exclude: set) 
       va = ValueAcquisition(point_model.value_model(fitted), best, e.acquisition)
       ctx = ctx._replace(value_fn=jax.tree_util.Partial(value_acquisition, va))
     score = e.score(fitted, best, k_aux, observed)
+    cheap = point_model.screened(fitted) if e.optimiser.screens else None
+    if cheap is not None:
+      ctx = ctx._replace(screen_fn=e.score(cheap, best, k_aux, observed))
     # Dispatch is asynchronous: without waiting here, a fit that is all device work (the
     # ensemble's training) would be timed as the acquisition's, which reads its results first.
     jax.block_until_ready((fitted.state, fitted.state_p))
