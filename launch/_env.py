@@ -14,7 +14,7 @@ slower to compile than that. Worker processes inherit these settings.
 A worker process that a search spawns runs this module first too, as it re-imports the launch
 script before anything of nas_jax runs in it: from here on it dies with its parent (on Linux), so
 a search killed while its workers still import jax leaves none of them behind for the seconds
-those imports take (nas_jax.search.executors watches the parent once a worker is up).
+those imports take (nas_jax.search.process_executor watches the parent once a worker is up).
 
 SIGINT and SIGTERM stop a script from here on with one line and exit code 130, while it still
 imports jax too; `_cli.run` takes them over when the script starts.

@@ -83,9 +83,10 @@ from nas_jax.acquisition.prescreen import prescreen
 from nas_jax.acquisition.conditional_search import per_depth
 from nas_jax.acquisition.optimizers import ea, enumeration, mutation_search, random_search, tree
 from nas_jax.acquisition.pareto import crowding_distance, hypervolume, non_dominated, pareto_ranks
-from nas_jax.search.executors import InlineExecutor, ProcessExecutor
+from nas_jax.search.executors import InlineExecutor
 from nas_jax.search.journal import replay as replay_journal
 from nas_jax.search.loop import run as run_search
+from nas_jax.search.process_executor import ProcessExecutor
 from nas_jax.search.results import pareto_front
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.simulated_executor import SimulatedExecutor

@@ -27,8 +27,9 @@ import tqdm
 from nas_jax.experiments import study as study_lib
 from nas_jax.experiments import study_results
 from nas_jax.search import journal, loop
-from nas_jax.search.executors import InlineExecutor, ProcessExecutor
+from nas_jax.search.executors import InlineExecutor
 from nas_jax.search.loop import WorkdirInUse
+from nas_jax.search.process_executor import ProcessExecutor
 from nas_jax.search.ray_executor import RayExecutor  # imports Ray only when one is made
 from nas_jax.tasks.tabular import load_nb201
 from nas_jax.viz import plots

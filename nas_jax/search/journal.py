@@ -13,6 +13,7 @@ import os
 import re
 from typing import Any, Callable
 
+from nas_jax.search import locked_dir
 from nas_jax.search.state import Observation
 
 __all__ = ["SCHEMA", "MAX_DEPTH", "append", "replay", "load_json"]
@@ -97,10 +98,7 @@ def append(path: str | os.PathLike, obs: Observation, *, dir_fd: int | None = No
     try:
       fcntl.flock(fd, fcntl.LOCK_EX)
       _end_last_line(fd)
-      view = memoryview(data)
-      while view:  # a regular file takes it in one write; the loop only guards a short write
-        view = view[os.write(fd, view) :]
-      os.fsync(fd)
+      locked_dir.write_all(fd, data)
     finally:
       os.close(fd)  # also releases the lock
     if created:

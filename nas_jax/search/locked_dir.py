@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-__all__ = ["replaced", "write_file", "json_bytes"]
+__all__ = ["replaced", "write_all", "write_file", "json_bytes"]
 
 
 def replaced(path: str | os.PathLike, dir_fd: int) -> bool:
@@ -25,6 +25,14 @@ def replaced(path: str | os.PathLike, dir_fd: int) -> bool:
   except FileNotFoundError:
     return True
   return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
+
+
+def write_all(fd: int, data: bytes) -> None:
+  """Writes all of `data` to the open file `fd`, then fsyncs it: on disk when this returns."""
+  view = memoryview(data)
+  while view:  # a regular file takes it in one write; the loop only guards a short write
+    view = view[os.write(fd, view) :]
+  os.fsync(fd)
 
 
 def write_file(folder: str | os.PathLike, dir_fd: int, name: str, data: bytes) -> None:
@@ -45,10 +53,7 @@ def write_file(folder: str | os.PathLike, dir_fd: int, name: str, data: bytes) -
   try:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=dir_fd)
     try:
-      view = memoryview(data)
-      while view:  # a regular file takes it in one write; the loop only guards a short write
-        view = view[os.write(fd, view) :]
-      os.fsync(fd)
+      write_all(fd, data)
     finally:
       os.close(fd)
     os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import ipaddress
 import itertools
+import logging
 import os
 import re
 import socket
@@ -22,15 +23,17 @@ from nas_jax.search.executors import (
   call,
   check_workers,
   ended,
-  log,
   lost_every_time,
   lost_worker,
   rerun,
+  seconds_to_block,
   worker_setup,
   x64_enabled,
 )
 
 __all__ = ["RayExecutor"]
+
+log = logging.getLogger(__name__)
 
 _HEAD_CHECK_S = 5.0  # how often `wait` checks that the head's GCS answers
 # The node address of a Ray this executor starts itself: Ray replaces 127.0.0.1 and "localhost"
@@ -256,10 +259,7 @@ class RayExecutor:
       if not self._running:
         return []
       self._check_head(now)
-      limits = [t for t in [end] if t is not None]
-      if self.timeout_s is not None:
-        limits += [start + self.timeout_s for _, start, *_ in self._running.values()]
-      block = max(0.0, min(limits) - now) if limits else None
+      block = seconds_to_block(now, end, [start for _, start, *_ in self._running.values()], self.timeout_s)
       out = self._collect(block)
       if out or (end is not None and time.monotonic() >= end):
         return out

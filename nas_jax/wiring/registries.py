@@ -6,8 +6,9 @@ import functools
 from types import MappingProxyType
 from typing import Any, Callable
 
-from nas_jax.search.executors import RETRIES, Executor, InlineExecutor, ProcessExecutor
+from nas_jax.search.executors import RETRIES, Executor, InlineExecutor
 from nas_jax.search.population_executor import PopulationExecutor
+from nas_jax.search.process_executor import ProcessExecutor
 from nas_jax.search.ray_executor import RayExecutor
 from nas_jax.search.simulated_executor import SimulatedExecutor
 from nas_jax.search.task import Task

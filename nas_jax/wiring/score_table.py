@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from nas_jax.search import locked_dir
 from nas_jax.training.weights import write_atomic
 
 __all__ = ["PARTIAL", "format_row", "score_into"]
@@ -47,10 +48,7 @@ def _append(path: str, text: str, *, create: bool = False) -> None:
     flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_TRUNC if create else 0)
     fd = os.open(path, flags, 0o644)
     try:
-      view = memoryview(text.encode())
-      while view:  # a regular file takes it in one write; the loop only guards a short write
-        view = view[os.write(fd, view) :]
-      os.fsync(fd)
+      locked_dir.write_all(fd, text.encode())
     finally:
       os.close(fd)
   except OSError as e:

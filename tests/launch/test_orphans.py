@@ -1,5 +1,5 @@
 """A search killed with kill -9, SIGTERM or SIGINT leaves no worker process behind: workers watch
-their parent and exit with it (nas_jax.search.executors). SIGTERM stops a search as Ctrl-C does:
+their parent and exit with it (nas_jax.search.process_executor). SIGTERM stops a search as Ctrl-C does:
 one line on stderr, exit code 130, summary.json written from the journal."""
 
 import json

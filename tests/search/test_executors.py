@@ -15,7 +15,8 @@ import time
 import pytest
 
 from nas_jax.search import journal
-from nas_jax.search.executors import InlineExecutor, Outcome, ProcessExecutor, lost_worker
+from nas_jax.search.executors import InlineExecutor, Outcome, lost_worker, seconds_to_block
+from nas_jax.search.process_executor import ProcessExecutor
 from nas_jax.search.ray_executor import RayExecutor
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -217,6 +218,16 @@ def test_ray_executor_same_semantics(ray_alone):
 def test_outcome_defaults_mean_success():
   o = Outcome(result=1)
   assert (o.error, o.timed_out) == ("", False)
+
+
+def test_a_wait_blocks_until_its_deadline_or_the_first_time_limit():
+  """At now=10, with calls started at 1 and 4: the wait's own end, or the first call's limit."""
+  assert seconds_to_block(10.0, None, [1.0, 4.0], None) is None  # until a call ends
+  assert seconds_to_block(10.0, 12.5, [1.0, 4.0], None) == 2.5
+  assert seconds_to_block(10.0, 30.0, [4.0, 1.0], 10.0) == 1.0  # the call started at 1 ends at 11
+  assert seconds_to_block(10.0, 10.5, [1.0], 10.0) == 0.5
+  assert seconds_to_block(10.0, None, [1.0], 5.0) == 0.0  # past its limit: collect it now
+  assert seconds_to_block(10.0, None, [], 5.0) is None
 
 
 def test_a_script_without_a_main_guard_is_named_in_every_failed_trial(tmp_path):

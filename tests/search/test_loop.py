@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from nas_jax.search import journal, loop
-from nas_jax.search.executors import InlineExecutor, ProcessExecutor
+from nas_jax.search.executors import InlineExecutor
+from nas_jax.search.process_executor import ProcessExecutor
 from nas_jax.search.state import Status
 from nas_jax.search.strategies import baselines
 from nas_jax.search.task import Task, TaskResult
@@ -34,7 +35,7 @@ def counting_task(calls, fn=h.onemax, goal="max", name="onemax"):
   return Task(name=name, goal=goal, evaluate=evaluate)
 
 
-def run(workdir, task, *, budget, strategy=None, space=None, executor=None, seed=0, key=0):
+def run(workdir, task, *, budget, strategy=None, space=None, executor=None, seed=0, key=0, files=None):
   space = space or h.bits_space()
   strategy = strategy or baselines.random_search(space, task.goal)
   return loop.run(
@@ -47,6 +48,7 @@ def run(workdir, task, *, budget, strategy=None, space=None, executor=None, seed
     key=jax.random.key(key),
     seed=seed,
     progress=False,
+    files=files,
   )
 
 
@@ -374,49 +376,35 @@ def test_a_journal_shorter_than_its_summary_warns_in_one_line(tmp_path, caplog, 
   assert "summary.json says" not in caplog.text
 
 
+@pytest.mark.parametrize("stopped", [False, True], ids=["runs_on", "then_SIGTERM"])
 @pytest.mark.parametrize("how", ["rm -rf W; mkdir W", "mv W W.old; mkdir W"])
-def test_a_replaced_workdir_stops_the_search_before_it_writes_there(tmp_path, how):
+def test_a_replaced_workdir_stops_the_search_before_it_writes_there(tmp_path, how, stopped):
+  # The workdir goes while trial 3 runs; with `stopped`, a SIGTERM follows (issue 67's reproduction
+  # in one process): the search writes no summary anywhere.
   workdir, calls = tmp_path / "W", []
 
   def replace_then_onemax(arch_json, seed):
-    if len(calls) == 3:  # trials 0-2 are journalled; the workdir goes while trial 3 runs
+    if len(calls) == 3:  # trials 0-2 are journalled
       if how.startswith("rm"):
         shutil.rmtree(workdir)
       else:
         os.rename(workdir, tmp_path / "W.old")
       os.mkdir(workdir)
+      if stopped:
+        raise KeyboardInterrupt("SIGTERM")  # what launch/_cli.py's handler raises
     calls.append(1)
     return h.onemax(arch_json, seed)
 
   task = Task(name="onemax", goal="max", evaluate=replace_then_onemax)
-  with pytest.raises(loop.WorkdirReplaced, match=r"'.*W' was deleted or replaced while this search ran; it stopped"):
+  said = (
+    r"it stopped and wrote nothing more there.*\(3 evaluations"
+    if stopped
+    else r"'.*W' was deleted or replaced while this search ran; it stopped"
+  )
+  with pytest.raises(loop.WorkdirReplaced, match=said) as e:
     run(workdir, task, budget=10)
+  assert isinstance(e.value.__cause__, KeyboardInterrupt) == stopped  # launch/_cli.py answers a stop: rc 130
   assert os.listdir(workdir) == []  # the new workdir: no row, no summary of the old search
-  if how.startswith("mv"):
-    assert [o.trial_id for o in journal.replay(tmp_path / "W.old" / loop.JOURNAL)] == [0, 1, 2]
-
-
-@pytest.mark.parametrize("how", ["rm -rf W; mkdir W", "mv W W.old; mkdir W"])
-def test_a_search_stopped_after_its_workdir_was_replaced_writes_no_summary_anywhere(tmp_path, how):
-  # Issue 67's reproduction in one process: the workdir goes while trial 3 runs, then SIGTERM.
-  workdir, calls = tmp_path / "W", []
-
-  def replace_then_stop(arch_json, seed):
-    if len(calls) == 3:
-      if how.startswith("rm"):
-        shutil.rmtree(workdir)
-      else:
-        os.rename(workdir, tmp_path / "W.old")
-      os.mkdir(workdir)
-      raise KeyboardInterrupt("SIGTERM")  # what launch/_cli.py's handler raises
-    calls.append(1)
-    return h.onemax(arch_json, seed)
-
-  task = Task(name="onemax", goal="max", evaluate=replace_then_stop)
-  with pytest.raises(loop.WorkdirReplaced, match=r"it stopped and wrote nothing more there.*\(3 evaluations") as e:
-    run(workdir, task, budget=10)
-  assert isinstance(e.value.__cause__, KeyboardInterrupt)  # launch/_cli.py answers a stop: rc 130
-  assert os.listdir(workdir) == []  # not the old search's summary
   if how.startswith("mv"):  # the folder it locked: its rows, nothing written after the rename
     assert sorted(os.listdir(tmp_path / "W.old")) == sorted([loop.JOURNAL, "search.json"])
     assert [o.trial_id for o in journal.replay(tmp_path / "W.old" / loop.JOURNAL)] == [0, 1, 2]
@@ -436,32 +424,12 @@ def test_a_stopped_search_still_writes_its_summary_and_the_files_come_at_the_end
 
   task = Task(name="onemax", goal="max", evaluate=stop_at_4)
   with pytest.raises(KeyboardInterrupt):
-    loop.run(
-      baselines.random_search(h.bits_space(), "max"),
-      task,
-      InlineExecutor(),
-      str(tmp_path),
-      space=h.bits_space(),
-      budget=6,
-      key=jax.random.key(0),
-      progress=False,
-      files=files,
-    )
+    run(tmp_path, task, budget=6, files=files)
   assert json.loads((tmp_path / loop.SUMMARY).read_text())["n_evaluated"] == 4
   assert seen == [] and not (tmp_path / "extra.txt").exists()  # a stopped run writes only its summary
   done = run(tmp_path, h.onemax_task(), budget=6)  # resumed, without files
   assert len(done) == 6 and not (tmp_path / "extra.txt").exists()
-  loop.run(
-    baselines.random_search(h.bits_space(), "max"),
-    h.onemax_task(),
-    InlineExecutor(),
-    str(tmp_path),
-    space=h.bits_space(),
-    budget=6,
-    key=jax.random.key(0),
-    progress=False,
-    files=files,
-  )
+  run(tmp_path, h.onemax_task(), budget=6, files=files)
   assert seen == [6] and (tmp_path / "extra.txt").read_text() == "6 evaluations"
   assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
 
