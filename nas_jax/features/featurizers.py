@@ -95,7 +95,8 @@ def otmann(
 def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -> Featurizer:
   to_arch = _needs(space, "layer_graph", "otmann", "a layer-graph view of the points")
   kind = to_arch(_probe(space)).kind  # one kind of network per space
-  store = OtmannStore(len(nus))  # the featurizer's own: pairs solved and points featurized
+  # The featurizer's own: pairs solved and points featurized, a pair of networks solved once.
+  store = OtmannStore(len(nus), by_network=True)
 
   def prepare(points: list) -> list:
     point_keys = [space.canonical_key(p) for p in points]

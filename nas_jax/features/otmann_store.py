@@ -8,9 +8,16 @@ pair's distances are a function of the two points alone: each point's own networ
 isomorphic twin's, whose layer order differs and whose LP agrees only to ~1e-13), the network of
 the smaller key as the source, 0 for one network. So a remembered value is the value a new solve
 gives, to the last bit, and a resumed search computes what the uninterrupted one did.
+
+Points of one network (the same network key and byte-identical features, e.g. NAS-Bench-201
+cells that differ only on edges no path uses: ~2.8 cells per network) can share one id
+(`by_network`): their LPs are the same problem, so a pair of networks is solved once, whichever
+points it comes from, and the value is the one each point's own solve gives.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 
@@ -34,16 +41,19 @@ class OtmannStore:
     capacity: the most pairs remembered (each 16 n_nu bytes of values, plus its index entry).
       The default holds the ~1.1 M pairs of a 150-query NASBOT search on NAS-Bench-201, so
       that such a search never forgets, and re-solves, the pairs it needs again.
+    by_network: ids name networks, not points: points whose network keys are equal and whose
+      features (OtmannFeatures) are byte-identical share one id (the module docstring).
   """
 
-  def __init__(self, n_nu: int, capacity: int = 1 << 21):
+  def __init__(self, n_nu: int, capacity: int = 1 << 21, by_network: bool = False):
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
       raise ValueError(f"OtmannStore: capacity={capacity!r}; expected a positive integer")
-    self.n_nu, self.capacity = n_nu, capacity
+    self.n_nu, self.capacity, self.by_network = n_nu, capacity, by_network
     self.clear()
 
   def clear(self) -> None:
     self._ids: dict = {}  # point key -> id
+    self._networks: dict = {}  # by_network: (network key, digest of the features) -> id
     # id -> the point's network key, in an object array grown by doubling so that a call's pairs
     # compare their keys in one numpy operation; its first len(self._features) entries are set
     self._keys = np.empty(1024, object)
@@ -70,13 +80,22 @@ class OtmannStore:
     for n, (p, k, f) in enumerate(zip(point_keys, keys, features)):
       i = self._ids.get(p)
       if i is None:
-        i = self._ids[p] = len(self._features)
-        if i == len(self._keys):
-          self._keys = np.concatenate([self._keys, np.empty(len(self._keys), object)])
-        self._keys[i] = k
-        self._features.append(f)
+        i = self._ids[p] = self._new_id(k, f)
       out[n] = i
     return out
+
+  def _new_id(self, key: str, features: OtmannFeatures) -> int:
+    """The id of a point met first: its network's when `by_network` has met that network, else a new one."""
+    i = len(self._features)
+    if self.by_network:
+      i = self._networks.setdefault((key, _digest(features)), i)
+      if i < len(self._features):
+        return i
+    if i == len(self._keys):
+      self._keys = np.concatenate([self._keys, np.empty(len(self._keys), object)])
+    self._keys[i] = key
+    self._features.append(features)
+    return i
 
   def keys(self, ids: np.ndarray) -> np.ndarray:
     """[P] object array of the network keys (str) of point ids [P]."""
@@ -112,3 +131,13 @@ class OtmannStore:
       self._values = grown
     self._values[start : start + len(codes)] = values
     self._rows.update(zip(codes.tolist(), range(start, start + len(codes))))
+
+
+def _digest(f: OtmannFeatures) -> bytes:
+  """A digest of a network's features: their arrays' bytes, dtypes and shapes."""
+  h = hashlib.blake2b(digest_size=20)
+  for x in f:
+    x = np.ascontiguousarray(x)
+    h.update(f"{x.dtype.str}{x.shape}".encode())
+    h.update(x.tobytes())
+  return h.digest()

@@ -207,3 +207,29 @@ def test_otmann_pairs_met_before_are_remembered_to_the_last_bit(monkeypatch):
   t2, x2 = warm.pairs(warm.extend(cache, twins[:1]), train + twins[:1], twins[1:])
   assert np.all(x2.d[:, 0, -1] == 0) and np.all(x2.d_bar[:, 0, -1] == 0)
   np.testing.assert_allclose(x2.d[:, 0, :-1], t2.d[:, -1, :-1], rtol=1e-12)
+
+
+def test_otmann_cells_of_one_network_are_solved_once_to_the_same_bits(monkeypatch):
+  """Cells whose networks have one key and the same features share the store's pairs: the second
+  cell's distances need no LP, and are what a featurizer that never met the first one computes."""
+  solved = []
+  direct = otmann.feature_pair_distances
+  monkeypatch.setattr(
+    F,
+    "feature_pair_distances",
+    lambda fa, fb, ia, ib, *a, **k: solved.append(len(ia)) or direct(fa, fb, ia, ib, *a, **k),
+  )
+  # node 1 reaches nothing, so its input op (first) is dead: two cell strings, one network
+  twin_a, twin_b = nb201_cell([1, 0, 0, 2, 0, 0]), nb201_cell([4, 0, 0, 2, 0, 0])
+  train = NB201.sample(jax.random.key(7), 6)
+  shared = F.otmann()(NB201)
+  cache = shared.init(train)
+  shared.pairs(cache, train, [twin_a])
+  solved.clear()
+  _, x = shared.pairs(cache, train, [twin_b])
+  assert sum(solved) == 0
+  alone = F.otmann()(NB201)
+  _, x_ref = alone.pairs(alone.init(train), train, [twin_b])
+  assert sum(solved) > 0
+  np.testing.assert_array_equal(x.d, x_ref.d)
+  np.testing.assert_array_equal(x.d_bar, x_ref.d_bar)

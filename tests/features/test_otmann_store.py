@@ -1,10 +1,11 @@
 """OtmannStore: pairs are unordered, rows come back as put, unknown pairs are -1, network keys
 compare as arrays, and a store that would overflow its capacity forgets everything before the
-call that needs the room."""
+call that needs the room; with `by_network`, points of one network share an id."""
 
 import numpy as np
 import pytest
 
+from nas_jax.features.otmann_costs import OtmannFeatures
 from nas_jax.features.otmann_store import OtmannStore
 
 
@@ -41,3 +42,23 @@ def test_a_full_store_forgets_everything_before_the_call():
   assert len(store) == 0 and store.item("a") is None
   with pytest.raises(ValueError, match="OtmannStore: capacity=0; expected a positive integer"):
     OtmannStore(1, capacity=0)
+
+
+def _features(n: int, mass: float = 1.0) -> OtmannFeatures:
+  return OtmannFeatures(np.arange(8, dtype=np.int32), np.full(8, mass), np.zeros((6, 8)), np.int32(n))
+
+
+def test_by_network_points_of_one_network_share_an_id():
+  store = OtmannStore(1, capacity=4, by_network=True)
+  f = _features(3)
+  twin = OtmannFeatures(*(np.array(x, copy=True) for x in f))  # equal bytes, other arrays
+  ids = store.point_ids(
+    ["a", "b", "c", "d", "a"], ["net1", "net1", "net1", "net2", "net1"], [f, twin, _features(3, 2.0), f, f]
+  )
+  # b: a's network; c: other features (an isomorphic twin's layer order); d: another key
+  assert ids.tolist() == [0, 0, 1, 2, 0]
+  assert store.item("b") == ("net1", f) and store.item("c")[0] == "net1"
+  per_point = OtmannStore(1).point_ids(["a", "b"], ["net1", "net1"], [f, twin])
+  assert per_point.tolist() == [0, 1]
+  store.make_room(5)  # forgets the networks with the points
+  assert store.point_ids(["b"], ["net1"], [twin]).tolist() == [0] and store.item("a") is None
