@@ -31,6 +31,7 @@ import record  # noqa: E402
 from nas_jax.arch import graph, json_io, labels  # noqa: E402
 from nas_jax.features import otmann, otmann_costs, otmann_solvers  # noqa: E402
 from nas_jax.spaces import pools, random_arch  # noqa: E402
+from nas_jax.wiring.names import OTMANN_SOLVERS, solver_of  # noqa: E402
 
 NU = otmann.KERNEL_NU_STR
 PARAMS = otmann_costs.OTMANN_PARAMS["paper"]
@@ -133,7 +134,7 @@ def against_authors(path, archs, repeats, figures):
   neural_network, nn_comparators = authors_nasbot.load(path)
   nets = authors_nasbot.networks(neural_network, archs)
   t_theirs, (d, d_bar) = timed(lambda: authors_nasbot.distances(nn_comparators, nets, NU), 1)
-  run = lambda: otmann.otmann_distances(archs, solver="exact", nu_str=NU, params="nasbot_code")
+  run = lambda: otmann.otmann_distances(archs, nu_str=NU, params="nasbot_code")
   run()
   t_ours, ours = timed(run, repeats)
   off = ~np.eye(len(archs), dtype=bool)
@@ -178,8 +179,8 @@ def main():
   m = np.where(np.isinf(m), PARAMS.inf_cost, m)
   t_base, d_base = timed(lambda: baseline([_Net(a) for a in archs], m), args.repeats)
   results = {}
-  for solver in otmann.SOLVERS:
-    run = lambda: otmann.otmann_distances(archs, solver=solver, nu_str=NU, params=PARAMS)
+  for solver in OTMANN_SOLVERS:
+    run = lambda: otmann.otmann_distances(archs, solver=solver_of(solver), nu_str=NU, params=PARAMS)
     first, t, r = cold_then_timed(run, args.repeats)
     results[solver] = (t, r, first)
   exact, sink = results["exact"][1], results["sinkhorn"][1]
@@ -216,7 +217,7 @@ def main():
   pool = archs + [random_arch.random_architecture("cnn", rng) for _ in range(max(sizes + [0]) - len(archs))]
   first = None
   for n in sizes:
-    run = lambda: otmann.otmann_distances(pool[:n], solver="exact", nu_str=nu, params=PARAMS)
+    run = lambda: otmann.otmann_distances(pool[:n], nu_str=nu, params=PARAMS)
     cold, t, r = cold_then_timed(run, 1)
     rss = checked_peak_rss(r)
     first = first or (n, t)
@@ -234,7 +235,7 @@ def main():
     ]
     n = len(large)
     run = lambda: otmann.otmann_distances(
-      large, solver="sinkhorn", nu_str=nu, params=PARAMS, chunk_size=args.chunk_size
+      large, solver=solver_of("sinkhorn"), nu_str=nu, params=PARAMS, chunk_size=args.chunk_size
     )
     cold, t, r = cold_then_timed(run, 1)
     rss = checked_peak_rss(r)

@@ -65,7 +65,7 @@ def ours(archs, x64: bool) -> otmann.OtmannDistances:
   """The exact solver with the authors' constants, with jax_enable_x64 set to x64 for the call."""
   jax.config.update("jax_enable_x64", x64)
   try:
-    return otmann.otmann_distances(archs, solver="exact", nu_str=NU, params="nasbot_code")
+    return otmann.otmann_distances(archs, nu_str=NU, params="nasbot_code")
   finally:
     jax.config.update("jax_enable_x64", True)
 

@@ -17,7 +17,7 @@ With --lbfgs_starts=N, the same proposals again with the GP fitted by L-BFGS fro
 (`fitter=lbfgs(N)`), timed in the same run.
 
 The EA is NASBOT's default, the paper's (every candidate scored exactly); --screen=K times the
-screened EA instead (`presets.nasbot(screen=K)`, e.g. `presets.EA_SCREEN`).
+screened EA instead (`presets.nasbot(optimiser=ea(screen=K))`, e.g. `presets.EA_SCREEN`).
 
   taskset -c 0,1 python benchmarks/bench_propose.py [--n_evaluated=100] [--solver=exact] [--refit_every=10]
     [--warm_steps=20] [--lbfgs_starts=4] [--screen=16]
@@ -35,11 +35,15 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import record  # noqa: E402
+from nas_jax.acquisition.optimizers import ea  # noqa: E402
+from nas_jax.features.featurizers import otmann  # noqa: E402
 from nas_jax.search.state import Observation, Status  # noqa: E402
 from nas_jax.search.strategies.presets import nasbot  # noqa: E402
 from nas_jax.spaces.space import layer_graph_space  # noqa: E402
 from nas_jax.surrogates.gp_lbfgs import lbfgs  # noqa: E402
+from nas_jax.surrogates.point_model import gp  # noqa: E402
 from nas_jax.tasks.synthetic import synthetic_task  # noqa: E402
+from nas_jax.wiring.names import solver_of  # noqa: E402
 
 FLAGS = flags.FLAGS
 TARGETS = {100: 2.0, 500: 20.0}  # seconds per proposal by networks evaluated (issue 23)
@@ -53,6 +57,19 @@ flags.DEFINE_integer("refit_every", 10, "k of the warm-refit run (0: skip it).")
 flags.DEFINE_integer("warm_steps", 20, "Steps of a warm refit (0: keep the hyper-parameters).", lower_bound=0)
 flags.DEFINE_integer("lbfgs_starts", 0, "Also time the proposals with the L-BFGS fit from this many starts (0: skip).")
 flags.DEFINE_bool("smoke", False, "A run of seconds (tests/test_benchmarks.py); its record goes to a temporary folder.")
+
+
+def _nasbot(space, task, refit_every=1, **gp_options):
+  """NASBOT with the flags' solver, GP fit and EA screen; gp_options override the fit's."""
+  fit = dict(n_starts=FLAGS.n_starts, fit_steps=FLAGS.fit_steps, **gp_options)
+  return nasbot(
+    space,
+    task.goal,
+    featurizer=otmann(solver=solver_of(FLAGS.solver, "--solver")),
+    surrogate=gp(**fit),
+    optimiser=ea(screen=FLAGS.screen),
+    refit_every=refit_every,
+  )
 
 
 def _history(space, task, n, key):
@@ -111,8 +128,7 @@ def main(argv):
     record.smoke(FLAGS, n_evaluated=12, repeats=1, n_starts=2, fit_steps=5, refit_every=2, warm_steps=2, lbfgs_starts=1)
   jax.config.update("jax_enable_x64", True)
   space, task = layer_graph_space("cnn"), synthetic_task("f1")
-  options = dict(solver=FLAGS.solver, n_starts=FLAGS.n_starts, fit_steps=FLAGS.fit_steps, screen=FLAGS.screen)
-  strategy = nasbot(space, task.goal, **options)
+  strategy = _nasbot(space, task)
   obs = _history(space, task, FLAGS.n_evaluated, jax.random.key(0))
   t0 = time.perf_counter()
   state = strategy.update(strategy.init(jax.random.key(1)), obs)
@@ -120,7 +136,7 @@ def main(argv):
   t0 = time.perf_counter()
   strategy.propose(state, 1, [])
   t_first = time.perf_counter() - t0
-  med, fit, acq = _timed(lambda: nasbot(space, task.goal, **options), state, space, FLAGS.repeats)
+  med, fit, acq = _timed(lambda: _nasbot(space, task), state, space, FLAGS.repeats)
   in_search = _in_search(strategy, state, space, task, FLAGS.repeats)
   print(
     f"backend={jax.default_backend()} devices={jax.devices()} jax={jax.__version__} "
@@ -157,7 +173,7 @@ def main(argv):
     "target": verdict,
   }
   if FLAGS.lbfgs_starts:
-    make = lambda: nasbot(space, task.goal, fitter=lbfgs(FLAGS.lbfgs_starts), **options)
+    make = lambda: _nasbot(space, task, fitter=lbfgs(FLAGS.lbfgs_starts))
     t0 = time.perf_counter()
     make().propose(state, 1, [])  # compiles the L-BFGS fit
     l_first = time.perf_counter() - t0
@@ -174,7 +190,7 @@ def main(argv):
     # With --lbfgs_starts, the full fits of this run are the L-BFGS ones timed above.
     lbfgs_fit = dict(fitter=lbfgs(FLAGS.lbfgs_starts)) if FLAGS.lbfgs_starts else {}
     full = l_fit if FLAGS.lbfgs_starts else fit
-    make = lambda: nasbot(space, task.goal, refit_every=k, warm_steps=FLAGS.warm_steps, **lbfgs_fit, **options)
+    make = lambda: _nasbot(space, task, refit_every=k, warm_steps=FLAGS.warm_steps, **lbfgs_fit)
     warm = make()
     state = warm.update(warm.init(jax.random.key(1)), obs)
     t0 = time.perf_counter()

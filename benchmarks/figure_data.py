@@ -74,7 +74,7 @@ def _measure_nb201_regret(data: str) -> dict:
 
 def _measure_otmann_pool(data: str) -> dict:
   archs = nas_jax.initial_pool("cnn")[:6]
-  d = nas_jax.otmann_distances(archs, solver="exact", nu_str=0.5).d
+  d = nas_jax.otmann_distances(archs, solver=nas_jax.exact(), nu_str=0.5).d
   names = [f"cnn pool[{i}]" for i in range(len(archs))]
   rows = [[round(float(x), 3) for x in row] for row in d]
   return {"archs": [a.to_json() for a in archs], "names": names, "solver": "exact", "nu_str": 0.5, "d": rows}

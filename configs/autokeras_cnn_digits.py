@@ -39,8 +39,6 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   if c.strategy == "autokeras":
     c.strategy_config = ml_collections.ConfigDict(
       {
-        "kernel": "otmann" if "otmann" in tokens else "edit",  # "edit" | "otmann"
-        "optimizer": "ea" if "ea" in tokens else "tree",  # "tree" (Alg. 1) | "ea" (NASBOT's EA)
         "beta": 2.576,  # UCB weight (code; the paper sweeps 1e-2..1e2)
         "lam": 1.0,  # skip-connection weight of the edit distance
         "target": "cost",  # the GP models cost = 1 - accuracy (paper) | "accuracy" (code)
@@ -50,6 +48,11 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
         "max_ops": 2 if smoke else 4 if small else 0,  # 0: the paper's unbounded tree (see autokeras.autokeras)
       }
     )
+    # The cross-overs name the parts that replace the edit kernel's GP or the tree search.
+    if "otmann" in tokens:
+      c.strategy_config.update(featurizer="otmann", surrogate="gp", surrogate_config={"n_starts": 8, "fit_steps": 100})
+    if "ea" in tokens:
+      c.strategy_config.update(optimizer="ea", optimizer_config={"n_ea": 200, "pool": False})
   c.space = ml_collections.ConfigDict(
     {
       "name": "autokeras",

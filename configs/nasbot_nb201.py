@@ -44,7 +44,7 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
     raise ValueError(f"get_config: {arg!r}; every1, every7 and warm are refit schedules, choose one")
   smoke = "smoke" in tokens
   c = random_nb201.get_config("smoke" if smoke else "")
-  c.strategy = "bo"
+  c.strategy = "nasbot"
   if "lbfgs" in tokens:
     # Tolerances loose enough that a start stops once its likelihood is flat to 1e-6 (relative),
     # far below the differences between the optima that the starts reach on NB201 cells.

@@ -16,24 +16,26 @@ from configs import ea_synthetic
 
 
 def nasbot_options(smoke: bool) -> ml_collections.ConfigDict:
-  """The `nasbot` keyword arguments every NASBOT config starts from."""
+  """The `nasbot` parts every NASBOT config starts from (the acquisition is NASBOT's EI)."""
   return ml_collections.ConfigDict(
     {
-      "acquisition": "ei",  # "ei" (NASBOT) | "random" (RAND, NASBOT App. C.1)
-      "solver": "exact",  # OTMANN solver: "exact" (POT) | "sinkhorn" (ott-jax, batched)
-      "otmann_params": "paper",  # "paper" | "nasbot_code" (the authors' code)
-      "kernel": "combined",  # "combined" | "d" | "d_bar" (Fig. 7a)
-      "p": 1.0,
-      "p_bar": 2.0,
-      "n_hyper_samples": 0,  # 0: maximum likelihood; > 0: posterior samples (App. B.1)
-      "n_starts": 4 if smoke else 8,
-      "fit_steps": 30 if smoke else 100,
+      "featurizer": "otmann",
+      # solver: "exact" (POT) | "sinkhorn" (ott-jax, batched); params: "paper" | "nasbot_code" (the authors' code)
+      "featurizer_config": {"solver": "exact", "params": "paper"},
+      "surrogate": "gp",
+      "surrogate_config": {
+        "kernel": "combined",  # "combined" | "d" | "d_bar" (Fig. 7a)
+        "p": 1.0,
+        "p_bar": 2.0,
+        "n_hyper_samples": 0,  # 0: maximum likelihood; > 0: posterior samples (App. B.1)
+        "n_starts": 4 if smoke else 8,
+        "fit_steps": 30 if smoke else 100,
+        "warm_steps": 20,
+      },
+      "optimizer": "ea",
+      # n_EA = clip(scale sqrt(t), lo, hi) (the authors' code); selection: "paper" | "nasbot_code"
+      "optimizer_config": {"scale": 25.0, "lo": 10 if smoke else 50, "hi": 20 if smoke else 500, "selection": "paper"},
       "refit_every": 1,  # k > 1: full GP fit every k evaluations, warm_steps-step refits between
-      "warm_steps": 20,
-      "ea_scale": 25.0,  # n_EA = clip(ea_scale sqrt(t), ea_min, ea_max) (the authors' code)
-      "ea_min": 10 if smoke else 50,
-      "ea_max": 20 if smoke else 500,
-      "selection": "paper",  # "paper" | "nasbot_code"
     }
   )
 
@@ -52,8 +54,9 @@ def get_config(arg: str = "") -> ml_collections.ConfigDict:
   smoke = "smoke" in tokens
   c.strategy = "nasbot"
   c.strategy_config = nasbot_options(smoke)
-  c.strategy_config.kernel = next((t for t in own if t in _KERNELS), "combined")
-  c.strategy_config.p, c.strategy_config.p_bar = _POWERS[next((t for t in own if t in _POWERS), "p12")]
+  gp = c.strategy_config.surrogate_config
+  gp.kernel = next((t for t in own if t in _KERNELS), "combined")
+  gp.p, gp.p_bar = _POWERS[next((t for t in own if t in _POWERS), "p12")]
   c.space.modifiers = next((t for t in own if t in _MODIFIERS), "all")  # "all" | "unit" | "structure"
   c.budget = 12 if smoke else 200
   return c

@@ -13,5 +13,4 @@ from configs import nasbot_cnn_digits
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c = nasbot_cnn_digits.get_config(arg)
   c.strategy = "rand"
-  c.strategy_config.acquisition = "random"
   return c

@@ -12,5 +12,4 @@ from configs import nasbot_synthetic
 def get_config(arg: str = "") -> ml_collections.ConfigDict:
   c = nasbot_synthetic.get_config(arg)
   c.strategy = "rand"
-  c.strategy_config.acquisition = "random"
   return c

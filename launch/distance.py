@@ -20,11 +20,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from nas_jax.viz import plots
 from nas_jax.arch.architecture import Architecture
 from nas_jax.features import otmann, otmann_costs
+from nas_jax.wiring.names import OTMANN_SOLVERS, solver_of
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("archs", None, "JSON list of architectures (rows).")
 flags.DEFINE_string("archs_b", None, "JSON list of architectures (columns); default: --archs, symmetric.")
-flags.DEFINE_enum("solver", "exact", otmann.SOLVERS, "Exact LP (POT) or batched Sinkhorn (ott-jax).")
+flags.DEFINE_enum("solver", "exact", list(OTMANN_SOLVERS), "Exact LP (POT), batched Sinkhorn (ott-jax) or a bound.")
 flags.DEFINE_list("nu_str", ["0.5"], "Structural weight(s), comma separated.")
 flags.DEFINE_enum("params", "paper", list(otmann_costs.OTMANN_PARAMS), "OTMANN constants preset.")
 flags.DEFINE_string("out", None, "Output JSON file.")
@@ -62,7 +63,9 @@ def _run(nus: list) -> str:
     raise ValueError(f"--archs: {FLAGS.archs} holds one architecture; a distance needs two (or --archs_b)")
   if FLAGS.embed and (b is not None or len(a) < 3):
     raise ValueError("--embed needs one symmetric set (no --archs_b) of at least 3 architectures")
-  out = otmann.otmann_distances(a, b, solver=FLAGS.solver, nu_str=nus[0] if len(nus) == 1 else nus, params=FLAGS.params)
+  out = otmann.otmann_distances(
+    a, b, solver=solver_of(FLAGS.solver), nu_str=nus[0] if len(nus) == 1 else nus, params=FLAGS.params
+  )
   params = otmann_costs.OTMANN_PARAMS[FLAGS.params]
   record = {
     "d": out.d.tolist(),

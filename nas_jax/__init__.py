@@ -48,6 +48,7 @@ from nas_jax.features.encodings import ENCODINGS, encode
 from nas_jax.features.featurizers import arc, edit, encoding, otmann, poor_man
 from nas_jax.features.proxy_feature import with_proxy_feature
 from nas_jax.features.otmann import KERNEL_NU_STR, OtmannDistances, otmann_distances
+from nas_jax.features.otmann_solver import Solver, bound, exact, greedy, sinkhorn
 from nas_jax.features.pairwise import arc_pair, hamming, otmann_pair, sq_euclidean, vector_pair
 from nas_jax.surrogates.ensemble import ensemble_surrogate
 from nas_jax.surrogates.gp_fit import Box, fit_map, sample_hypers
@@ -63,6 +64,7 @@ from nas_jax.surrogates.kernels import (
   Sum,
 )
 from nas_jax.surrogates.point_model import ensemble, gp, gp_fixed
+from nas_jax.surrogates.priors import KernelPrior, arc_kernel, otmann_kernel
 from nas_jax.surrogates.proxy_prior import prior_mean
 from nas_jax.surrogates.surrogate import Predictive, Surrogate, gp_surrogate, hallucinate
 from nas_jax.acquisition.evolution import ea_maximize, n_ea_schedule, n_mut_schedule
@@ -158,6 +160,11 @@ __all__ = [
   "KERNEL_NU_STR",
   "OtmannDistances",
   "otmann_distances",
+  "Solver",
+  "exact",
+  "sinkhorn",
+  "bound",
+  "greedy",
   "arc_pair",
   "hamming",
   "otmann_pair",
@@ -165,6 +172,9 @@ __all__ = [
   "vector_pair",
   "ensemble_surrogate",
   "gp",
+  "KernelPrior",
+  "otmann_kernel",
+  "arc_kernel",
   "gp_fixed",
   "ensemble",
   "prior_mean",

@@ -161,8 +161,9 @@ def test_the_padded_trainer_runs_an_mlp_search_and_is_refused_for_cnns(tmp_path)
 def test_synthetic_config_args_select_the_paper_ablations(arg, strategy, kind, function, kernel, modifiers, powers):
   c = config_files.load_config(os.path.join(ROOT, "configs", "nasbot_synthetic.py") + f":{arg}")
   assert (c.strategy, c.space.kind, c.task.function) == (strategy, kind, function)
-  assert (c.strategy_config.kernel, c.space.modifiers) == (kernel, modifiers)
-  assert (c.strategy_config.p, c.strategy_config.p_bar) == powers
+  gp = c.strategy_config.surrogate_config
+  assert (gp.kernel, c.space.modifiers) == (kernel, modifiers)
+  assert (gp.p, gp.p_bar) == powers
   rand = config_files.load_config(os.path.join(ROOT, "configs", "rand_synthetic.py") + f":{arg}")
   assert (rand.strategy, rand.task.function, rand.space.modifiers) == ("rand", function, modifiers)
 

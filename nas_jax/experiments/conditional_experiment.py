@@ -29,6 +29,7 @@ from nas_jax.surrogates import conditional_models as cm
 from nas_jax.surrogates.priors import nasbot_box
 from nas_jax.surrogates.surrogate import gp_surrogate
 from nas_jax.training import conditional, datasets
+from nas_jax.wiring.names import CONDITIONAL_MODELS, conditional_models_of
 
 __all__ = [
   "TABLE_FILE",
@@ -156,7 +157,7 @@ def otmann_nmse(
   """NMSE of NASBOT's GP (OTMANN kernel of `to_architecture(point)`) on the splits of
   `nmse_table` (a random half for training)."""
   archs = [cond_point.to_architecture(p, spec, decision) for p in points]
-  dist = otmann_distances(archs, solver="exact", nu_str=KERNEL_NU_STR)
+  dist = otmann_distances(archs, nu_str=KERNEL_NU_STR)
   surrogate = gp_surrogate(nasbot_box(len(KERNEL_NU_STR)), n_starts=n_starts, steps=steps, project=True)
   scores = []
   sub = lambda m, rows, cols: jnp.asarray(m[:, rows][:, :, cols])
@@ -242,7 +243,7 @@ def nmse_table(
   y,
   *,
   n_splits: int = 5,
-  models: Sequence[str] = cm.MODELS,
+  models: Sequence[str] = tuple(CONDITIONAL_MODELS),
   train_fraction: float = 0.5,
   n_starts: int = 8,
   steps: int = 200,
@@ -254,7 +255,7 @@ def nmse_table(
 
   Args:
     key: PRNG key; u: [n, P] float in [0, 1]; active: [n, P] bool; y: [n] float.
-    n_splits: number of splits; models: names from `conditional_models.MODELS`.
+    n_splits: number of splits; models: names from `wiring.names.CONDITIONAL_MODELS`.
     train_fraction: share of the points in each training set (the paper: a random half).
     n_starts, steps: the GP fits (cm.fit_predict).
 
@@ -265,7 +266,7 @@ def nmse_table(
     ValueError on bad data, an unknown model, n_splits < 1, or a train_fraction that leaves
     fewer than 2 training or 2 test points.
   """
-  cm.check_model_names(models, "models")
+  chosen = conditional_models_of(models, "models")
   u, active = cm.check_points("u", u, "active", active)
   y = cm.check_targets("y", y, len(u))
   if not isinstance(n_splits, (int, np.integer)) or n_splits < 1:
@@ -278,9 +279,9 @@ def nmse_table(
     )
   scores: dict[str, list[float]] = {name: [] for name in models}
   for tr, te, k_fit in split_indices(key, len(y), n_splits, n_train):
-    for name in models:
+    for name, model in chosen.items():
       pred = cm.fit_predict(
-        name,
+        model,
         k_fit,
         u[tr],
         active[tr],

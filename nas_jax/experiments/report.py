@@ -166,7 +166,7 @@ def to_architecture(space: Any, arch_json: dict) -> Architecture:
 def distances(run: Run, max_networks: int = 40) -> tuple[np.ndarray, list[int], str] | None:
   """The distance matrix a GP strategy's kernel reads, over its best evaluated networks.
 
-  Layer graphs: OTMANN d (exact solver, nu_str 0.5, the run's `otmann_params`). Cells (gp_bo):
+  Layer graphs: OTMANN d (exact solver, nu_str 0.5, the run's OTMANN `params`). Cells (gp_bo):
   Hamming distances of the run's encoding (`strategy_config.encoding`, default "path"). The bo
   strategy: OTMANN d of its networks (cells through `cell_layer_graph`) with the otmann
   featurizer, squared distances of the features with an encoding or poor_man; None otherwise.
@@ -192,8 +192,8 @@ def distances(run: Run, max_networks: int = 40) -> tuple[np.ndarray, list[int], 
     return _featurizer_distances(space, options, chosen)
   if config.get("strategy") != "gp_bo":  # NASBOT's kernel reads the networks' layer graphs
     archs = [to_architecture(space, o.arch_json) for o in chosen]
-    params = options.get("otmann_params", "paper")
-    d = otmann_distances(archs, solver="exact", nu_str=0.5, params=params).d
+    params = (options.get("featurizer_config") or {}).get("params") or options.get("otmann_params", "paper")
+    d = otmann_distances(archs, nu_str=0.5, params=params).d
     title = f"OTMANN d (exact, nu_str 0.5, {params})"
   else:
     name = options.get("encoding", "path")

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import functools
 from types import MappingProxyType
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch import kinds
 from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.arch.cell import Cell
 from nas_jax.features.pairwise import on_device
@@ -37,7 +38,6 @@ _ISO_DIGIT = np.array([-1, -1, 1, 0, 2], np.int32)
 _ROUTES = ((3,), (0, 4), (1, 5), (0, 2, 5))
 _NB101_TRIU = np.triu_indices(7, 1)
 _NB101_PATHS = 364  # sum_{i=0}^{5} 3^i
-_DEFAULT_CUTOFF = MappingProxyType({"nb101": 40, "nb201": 30})
 
 
 def _nb101_extend_tables() -> np.ndarray:
@@ -78,12 +78,12 @@ def _nb201_path(cell: Cell) -> jax.Array:
 
 def path_encoding(cell: Cell) -> jax.Array:
   """Full path encoding: nb101 [364] (BANANAS Sec. 4), nb201 `path201` [155] (authors' code); 0/1 float32."""
-  return _nb101_path(cell) if cell.kind == "nb101" else _nb201_path(cell)
+  return _codes(cell).path(cell)
 
 
 def truncated_path_encoding(cell: Cell, cutoff: int | None = None) -> jax.Array:
   """The first `cutoff` path features (the authors' code): default nb101 40, nb201 30; [cutoff]."""
-  cutoff = _DEFAULT_CUTOFF[cell.kind] if cutoff is None else cutoff
+  cutoff = kinds.of(cell).path_cutoff if cutoff is None else cutoff
   return path_encoding(cell)[:cutoff]
 
 
@@ -93,8 +93,10 @@ def path_iso_encoding(cell: Cell) -> jax.Array:
   Constant on each `iso_class`; for nb101 the path encoding is already invariant, so this
   returns `path_encoding`.
   """
-  if cell.kind == "nb101":
-    return _nb101_path(cell)
+  return _codes(cell).path_iso(cell)
+
+
+def _nb201_path_iso(cell: Cell) -> jax.Array:
   digit = jnp.asarray(_ISO_DIGIT)[cell.ops]
   out = jnp.zeros(40, _F)
   for route in _ROUTES:
@@ -110,8 +112,14 @@ def path_iso_encoding(cell: Cell) -> jax.Array:
 
 def adjacency_onehot(cell: Cell) -> jax.Array:
   """nb101 `adj_onehot` [36]: 21 raw edge bits + one-hot ops (BANANAS Sec. 4; Sec. 5.1); nb201 `adj201` [30]."""
-  if cell.kind == "nb201":
-    return jnp.zeros(30, _F).at[5 * jnp.arange(6) + jnp.asarray(_DELTA)[cell.ops]].set(1.0)
+  return _codes(cell).adj_onehot(cell)
+
+
+def _nb201_adj_onehot(cell: Cell) -> jax.Array:
+  return jnp.zeros(30, _F).at[5 * jnp.arange(6) + jnp.asarray(_DELTA)[cell.ops]].set(1.0)
+
+
+def _nb101_adj_onehot(cell: Cell) -> jax.Array:
   edges = cell.adjacency[_NB101_TRIU].astype(_F)
   return jnp.concatenate([edges, jax.nn.one_hot(cell.ops, 3, dtype=_F).ravel()])
 
@@ -119,7 +127,7 @@ def adjacency_onehot(cell: Cell) -> jax.Array:
 def adjacency_code(cell: Cell) -> jax.Array:
   """nb101 `adj_code` [26]: 21 edge bits, then op scalars (c1 0, c3 .5, mp 1) nodes 5..1."""
   _nb101_only("adjacency_code", cell)
-  scalars = jnp.asarray([0.5, 0.0, 1.0], _F)[cell.ops][::-1]
+  scalars = jnp.asarray(_codes(cell).op_scalars, _F)[cell.ops][::-1]
   return jnp.concatenate([cell.adjacency[_NB101_TRIU].astype(_F), scalars])
 
 
@@ -130,8 +138,36 @@ def adjacency_cont(cell: Cell) -> jax.Array:
 
 
 def _nb101_only(name: str, cell: Cell) -> None:
-  if cell.kind != "nb101":
-    raise ValueError(f"{name}: cell.kind={cell.kind!r}; allowed: 'nb101'")
+  if _codes(cell).op_scalars is None:
+    allowed = ", ".join(repr(k.name) for k, c in _CODES.items() if c.op_scalars is not None)
+    raise ValueError(f"{name}: cell.kind={cell.kind!r}; allowed: {allowed}")
+
+
+class _CellCodes(NamedTuple):
+  """Where the encodings of the cell kinds differ: each kind's own functions of one cell, and the
+  op scalars of `adjacency_code` (None: the kind has no `adj_code` / `adj_cont`)."""
+
+  path: Callable[[Cell], jax.Array]
+  path_iso: Callable[[Cell], jax.Array]
+  adj_onehot: Callable[[Cell], jax.Array]
+  op_scalars: tuple[float, ...] | None
+
+
+# By `kinds.Kind` (a cell kind's encodings live here, above `arch`); nb101's paths are already
+# isomorphism-invariant, so its path_iso is its path encoding.
+_CODES = MappingProxyType(
+  {
+    kinds.NB101: _CellCodes(_nb101_path, _nb101_path, _nb101_adj_onehot, (0.5, 0.0, 1.0)),  # c1 0, c3 .5, mp 1
+    kinds.NB201: _CellCodes(_nb201_path, _nb201_path_iso, _nb201_adj_onehot, None),
+  }
+)
+
+
+def _codes(cell: Cell) -> _CellCodes:
+  kind = kinds.of(cell)
+  if kind not in _CODES:
+    raise ValueError(f"cell.kind: {kind.name!r} has no cell encodings; allowed: {', '.join(k.name for k in _CODES)}")
+  return _CODES[kind]
 
 
 #: Cell encodings by name: name -> function of one cell; nb201 names map onto the generic ones (path = path201, ...).

@@ -45,6 +45,7 @@ from nas_jax.features.otmann import (
   stack_features,
 )
 from nas_jax.features.otmann_costs import OtmannFeatures
+from nas_jax.features.otmann_solver import Solver, bound, exact
 from nas_jax.features.otmann_store import OtmannStore
 from nas_jax.features.pairwise import ArcPair, DistancePair, OtmannPair, VectorPair, sq_euclidean
 
@@ -83,16 +84,17 @@ class OtmannItem(NamedTuple):
 
 
 def otmann(
-  *, nu_str=KERNEL_NU_STR, solver: str = "exact", params: str = "paper", chunk_size: int = 256
+  *, nu_str=KERNEL_NU_STR, solver: Solver = exact(), params: str = "paper", chunk_size: int = 256
 ) -> FeaturizerPart:
-  """OTMANN distances (d, d_bar) [n_nu, n, n] -> OtmannPair; options of `otmann_distances`. Its
-  `screen` gives uncached candidates OTMANN's lower bound instead (`solver="bound"`), no LP."""
+  """OTMANN distances (d, d_bar) [n_nu, n, n] -> OtmannPair; options of `otmann_distances` (solver:
+  a value of `otmann_solver`, e.g. sinkhorn(epsilon=1e-2)). Its `screen` gives uncached candidates
+  OTMANN's lower bound instead (`otmann_solver.bound()`), no LP."""
   check_options(solver=solver, nu_str=nu_str, params=params, chunk_size=chunk_size)
   nus = tuple(float(v) for v in np.atleast_1d(nu_str))
   return lambda space: _otmann(space, nus, solver, params, chunk_size)
 
 
-def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -> Featurizer:
+def _otmann(space: Any, nus: tuple, solver: Solver, params: str, chunk_size: int) -> Featurizer:
   to_arch = _needs(space, "layer_graph", "otmann", "a layer-graph view of the points")
   kind = to_arch(_probe(space)).kind  # one kind of network per space
   # The featurizer's own: pairs solved and points featurized, a pair of networks solved once.
@@ -148,7 +150,7 @@ def _otmann(space: Any, nus: tuple, solver: str, params: str, chunk_size: int) -
     # Bounds are cheap and never stored: the screen's memo keeps those of recent candidates.
     feats = stack_features([x.features for x in a + b])
     out = feature_pair_distances(
-      feats, feats, ia, len(a) + ib, kind, solver="bound", nu_str=nus, params=params, chunk_size=chunk_size
+      feats, feats, ia, len(a) + ib, kind, solver=bound(), nu_str=nus, params=params, chunk_size=chunk_size
     )
     return out.d, out.d_bar
 

@@ -1,7 +1,7 @@
 """OTMANN distance matrices (NASBOT Sec. 3; App. A.1): exact network simplex, batched ott-jax Sinkhorn, or bounds without an LP.
 
-The options are checked and each network's features built once, on the host; `otmann_solvers`
-solves the pairs' problems, and the matrices (symmetric, or extended by new rows) are put
+The options are checked and each network's features built once, on the host; a solver value
+(`otmann_solver`: exact(), sinkhorn(...), bound(), greedy()) solves the pairs' problems, and the matrices (symmetric, or extended by new rows) are put
 together here.
 """
 
@@ -13,15 +13,14 @@ from typing import NamedTuple, Sequence, Union
 import jax
 import numpy as np
 
-from nas_jax.arch import labels
+from nas_jax.arch import kinds, labels
 from nas_jax.arch.architecture import Architecture, next_power_of_two, stack, zero_padded
-from nas_jax.features import otmann_bounds as bounds
 from nas_jax.features import otmann_costs as costs
 from nas_jax.features import otmann_solvers as solvers
+from nas_jax.features.otmann_solver import Solver, check_solver, exact
 
 __all__ = [
   "check_options",
-  "SOLVERS",
   "KERNEL_NU_STR",
   "OtmannDistances",
   "otmann_distances",
@@ -33,7 +32,6 @@ __all__ = [
   "feature_pair_distances",
 ]
 
-SOLVERS = ("exact", "sinkhorn", "bound", "greedy")
 KERNEL_NU_STR = (0.1, 0.2, 0.4, 0.8)  #: the structural weights of the NASBOT kernel (NASBOT Sec. 4; App. B.1)
 Archs = Union[Architecture, Sequence[Architecture]]
 
@@ -46,22 +44,16 @@ class OtmannDistances(NamedTuple):
   d_bar: np.ndarray
 
 
-def _check(solver: str, chunk_size: int, sinkhorn: solvers.SinkhornConfig) -> None:
-  if solver not in SOLVERS:
-    raise ValueError(f"solver: {solver!r} is unknown; choose one of: {', '.join(SOLVERS)}")
+def _check(solver: Solver, chunk_size: int) -> None:
+  check_solver(solver)
   if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
     raise ValueError(f"chunk_size: {chunk_size!r}; expected a positive integer")
-  if not isinstance(sinkhorn, solvers.SinkhornConfig):
-    raise TypeError(f"sinkhorn: {type(sinkhorn).__name__} given; expected a SinkhornConfig")
-  s = sinkhorn
-  if not (s.epsilon > 0 and 0 < s.momentum < 2 and s.threshold > 0 and s.cap > 2 and s.max_iterations >= 1):
-    raise ValueError(f"sinkhorn: {s}; need epsilon > 0, 0 < momentum < 2, threshold > 0, cap > 2, max_iterations >= 1")
 
 
-def check_options(*, solver: str = "exact", nu_str=KERNEL_NU_STR, params="paper", chunk_size: int = 256) -> None:
+def check_options(*, solver: Solver = exact(), nu_str=KERNEL_NU_STR, params="paper", chunk_size: int = 256) -> None:
   """Checks options of `otmann_distances` before any distance is computed (a search checks them
-  at build time, not after its first evaluation); ValueError naming the bad one."""
-  _check(solver, chunk_size, solvers.SinkhornConfig())
+  at build time, not after its first evaluation); ValueError / TypeError naming the bad one."""
+  _check(solver, chunk_size)
   _nu_values(nu_str)
   costs.otmann_params(params)
 
@@ -146,11 +138,10 @@ def otmann_distances(
   archs_a: Archs,
   archs_b: Archs | None = None,
   *,
-  solver: str = "exact",
+  solver: Solver = exact(),
   nu_str=0.5,
   params: str | costs.OtmannParams = "paper",
   chunk_size: int = 256,
-  sinkhorn: solvers.SinkhornConfig = solvers.SinkhornConfig(),
 ) -> OtmannDistances:
   """OTMANN distances between two sets of architectures (NASBOT Sec. 3), or within one set.
 
@@ -158,14 +149,13 @@ def otmann_distances(
     archs_a: a list of Architecture or a batch (labels [n_a, N]), all of one kind.
     archs_b: the same for the columns; None gives the symmetric matrix of `archs_a`: pairs
       i < j are solved and mirrored, the diagonal is 0.
-    solver: "exact" (POT network simplex, the reference), "sinkhorn" (ott-jax, batched),
-      "bound" (a lower bound, no LP) or "greedy" (a greedy plan's cost, an upper bound; no LP;
-      `otmann_bounds`).
+    solver: a solver value of `otmann_solver`: exact() (POT network simplex, the reference),
+      sinkhorn(epsilon=...) (ott-jax, batched), bound() (a lower bound, no LP) or greedy() (a
+      greedy plan's cost, an upper bound; no LP; `otmann_bounds`).
     nu_str: structural weight: a number (Fig. 1 uses 0.5) or a sequence (the kernel uses
       `KERNEL_NU_STR`).
     params: a preset name in `otmann_costs.OTMANN_PARAMS` or an OtmannParams.
     chunk_size: pairs per jitted call; bounds memory.
-    sinkhorn: settings of the "sinkhorn" solver.
 
   Returns:
     OtmannDistances of numpy float64 arrays [n_a, n_b], or [n_nu, n_a, n_b] if nu_str is a
@@ -177,18 +167,16 @@ def otmann_distances(
   Raises:
     ValueError / TypeError naming the bad argument.
   """
-  _check(solver, chunk_size, sinkhorn)
+  _check(solver, chunk_size)
   _nu_values(nu_str)
   params = costs.otmann_params(params)
   batch_a = _as_batch(archs_a, "archs_a")
   batch_b = batch_a if archs_b is None else _as_batch(archs_b, "archs_b")
-  if batch_a.kind != batch_b.kind:
+  if kinds.of(batch_a) != kinds.of(batch_b):
     raise ValueError(f"archs_b: kind {batch_b.kind!r} differs from archs_a's {batch_a.kind!r}; compare one kind")
   fa = host_features(batch_a, params)
   fb = None if archs_b is None else host_features(batch_b, params)
-  return feature_distances(
-    fa, fb, batch_a.kind, solver=solver, nu_str=nu_str, params=params, chunk_size=chunk_size, sinkhorn=sinkhorn
-  )
+  return feature_distances(fa, fb, batch_a.kind, solver=solver, nu_str=nu_str, params=params, chunk_size=chunk_size)
 
 
 def feature_distances(
@@ -196,11 +184,10 @@ def feature_distances(
   fb: costs.OtmannFeatures | None,
   kind: str,
   *,
-  solver: str = "exact",
+  solver: Solver = exact(),
   nu_str=0.5,
   params: str | costs.OtmannParams = "paper",
   chunk_size: int = 256,
-  sinkhorn: solvers.SinkhornConfig = solvers.SinkhornConfig(),
 ) -> OtmannDistances:
   """`otmann_distances` of architectures given by their `host_features` (made with the same
   params), for callers that keep each network's features between calls; fb None: the symmetric
@@ -211,7 +198,7 @@ def feature_distances(
   n_a, n_b = len(fa.n), len(fb.n)
   ia, ib = np.triu_indices(n_a, 1) if symmetric else (x.ravel() for x in np.indices((n_a, n_b)))
   nus, scalar = _nu_values(nu_str)
-  options = dict(solver=solver, nu_str=nus, params=params, chunk_size=chunk_size, sinkhorn=sinkhorn)
+  options = dict(solver=solver, nu_str=nus, params=params, chunk_size=chunk_size)
   pairs = feature_pair_distances(fa, fb, ia, ib, kind, **options)
   d, d_bar = np.zeros((len(nus), n_a, n_b)), np.zeros((len(nus), n_a, n_b))
   for full, part in ((d, pairs.d), (d_bar, pairs.d_bar)):
@@ -236,17 +223,16 @@ def feature_pair_distances(
   ib,
   kind: str,
   *,
-  solver: str = "exact",
+  solver: Solver = exact(),
   nu_str=0.5,
   params: str | costs.OtmannParams = "paper",
   chunk_size: int = 256,
-  sinkhorn: solvers.SinkhornConfig = solvers.SinkhornConfig(),
 ) -> OtmannDistances:
   """`feature_distances` of the pairs (a[ia[p]], b[ib[p]]) alone: d, d_bar [P] (or [n_nu, P]),
   for callers that need a few entries of a matrix (e.g. a candidate against train points it was
   not compared with yet)."""
   _check_features("feature_pair_distances", kind, fa=fa, fb=fb)
-  _check(solver, chunk_size, sinkhorn)
+  _check(solver, chunk_size)
   nus, scalar = _nu_values(nu_str)
   params = costs.otmann_params(params)
   ia, ib = np.asarray(ia, np.int64), np.asarray(ib, np.int64)
@@ -254,13 +240,7 @@ def feature_pair_distances(
     raise ValueError(f"feature_pair_distances: ia and ib have shapes {ia.shape} and {ib.shape}; expected one [P] each")
   d_bar = np.zeros((len(nus), len(ia)))
   if len(ia):
-    pairs_of = {
-      "exact": solvers.exact_pairs,
-      "sinkhorn": functools.partial(solvers.sinkhorn_pairs, config=sinkhorn),
-      "bound": bounds.bound_pairs,
-      "greedy": bounds.greedy_pairs,
-    }[solver]
-    d_bar = pairs_of(fa, fb, ia, ib, nus, kind, params, chunk_size)
+    d_bar = solver.pairs(fa, fb, ia, ib, nus, kind, params, chunk_size)
   d = d_bar * (fa.masses.sum(-1, dtype=np.float64)[ia] + fb.masses.sum(-1, dtype=np.float64)[ib])
   return OtmannDistances(d[0], d_bar[0]) if scalar else OtmannDistances(d, d_bar)
 

@@ -15,9 +15,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from nas_jax.arch import graph, host_graph
+from nas_jax.arch import graph, host_graph, kinds
 from nas_jax.arch import labels as labels_lib
-from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
 from nas_jax.models import convolution
 
@@ -268,7 +267,8 @@ class ArchNet(nn.Module):
 
   Attributes:
     nodes: the layers, from `network_nodes(arch)`.
-    kind: "cnn", "mlp" or "autokeras".
+    kind: "cnn", "mlp" or "autokeras", a `kinds.Kind`'s name: its `input_rank` fixes the input's,
+      its `main_chain` the Auto-Keras vertex rules.
     num_outputs: number of classes of a softmax decision layer (ignored by `linear`).
     kernel_init: initializer of every conv and dense kernel.
   """
@@ -290,10 +290,9 @@ class ArchNet(nn.Module):
       [B, num_outputs] float32 log-probabilities (softmax decision), or [B] float32 predictions
       (linear decision).
     """
-    want = 2 if self.kind == "mlp" else 4
-    if x.ndim != want:
-      shape = "[B, D]" if self.kind == "mlp" else "[B, H, W, C]"
-      raise ValueError(f"ArchNet: input has shape {x.shape}; a {self.kind} takes {shape}")
+    kind = kinds.of(self)
+    if x.ndim != 1 + kind.input_rank:
+      raise ValueError(f"ArchNet: input has shape {x.shape}; a {kind.name} takes {kind.batch_shape}")
     outputs = []
     for node in self.nodes:
       ins = [outputs[p] for p in node.parents]
@@ -301,7 +300,7 @@ class ArchNet(nn.Module):
         h = x.astype(_F32)
       elif node.role == Role.OP:  # its parents are exactly the decision layers
         h = _average(jnp.stack(ins), self.nodes[node.parents[0]].label)
-      elif self.kind == main_chain.KIND:
+      elif kind.main_chain:
         parents = [self.nodes[p] for p in node.parents]
         h = _autokeras_layer(node, parents, ins, train, self.num_outputs, self.kernel_init)
       else:

@@ -48,6 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch import kinds
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch import main_chain
 from nas_jax.arch.architecture import Architecture
@@ -56,7 +57,8 @@ from nas_jax.models import arch_net, padded_mlp
 __all__ = ["Costs", "KINDS", "network_costs", "xla_costs", "latency_ms"]
 
 Role = labels_lib.Role
-KINDS = ("cnn", "mlp", main_chain.KIND)
+# The kinds that `arch_net.ArchNet` builds: "cnn", "mlp", "autokeras".
+KINDS = tuple(k.name for k in kinds.ALL if k.network)
 _BYTES = 4  # float32 activations
 _MIB = 2**20
 
@@ -83,21 +85,21 @@ def _check(arch: Any, input_shape: Any, num_outputs: Any) -> tuple[tuple[arch_ne
   """Checks the arguments in plain Python; returns (nodes, input_shape as ints, num_outputs)."""
   if not isinstance(arch, Architecture):
     raise ValueError(f"arch: got a {type(arch).__name__}; expected an Architecture")
-  if arch.kind not in KINDS:
-    raise ValueError(f"arch.kind: {arch.kind!r} is not supported; allowed: {', '.join(KINDS)}")
-  rank = 1 if arch.kind == "mlp" else 3
-  want = "(D,)" if rank == 1 else "(H, W, C)"
+  kind = kinds.of(arch)
+  if not kind.network:
+    raise ValueError(f"arch.kind: {kind.name!r} is not supported; allowed: {', '.join(KINDS)}")
   if (
     not isinstance(input_shape, (tuple, list))
-    or len(input_shape) != rank
+    or len(input_shape) != kind.input_rank
     or not all(_is_int(d) and d >= 1 for d in input_shape)
   ):
     raise ValueError(
-      f"input_shape: {input_shape!r}; {arch.kind} networks take one example of shape {want}, positive integers"
+      f"input_shape: {input_shape!r}; {kind.name} networks take one example of shape {kind.example_shape},"
+      " positive integers"
     )
   if not _is_int(num_outputs) or num_outputs < 1:
     raise ValueError(f"num_outputs: {num_outputs!r}; expected an integer >= 1")
-  if arch.kind == main_chain.KIND:
+  if kind.main_chain:
     main_chain.chain_view(arch)  # ValueError naming the layer that breaks the main-chain rules
   return arch_net.network_nodes(arch), tuple(int(d) for d in input_shape), int(num_outputs)
 
@@ -201,7 +203,9 @@ def _peak_elements(nodes: tuple[arch_net.Node, ...], sizes: list[int], owner: li
   return peak
 
 
-def _image_costs(kind: str, nodes: tuple[arch_net.Node, ...], input_shape: tuple[int, ...], num_outputs: int) -> Costs:
+def _image_costs(
+  kind: kinds.Kind, nodes: tuple[arch_net.Node, ...], input_shape: tuple[int, ...], num_outputs: int
+) -> Costs:
   """Costs of a cnn or autokeras network: a walk over output shapes."""
   shapes: list[tuple[int, ...]] = []
   sizes, owner = [], []
@@ -213,7 +217,7 @@ def _image_costs(kind: str, nodes: tuple[arch_net.Node, ...], input_shape: tuple
       shape = input_shape
     elif node.role == Role.OP:
       shape = ins[0]
-    elif kind == main_chain.KIND:
+    elif kind.main_chain:
       shape, p_n, m_n = _autokeras_layer(node, [nodes[p] for p in node.parents], ins, num_outputs)
     else:
       shape, p_n, m_n = _image_layer(node, ins[0] if len(ins) == 1 else _concat(node, ins), num_outputs)
@@ -262,9 +266,10 @@ def network_costs(arch: Architecture, input_shape: tuple[int, ...], num_outputs:
     ValueError: naming `arch`, `input_shape` or `num_outputs` when one is not allowed.
   """
   nodes, shape, k = _check(arch, input_shape, num_outputs)
-  if arch.kind == "mlp":
+  kind = kinds.of(arch)
+  if kind.input_rank == 1:
     return _mlp_costs(arch, nodes, shape[0], k)
-  return _image_costs(arch.kind, nodes, shape, k)
+  return _image_costs(kind, nodes, shape, k)
 
 
 def _forward(model: arch_net.ArchNet):

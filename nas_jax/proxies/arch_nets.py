@@ -8,7 +8,6 @@ the output of every module that owns a `kernel` parameter, the convs and dense l
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Any, Sequence
 
 import flax.linen as nn
@@ -16,13 +15,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch import kinds
 from nas_jax.arch.architecture import Architecture
 from nas_jax.models import arch_net
 from nas_jax.proxies.net import ProxyNet
 
 __all__ = ["arch_proxy_net"]
-
-_RANK = MappingProxyType({"cnn": 3, "autokeras": 3, "mlp": 1})
 
 
 def _as_logits(out: jax.Array) -> jax.Array:
@@ -70,13 +68,14 @@ def arch_proxy_net(arch: Architecture, input_shape: Sequence[int], num_outputs: 
     ValueError: on an unknown kind, an input shape of the wrong rank or non-positive sizes, a batch
       of architectures, a cycle or `num_outputs` < 1.
   """
-  if arch.kind not in _RANK:
-    raise ValueError(f"arch_proxy_net: arch.kind {arch.kind!r} has no layer-graph network; allowed: {', '.join(_RANK)}")
+  kind = kinds.of(arch)
+  if not kind.network:
+    allowed = ", ".join(k.name for k in kinds.ALL if k.network)
+    raise ValueError(f"arch_proxy_net: arch.kind {kind.name!r} has no layer-graph network; allowed: {allowed}")
   shape = tuple(int(d) for d in input_shape)
-  if len(shape) != _RANK[arch.kind] or min(shape) < 1:
-    want = "(H, W, C)" if _RANK[arch.kind] == 3 else "(D,)"
+  if len(shape) != kind.input_rank or min(shape) < 1:
     raise ValueError(
-      f"arch_proxy_net: input_shape {shape} does not fit a {arch.kind}; expected {want} of positive sizes"
+      f"arch_proxy_net: input_shape {shape} does not fit a {kind.name}; expected {kind.example_shape} of positive sizes"
     )
   if np.ndim(arch.labels) != 1:
     raise ValueError(f"arch_proxy_net: arch is a batch (labels {np.shape(arch.labels)}); expected one architecture")

@@ -8,7 +8,6 @@ remembers its points' keys in a `KeyMemo` of its own).
 from __future__ import annotations
 
 import functools
-from types import MappingProxyType
 from typing import Any, Callable, Hashable, Mapping, NamedTuple, Sequence
 
 import numpy as np
@@ -22,7 +21,7 @@ from nas_jax.spaces import modifiers as modifiers_lib
 from nas_jax.spaces.pools import initial_pool
 from nas_jax.spaces.random_arch import random_json
 
-__all__ = ["Space", "TreeMoves", "layer_graph_space", "MODIFIER_SETS"]
+__all__ = ["Space", "TreeMoves", "layer_graph_space"]
 
 _MUTATE_TRIES = 64  # compound mutations tried before `mutate` gives up on changing a point
 
@@ -99,24 +98,10 @@ class Space(NamedTuple):
   tree: TreeMoves | None = None
 
 
-# Names a config can give for the App. C.4 ablation (Fig. 7b).
-MODIFIER_SETS = MappingProxyType(
-  {
-    "all": modifiers_lib.MODIFIERS,
-    "unit": modifiers_lib.UNIT_MODIFIERS,
-    "structure": modifiers_lib.STRUCTURE_MODIFIERS,
-  }
-)
-
-
 def _resolve_modifiers(modifiers) -> tuple[str, ...]:
   if modifiers is None:
     return tuple(modifiers_lib.MODIFIERS)
-  if isinstance(modifiers, str):
-    if modifiers not in MODIFIER_SETS:
-      raise ValueError(f"modifiers: {modifiers!r} is unknown; choose one of: {', '.join(MODIFIER_SETS)}")
-    return tuple(MODIFIER_SETS[modifiers])
-  names = tuple(modifiers)
+  names = (modifiers,) if isinstance(modifiers, str) else tuple(modifiers)
   bad = [
     n
     for n in names
@@ -153,9 +138,9 @@ def layer_graph_space(
     kind: "cnn" or "mlp".
     max_layers: the layer limit; `limits.max_layers` must agree when `limits` is given.
     limits: search-space limits (NASBOT App. B.3); `Limits(max_layers=max_layers)` by default.
-    modifiers: the modifiers `mutate` and `neighbours` use: names from `MODIFIERS`, a subset
-      mapping such as `UNIT_MODIFIERS`, or a name of `MODIFIER_SETS` ("all", "unit",
-      "structure": the App. C.4 ablation); all nine by default.
+    modifiers: the modifiers `mutate` and `neighbours` use: names from `MODIFIERS`, or a subset
+      mapping such as `UNIT_MODIFIERS` or `STRUCTURE_MODIFIERS` (the App. C.4 ablation; a config
+      names them "all", "unit", "structure": `wiring.names.MODIFIER_SETS`); all nine by default.
     pad_to: capacity N of every point; must be >= max_layers. Without it, points from `sample`,
       `initial` and `from_json` are padded to the next power of two of their layer count, and a
       mutation keeps its parent's N when it fits (else the next power of two).

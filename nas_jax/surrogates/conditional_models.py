@@ -1,13 +1,13 @@
-"""The six regression models of the arc-kernel paper (Swersky et al. 2013, Sec. 3) on one interface (its
-Table 1 experiment is `nas_jax.experiments.conditional_experiment`).
+"""The six regression models of the arc-kernel paper (Swersky et al. 2013, Sec. 3) as values on one
+interface, `fit_predict(model, ...)` (its Table 1 experiment is
+`nas_jax.experiments.conditional_experiment`, which names them through `wiring.names.CONDITIONAL_MODELS`).
 
 Inputs are plain arrays: u: [n, P] float in [0, 1], each parameter rescaled by its bounds (0
 where inactive by convention), and active: [n, P] bool. A point's pattern is its active row;
 points with equal patterns share an architecture. No model reads an inactive entry of u.
 """
 
-from types import MappingProxyType
-from typing import Callable, Sequence
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -16,10 +16,22 @@ import numpy as np
 from nas_jax.arch.architecture import next_power_of_two
 from nas_jax.features.featurizer import arc_to_pair, vector_to_pair
 from nas_jax.features.featurizers import POOR_MAN_FILL
-from nas_jax.surrogates.priors import arc_box, vector_box
+from nas_jax.features.pairwise import VectorPair
+from nas_jax.surrogates.priors import arc_box, exp_squared
 from nas_jax.surrogates.surrogate import gp_surrogate
 
-__all__ = ["MODELS", "fit_predict", "check_model_names", "check_points", "check_targets", "poor_man_embedding"]
+__all__ = [
+  "separate_linear",
+  "separate_gp",
+  "poor_man_linear",
+  "poor_man_gp",
+  "separate_hierarchical_gp",
+  "hierarchical_gp",
+  "fit_predict",
+  "check_points",
+  "check_targets",
+  "poor_man_embedding",
+]
 
 _RIDGE = 1e-6
 # Smallest padded GP size: patterns hold few points, and one compile should serve them all.
@@ -67,7 +79,7 @@ def _vector_gp(key, train, y_train, test, options) -> np.ndarray:
   pattern this is exactly the ARD kernel on the active coordinates, with one shape for all.
   """
   to_pair = lambda a, b: vector_to_pair((poor_man_embedding(*a),), (poor_man_embedding(*b),))
-  return _gp_mean(key, vector_box(train[0].shape[1]), to_pair, train, y_train, test, options)
+  return _gp_mean(key, exp_squared().box(VectorPair, train[0].shape[1]), to_pair, train, y_train, test, options)
 
 
 def _arc_gp(key, train, y_train, test, options) -> np.ndarray:
@@ -103,25 +115,13 @@ def _per_pattern(model: _Model) -> _Model:
   return separate
 
 
-_MODELS: MappingProxyType[str, _Model] = MappingProxyType(
-  {
-    "separate_linear": _per_pattern(_linear),
-    "separate_gp": _per_pattern(_vector_gp),
-    "poor_man_linear": _linear,
-    "poor_man_gp": _vector_gp,
-    "separate_hierarchical_gp": _per_pattern(_arc_gp),
-    "hierarchical_gp": _arc_gp,
-  }
-)
-#: The names of the arc-kernel paper's six models (Swersky et al. 2013, Table 1).
-MODELS = tuple(_MODELS)
-
-
-def check_model_names(names: Sequence[str], argument: str) -> None:
-  """ValueError naming `argument` unless every name is one of MODELS."""
-  unknown = [name for name in names if name not in _MODELS]
-  if unknown:
-    raise ValueError(f"{argument}: {unknown} are not models; expected names from {MODELS}")
+# The arc-kernel paper's six models (Swersky et al. 2013, Table 1), each a `_Model`.
+separate_linear = _per_pattern(_linear)
+separate_gp = _per_pattern(_vector_gp)
+poor_man_linear = _linear
+poor_man_gp = _vector_gp
+separate_hierarchical_gp = _per_pattern(_arc_gp)
+hierarchical_gp = _arc_gp
 
 
 def check_points(u_name: str, u, active_name: str, active, n_params: int | None = None) -> tuple:
@@ -148,7 +148,7 @@ def check_targets(name: str, y, n: int) -> np.ndarray:
 
 
 def fit_predict(
-  name: str,
+  model: _Model,
   key: jax.Array,
   u_train,
   active_train,
@@ -159,14 +159,14 @@ def fit_predict(
   n_starts: int = 8,
   steps: int = 200,
 ) -> np.ndarray:
-  """Fits model `name` on the training points and predicts the test points' mean.
+  """Fits `model` on the training points and predicts the test points' mean.
 
   GPs normalise their targets and fit maximum-likelihood hyper-parameters from n_starts
   log-uniform starts in their box (vmapped, `steps` Adam steps each); the linear models are a
   least-squares fit with an intercept (ridge 1e-6) on raw targets.
 
   Args:
-    name: one of MODELS; key: PRNG key for the GP starts.
+    model: one of the six models of this module (e.g. `hierarchical_gp`); key: PRNG key for the GP starts.
     u_train: [n, P] float in [0, 1]; active_train: [n, P] bool; y_train: [n] float, n >= 2.
     u_test: [m, P] float in [0, 1]; active_test: [m, P] bool.
     n_starts, steps: the GP fit.
@@ -175,12 +175,13 @@ def fit_predict(
     mean: [m] float64.
 
   Raises:
-    ValueError on an unknown name, shapes, u outside [0, 1] or non-finite targets.
+    ValueError on a model that is not a function, shapes, u outside [0, 1] or non-finite targets.
   """
-  check_model_names([name], "name")
+  if not callable(model):
+    raise ValueError(f"model: {model!r} is not a model; expected one of conditional_models' six, e.g. hierarchical_gp")
   train = check_points("u_train", u_train, "active_train", active_train)
   test = check_points("u_test", u_test, "active_test", active_test, train[0].shape[1])
   y_train = check_targets("y_train", y_train, len(train[0]))
   if len(y_train) < 2:
     raise ValueError(f"y_train: {len(y_train)} training points; a model needs at least 2")
-  return np.asarray(_MODELS[name](key, train, y_train, test, dict(n_starts=n_starts, steps=steps)))
+  return np.asarray(model(key, train, y_train, test, dict(n_starts=n_starts, steps=steps)))

@@ -140,7 +140,7 @@ def _fixed_kernel(featurizer: Featurizer, kernel: str | None, variance: float, l
 
 def gp(
   *,
-  kernel: str | None = None,
+  kernel: priors.KernelPrior | None = None,
   p: float | None = None,
   p_bar: float | None = None,
   ard: bool | None = None,
@@ -157,9 +157,11 @@ def gp(
   """A GP with fitted hyper-parameters (maximum likelihood, or posterior samples).
 
   Args:
-    kernel: on OTMANN pairs "combined", "d" or "d_bar" (the App. C.4 ablation); on vectors
-      "exp_squared", "matern52", "matern12" or "hamming"; None for the featurizer's default
-      (`priors.default_box`). p, p_bar: OTMANN's powers; ard: one length-scale per feature.
+    kernel: a kernel value of `priors` with its prior box: otmann_kernel(d_bar=False, p=2.0)
+      (NASBOT's App. C.4 ablations), exp_squared(ard=False), matern52(), matern12(), hamming(),
+      arc_kernel(), or a sum / product of them (`+`, `*`); None for the featurizer's default
+      (`priors.default_kernel`), whose options are p, p_bar (OTMANN's powers) and ard (one
+      length-scale per feature).
     box: a `gp_fit.Box` of any kernel that reads the featurizer's pairs (a new kernel), instead
       of kernel, p, p_bar and ard.
     n_starts, fit_steps: the multi-start Adam fit; n_hyper_samples, n_chains: posterior samples
@@ -175,22 +177,35 @@ def gp(
   """
   if isinstance(fit_step, bool) or not isinstance(fit_step, int) or fit_step < 0:
     raise ValueError(f"gp: fit_step={fit_step!r}; expected an int >= 0 (0: fit at the train capacity)")
-  shape = {k: v for k, v in (("kernel", kernel), ("p", p), ("p_bar", p_bar), ("ard", ard)) if v is not None}
-  if box is not None and shape:
-    raise ValueError(f"gp: box excludes the options {sorted(shape)}; the box fixes the kernel")
+  shape = {k: v for k, v in (("p", p), ("p_bar", p_bar), ("ard", ard)) if v is not None}
+  if box is not None and (shape or kernel is not None):
+    raise ValueError(f"gp: box excludes the options {sorted(shape) or ['kernel']}; the box fixes the kernel")
+  if kernel is not None and not isinstance(kernel, priors.KernelPrior):
+    raise TypeError(
+      f"gp: kernel={kernel!r}; expected a kernel value of nas_jax.surrogates.priors, e.g. otmann_kernel()"
+    )
+  if kernel is not None and shape:
+    raise ValueError(
+      f"gp: {sorted(shape)} are options of the default kernel; set them on the kernel value {kernel.name}"
+    )
   samples = n_hyper_samples
   options = dict(
     n_starts=n_starts, steps=fit_steps, n_hyper_samples=samples, n_chains=n_chains or (4 if samples else 1)
   )
   surrogate_of = lambda b, project: gp_surrogate(b, project=project, warm_steps=warm_steps, fitter=fitter, **options)
-  surrogate_of(priors.vector_box(1), False)  # checks the fit's options now, before any space is known
+  surrogate_of(
+    priors.exp_squared().box(VectorPair, 1), False
+  )  # checks the fit's options now, before any space is known
 
   def build(featurizer: Featurizer) -> PointModel:
-    _check_hamming(featurizer, kernel)
-    try:
-      b = box if box is not None else priors.default_box(featurizer.pair_type, featurizer.dim, **shape)
-    except TypeError as e:  # an option this featurizer's kernel does not take
-      raise ValueError(f"gp on {featurizer.name!r} features: {e}") from None
+    b = box
+    if b is None:
+      try:
+        k = kernel or priors.default_kernel(featurizer.pair_type, **shape)
+      except TypeError as e:  # an option this featurizer's kernel does not take
+        raise ValueError(f"gp on {featurizer.name!r} features: {e}") from None
+      _check_hamming(featurizer, "hamming" if k.binary else None)
+      b = k.box(featurizer.pair_type, featurizer.dim)
     surrogate = surrogate_of(b, featurizer.pair_type is OtmannPair)
     return PointModel("gp", featurizer, surrogate, False, 16, 8, target_offset, fit_step)
 

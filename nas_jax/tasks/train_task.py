@@ -16,6 +16,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from nas_jax.arch import kinds
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.morph_point import weights_id
 from nas_jax.search.task import Task, TaskResult
@@ -54,7 +55,7 @@ class TrainEvaluate(NamedTuple):
 
   def _read(self, arch_json: dict) -> tuple[Architecture, datasets.Dataset]:
     arch = Architecture.from_json(arch_json, limits=PERMISSIVE_LIMITS)
-    if arch.kind != self.kind:
+    if kinds.of(arch) != kinds.get(self.kind):
       raise ValueError(f"train task: a {arch.kind} architecture; this task trains {self.kind} networks")
     return arch, load_dataset(self.name, self.kind, self.data_seed, self.target, self.task)
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from nas_jax.arch import cell as cell_lib
 from nas_jax.arch import conditional_point as cond_point
+from nas_jax.arch import kinds
 from nas_jax.arch.architecture import Architecture
 from nas_jax.arch.json_io import Limits
 from nas_jax.arch.morph_point import network_json
@@ -108,9 +109,9 @@ def _kept(variables: Mapping[str, Any]) -> dict[str, Any]:
 
 def _layer_graph_module(spec: ModelSpec) -> arch_net.ArchNet:
   arch = Architecture.from_json(network_json(spec.point), limits=_ANY_SIZE)
-  if (arch.kind == "mlp") != (len(spec.input_shape) == 1):
-    want = "[D]" if arch.kind == "mlp" else "[H, W, C]"
-    raise ValueError(f"input_shape {spec.input_shape}; a {arch.kind} network takes {want}")
+  kind = kinds.of(arch)
+  if len(spec.input_shape) != kind.input_rank:
+    raise ValueError(f"input_shape {spec.input_shape}; a {kind.name} network takes {kind.example_shape}")
   return arch_net.build_model(arch, spec.num_outputs)
 
 

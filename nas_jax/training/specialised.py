@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from nas_jax.arch import kinds
 from nas_jax.arch import labels as labels_lib
 from nas_jax.arch.architecture import Architecture
 from nas_jax.models import arch_net
@@ -37,12 +38,13 @@ def check_match(arch: Architecture, data: Dataset, config: TrainConfig) -> tuple
     raise TypeError(f"dataset: got {type(data).__name__}; expected a Dataset")
   nodes = arch_net.network_nodes(arch)
   shape = data.x_train.shape
-  if arch.kind != "mlp" and len(shape) != 4:
+  rank = kinds.of(arch).input_rank  # of one example
+  if rank == 3 and len(shape) != 4:
     raise ValueError(
       f"dataset: {data.name!r} has inputs of shape {shape} (flat); a {arch.kind} architecture needs"
       " images [n, H, W, C] (load digits with kind='cnn', or use an mlp)"
     )
-  if arch.kind == "mlp" and len(shape) != 2:
+  if rank == 1 and len(shape) != 2:
     raise ValueError(
       f"dataset: {data.name!r} has inputs of shape {shape} (images); an mlp architecture needs"
       " flat features [n, D] (load digits with kind='mlp', or use a cnn)"

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 
+from nas_jax.arch import kinds
 from nas_jax.arch.architecture import Architecture
 from nas_jax.models import network_costs, padded_model
 from nas_jax.training import population, specialised
@@ -202,7 +203,7 @@ def choose(
   """
   if trainer not in TRAINERS:
     raise ValueError(f"trainer: {trainer!r} is unknown; choose one of: {', '.join(TRAINERS)}")
-  if arch.kind not in padded_model.KINDS:
+  if not kinds.of(arch).padded:
     if trainer == "padded":
       raise ValueError(
         f"trainer: 'padded' trains {' and '.join(padded_model.KINDS)} networks, not {arch.kind} ones"
@@ -250,12 +251,12 @@ def groups(
   Raises:
     ValueError: for networks of several kinds, or of a kind without a padded model.
   """
-  kinds = sorted({a.kind for a in archs})
-  if len(kinds) != 1:
-    raise ValueError(f"groups: networks of kinds {kinds}; a population is of one kind")
-  model = padded_model.model_for(kinds[0])
+  names = sorted({a.kind for a in archs})
+  if len(names) != 1:
+    raise ValueError(f"groups: networks of kinds {names}; a population is of one kind")
+  model = padded_model.model_for(names[0])
   input_shape, num_outputs = input_spec(dataset)
-  costs = default_costs(kinds[0]) if costs is None else costs
+  costs = default_costs(names[0]) if costs is None else costs
 
   def cost(members):  # the population's multiply-accumulates per example, in its members' padding
     padding = model.padding_for([archs[i] for i in members], input_shape)
@@ -284,7 +285,7 @@ def evaluate(
   """Trains `arch` with the trainer and padding `choose` picks by what `memory` holds (the
   paddings trained in before, the costs measured); returns the result and that trainer's name,
   and adds the padding and what the training measured to `memory`."""
-  padded_kind = arch.kind in padded_model.KINDS
+  padded_kind = kinds.of(arch).padded
   costs = memory.costs(arch.kind) if padded_kind and trainer != "specialised" else None
   chosen, padding = choose(trainer, arch, dataset, train_config, seen=memory.seen, costs=costs)
   if padded_kind:

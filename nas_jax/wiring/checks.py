@@ -10,7 +10,6 @@ from typing import Any
 
 import ml_collections
 
-from nas_jax.search.strategies.schedulers import MODELS, PROMOTE
 from nas_jax.spaces.constrained import METRICS
 from nas_jax.tasks import synthetic, tabular
 from nas_jax.training import trainer_choice
@@ -245,7 +244,6 @@ def _check_costs(config: ml_collections.ConfigDict, task_name: str) -> None:
     )
 
 
-_SCHEDULER_OPTIONS = ("eta", "min_points", "model", "promote")
 # config.task.name -> what its fidelities may be, checked before the task is built.
 _FIDELITY_RULES = MappingProxyType(
   {
@@ -260,7 +258,8 @@ _FIDELITY_RULES = MappingProxyType(
 
 
 def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None:
-  """config.task.fidelities (optional) and config.scheduler, config.scheduler_config (optional)."""
+  """config.task.fidelities (optional) and config.scheduler; the scheduler checks its own options
+  (config.scheduler_config, `schedulers.OPTIONS`) where it is built."""
   fidelities, text = fidelities_of(config.task), config.task.get("fidelities", "")
   if task_name not in _TASK_CHECKS:  # a registered task of the user's: its builder checks its own
     rule, allowed = (lambda f, c: True), "increasing numbers > 0"
@@ -270,9 +269,6 @@ def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None
   _need(increasing and rule(fidelities, config.task), "task.fidelities", text, f"expected {allowed}")
   name = config.get("scheduler", "")
   _need(name in ("", *SCHEDULERS), "scheduler", name, f"choose one of: {', '.join(SCHEDULERS)}, or '' for none")
-  options = config.get("scheduler_config", None) or {}
-  for k in options:
-    _need(k in _SCHEDULER_OPTIONS, f"scheduler_config.{k}", options[k], f"options are: {', '.join(_SCHEDULER_OPTIONS)}")
   if name:
     _need(
       len(fidelities) >= 2 or task_name not in _TASK_CHECKS,  # a user's task may set its own in its builder
@@ -281,18 +277,6 @@ def _check_fidelities(config: ml_collections.ConfigDict, task_name: str) -> None
       f"it needs a task with two fidelities or more; set config.task.fidelities ({allowed})",
     )
     _need(not objectives_of(config), "scheduler", name, "it ranks by the value alone; unset config.objectives")
-    _need_count("scheduler_config.eta", options.get("eta", 3), 2, " (each rung keeps its best 1/eta)")
-    _need_count("scheduler_config.min_points", options.get("min_points", 10), 1)
-    model = options.get("model", "fidelity")
-    _need(model in MODELS, "scheduler_config.model", model, f"choose one of: {', '.join(MODELS)}")
-    promote = options.get("promote", "value")
-    _need(promote in PROMOTE, "scheduler_config.promote", promote, f"choose one of: {', '.join(PROMOTE)}")
-    _need(
-      promote == "value" or model == "joint",
-      "scheduler_config.promote",
-      promote,
-      "ranking by the model needs the model of every fidelity: set scheduler_config.model='joint'",
-    )
 
 
 def check_search_config(config: ml_collections.ConfigDict) -> None:

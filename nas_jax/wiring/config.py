@@ -19,6 +19,7 @@ import ml_collections
 from nas_jax.search import journal, loop
 from nas_jax.search.executors import Executor
 from nas_jax.search.state import Observation
+from nas_jax.search.strategies import schedulers
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
 from nas_jax.spaces.fidelity_space import fidelity_space
@@ -59,7 +60,7 @@ RESUME_MAY_CHANGE = (
 )
 # Fields added to the configs after searches were run with them: a workdir's config.json without
 # one searched as with this value.
-_ADDED_DEFAULTS = MappingProxyType({"scheduler_config.model": "fidelity", "scheduler_config.promote": "value"})
+_ADDED_DEFAULTS = MappingProxyType({f"scheduler_config.{k}": schedulers.OPTIONS[k] for k in ("model", "promote")})
 
 
 def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy]:
@@ -91,7 +92,7 @@ def build_search(config: ml_collections.ConfigDict) -> tuple[Any, Task, Strategy
   # models (network, fidelity) points, so it is built on the fidelity space.
   options = config.get("scheduler_config", None)
   options = options.to_dict() if hasattr(options, "to_dict") else dict(options or {})
-  joint = options.get("model", "fidelity") == "joint"
+  joint = {**schedulers.OPTIONS, **options}["model"] == "joint"
   sampler_space = fidelity_space(space, task.fidelities) if joint else space
   sampler = make_strategy(config.strategy, config, sampler_space, task)
   return space, task, SCHEDULERS[config.scheduler](sampler, space, task.goal, task.fidelities, **options)

@@ -9,8 +9,8 @@ a part up by name. `SPACES` maps `config.space.name` to a space constructor, `ST
     strategy="bo", strategy_config={featurizer="path", surrogate="gp", surrogate_config={...},
       acquisition="ei", optimizer="enumerate", initial="random", n_init=10}
 
-A preset's factory passes its options to the preset and turns the few that name a part (e.g.
-NASBOT's acquisition "random", Auto-Keras' kernel "otmann") into that part.
+A preset's config names parts the same way, each replacing the preset's (`configs/nasbot_nb201.py`
+names all of NASBOT's), and its other options, the paper's settings, go to the preset as they are.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from nas_jax.acquisition import optimizers
 from nas_jax.acquisition.conditional_search import per_depth
 from nas_jax.features import encodings
 from nas_jax.features import featurizers as feat
-from nas_jax.features.otmann import KERNEL_NU_STR
 from nas_jax.search.strategies import baselines, local_search, objectives, presets, regularized_evolution, schedulers
 from nas_jax.acquisition.prescreen import prescreen
 from nas_jax.features.proxy_feature import with_proxy_feature
@@ -36,10 +35,11 @@ from nas_jax.search.strategy import Strategy
 from nas_jax.spaces.cells import nb101_space, nb201_space
 from nas_jax.spaces.conditional import conditional_space
 from nas_jax.spaces.morph_space import morph_space
-from nas_jax.spaces.space import Space, layer_graph_space
+from nas_jax.spaces.space import Space
 from nas_jax.spaces.proxy_scores import prescreened
 from nas_jax.surrogates import gp_lbfgs, point_model
 from nas_jax.surrogates.proxy_prior import prior_mean
+from nas_jax.wiring import names
 from nas_jax.wiring.proxy_sources import proxy_meter
 
 __all__ = [
@@ -57,7 +57,7 @@ __all__ = [
 
 #: Search spaces by config name: config.space.name -> constructor(**config.space fields but name).
 SPACES: dict[str, Callable[..., Space]] = {
-  "layer_graph": layer_graph_space,
+  "layer_graph": names.layer_graph_space,
   "nb201": nb201_space,
   "nb101": nb101_space,
   "autokeras": morph_space,
@@ -67,7 +67,7 @@ SPACES: dict[str, Callable[..., Space]] = {
 #: Featurizer constructors by their config name (`strategy_config.featurizer`).
 FEATURIZERS: MappingProxyType[str, Callable] = MappingProxyType(
   {
-    "otmann": feat.otmann,
+    "otmann": names.otmann_featurizer,
     "edit": feat.edit,
     **{name: functools.partial(feat.encoding, name) for name in encodings.ENCODINGS},
     "arc": feat.arc,
@@ -77,7 +77,7 @@ FEATURIZERS: MappingProxyType[str, Callable] = MappingProxyType(
 #: Surrogate constructors by their config name (`strategy_config.surrogate`).
 SURROGATES: MappingProxyType[str, Callable] = MappingProxyType(
   {
-    "gp": point_model.gp,
+    "gp": names.gp,
     "gp_fixed": point_model.gp_fixed,
     "ensemble": point_model.ensemble,
   }
@@ -177,107 +177,77 @@ def _call(strategy: Callable, space: Any, task: Any, o: dict, **parts) -> Strate
     raise ValueError(f"config.strategy_config ({given}): {e}") from None
 
 
-def _preset(preset: Callable, o: dict, space: Any, task: Any, **parts) -> Strategy:
-  return _call(preset, space, task, o, objective=_objective(o, task), **parts)
+# The parts a `bo` config need not name; a preset makes those its config does not name.
+_BO_PARTS = MappingProxyType(
+  dict(featurizer="otmann", surrogate="gp", acquisition="ei", optimizer="ea", initial="pool")
+)
 
 
-def _bo(config, space, task, proxy: tuple = (None, {})) -> Strategy:
-  o = _options(config)
-  objective = _objective(o, task)
-  initial, n_init, min_ok = o.pop("initial", "pool"), o.pop("n_init", 10), o.pop("min_ok", 1)
-  designs = {"pool": lambda: pool(min_ok=min_ok), "random": lambda: random_design(n=n_init, min_ok=min_ok)}
-  parts = dict(
-    featurizer=build(
-      FEATURIZERS, o.pop("featurizer", "otmann"), "strategy_config.featurizer", o.pop("featurizer_config", None)
-    ),
-    surrogate=build(
-      SURROGATES,
-      o.pop("surrogate", "gp"),
-      "strategy_config.surrogate",
-      _with_fitter(_dict(o.pop("surrogate_config", None)), "strategy_config.surrogate_config.fitter"),
-    ),
-    acquisition=_acquisition(
-      o.pop("acquisition", "ei"), _dict(o.pop("acquisition_config", None)), "strategy_config.acquisition"
-    ),
-    optimiser=build(OPTIMISERS, o.pop("optimizer", "ea"), "strategy_config.optimizer", o.pop("optimizer_config", None)),
-    initial=build(designs, initial, "strategy_config.initial"),
-  )
+def _parts(o: dict, named: Any) -> dict:
+  """The parts that strategy_config `o` (or `named`) names, each with its `<part>_config`, built
+  through the tables; the initial design "random" takes n_init, either takes min_ok."""
+  name = lambda part: o.pop(part, named.get(part))
+  config = lambda part: _dict(o.pop(f"{part}_config", None))
+  parts, where = {}, "strategy_config."
+  if (f := name("featurizer")) is not None:
+    parts["featurizer"] = build(FEATURIZERS, f, where + "featurizer", config("featurizer"))
+  if (f := name("surrogate")) is not None:
+    fitter = _with_fitter(config("surrogate"), where + "surrogate_config.fitter")
+    parts["surrogate"] = build(SURROGATES, f, where + "surrogate", fitter)
+  if (f := name("acquisition")) is not None:
+    parts["acquisition"] = _acquisition(f, config("acquisition"), where + "acquisition")
+  if (f := name("optimizer")) is not None:
+    parts["optimiser"] = build(OPTIMISERS, f, where + "optimizer", config("optimizer"))
+  if (f := name("initial")) is not None:
+    n_init, min_ok = o.pop("n_init", 10), o.pop("min_ok", 1)
+    designs = {"pool": lambda: pool(min_ok=min_ok), "random": lambda: random_design(n=n_init, min_ok=min_ok)}
+    parts["initial"] = build(designs, f, where + "initial")
+  return parts
+
+
+def _proxy_parts(parts: dict, proxy: tuple, strategy: str) -> dict:
+  """`parts` with a proxy's feature, prior mean and prescreen (`config.proxy`) around them."""
   meter, p = proxy
-  if p.get("feature"):
-    parts["featurizer"] = with_proxy_feature(parts["featurizer"], meter)
-  if p.get("prior_mean"):
-    parts["surrogate"] = prior_mean(parts["surrogate"], meter)
-  if p.get("prescreen"):
-    parts["optimiser"] = prescreen(parts["optimiser"], meter, one_in=p["prescreen"])
-  return _call(bo, space, task, o, objective=objective, **parts)
+  wraps = (("feature", "featurizer", with_proxy_feature), ("prior_mean", "surrogate", prior_mean))
+  for use, part, wrap in (*wraps, ("prescreen", "optimiser", lambda o, m: prescreen(o, m, one_in=p["prescreen"]))):
+    if p.get(use):
+      if part not in parts:
+        named = "optimizer" if part == "optimiser" else part
+        raise ValueError(f"config.proxy.{use}: it wraps {strategy!r}'s {part}; name one in strategy_config.{named}")
+      parts[part] = wrap(parts[part], meter)
+  return parts
 
 
-def _nasbot(config, space, task, acquisition: str | None = None) -> Strategy:
-  """NASBOT; `acquisition` overrides the config's (RAND: "random")."""
-  o = _with_fitter(_options(config), "strategy_config.fitter")
-  name = o.pop("acquisition", "ei")
-  chosen = build(ACQUISITIONS, acquisition or name, "strategy_config.acquisition")
-  return _preset(presets.nasbot, o, space, task, acquisition=chosen)
+def _with_parts(strategy: Callable, named: Any = MappingProxyType({})) -> Callable:
+  """The factory of `bo` or a preset: the parts its config names, built here, its other options
+  passed on as they are."""
+
+  def factory(config, space, task, proxy: tuple = (None, {})) -> Strategy:
+    o = _options(config)
+    objective = _objective(o, task)
+    parts = _proxy_parts(_parts(o, named), proxy, strategy.__name__)
+    return _call(strategy, space, task, o, objective=objective, **parts)
+
+  return factory
 
 
 def _bananas(config, space, task, proxy: tuple = (None, {})) -> Strategy:
+  """BANANAS; a proxy's feature goes on the preset's encoding, its prescreen around the preset's
+  mutation search, where the config names no other featurizer or optimizer."""
   o = _options(config)
-  chosen = presets.BANANAS_PRESETS.get(o.get("preset", "code"), presets.BANANAS_PRESETS["code"])
-  name, kappa, sigma = o.pop("acquisition", None), o.pop("ucb_beta", None), o.pop("ei_sigma_scale", None)
-  if name is not None or kappa is not None or sigma is not None:
-    scales = dict(
-      kappa=0.5 if kappa is None else kappa, sigma_scale=chosen["ei_sigma_scale"] if sigma is None else sigma
-    )
-    o["acquisition"] = _acquisition(name or chosen["acquisition"].name, scales, "strategy_config.acquisition")
-  candidates, n_random = o.pop("candidates", "mutation"), o.pop("n_random_candidates", None)
-  if candidates not in ("mutation", "random"):
-    raise ValueError(f"strategy_config.candidates: {candidates!r} is unknown; choose one of: mutation, random")
-  if candidates == "random":
-    o["optimiser"] = optimizers.random_search(n_candidates=n_random or chosen["n_random_candidates"])
+  objective, parts = _objective(o, task), _parts(o, {})
   meter, p = proxy
   if p.get("prior_mean"):
     raise ValueError(
       "config.proxy.prior_mean: bananas models with an ensemble, which has no prior mean; use proxy.feature"
     )
-  if p.get("feature"):
-    o["featurizer"] = with_proxy_feature(feat.encoding(o.pop("encoding", None) or chosen["encoding"]), meter)
-  if p.get("prescreen"):
+  if p.get("feature") and "featurizer" not in parts:
+    chosen = presets.BANANAS_PRESETS.get(o.get("preset", "code"), presets.BANANAS_PRESETS["code"])
+    parts["featurizer"] = feat.encoding(o.pop("encoding", None) or chosen["encoding"])
+  if p.get("prescreen") and "optimiser" not in parts:
     counts = {k: o.pop(k) for k in ("n_parents", "n_candidates", "attempts_per_parent") if k in o}
-    o["optimiser"] = prescreen(o.get("optimiser") or optimizers.mutation_search(**counts), meter, one_in=p["prescreen"])
-  return _preset(presets.bananas, o, space, task)
-
-
-def _autokeras(config, space, task) -> Strategy:
-  """Auto-Keras; kernel "otmann" and optimizer "ea" are the ablations with NASBOT's GP and EA."""
-  o = _options(config)
-  kernel, optimizer, n_ea = o.pop("kernel", "edit"), o.pop("optimizer", "tree"), o.pop("n_ea", 200)
-  parts = {}
-  if kernel == "otmann":
-    parts.update(featurizer=feat.otmann(nu_str=KERNEL_NU_STR), surrogate=point_model.gp(n_starts=8, fit_steps=100))
-  elif kernel != "edit":
-    raise ValueError(f"strategy_config.kernel: {kernel!r} is unknown; choose one of: edit, otmann")
-  if optimizer == "ea":
-    parts["optimiser"] = optimizers.ea(n_ea=n_ea, pool=False)
-  elif optimizer != "tree":
-    raise ValueError(f"strategy_config.optimizer: {optimizer!r} is unknown; choose one of: tree, ea")
-  return _preset(presets.autokeras, o, space, task, **parts)
-
-
-def _conditional_bo(config, space, task) -> Strategy:
-  o = _options(config)
-  kernel, name, beta = o.pop("kernel", "arc"), o.pop("acquisition", "ei"), o.pop("beta", 2.0)
-  featurizer = build(
-    {"arc": feat.arc, "poor_man": feat.poor_man, "otmann": feat.otmann}, kernel, "strategy_config.kernel"
-  )
-  optimizer = o.pop("optimizer", None) or ("mutation" if kernel == "otmann" else "gradient")
-  if optimizer not in ("gradient", "mutation"):
-    raise ValueError(f"strategy_config.optimizer: {optimizer!r} is unknown; choose one of: gradient, mutation")
-  if not (isinstance(beta, (int, float)) and not isinstance(beta, bool) and beta >= 0):
-    raise ValueError(f"strategy_config.beta={beta!r}; expected a number >= 0")
-  scorers = {"ei": lambda: acq.ei(), "ucb": lambda: acq.ucb(kappa=math.sqrt(beta))}
-  acquisition = build(scorers, name, "strategy_config.acquisition")
-  o["gradient"] = optimizer == "gradient"
-  return _preset(presets.conditional_bo, o, space, task, featurizer=featurizer, acquisition=acquisition)
+    parts["optimiser"] = optimizers.mutation_search(**counts)
+  return _call(presets.bananas, space, task, o, objective=objective, **_proxy_parts(parts, proxy, "bananas"))
 
 
 def _with_goal(strategy: Callable, takes_objectives: bool = True) -> Callable:
@@ -296,13 +266,13 @@ STRATEGIES: dict[str, Callable[..., Strategy]] = {
   "ea": _with_goal(baselines.evolution),
   "local_search": _with_goal(local_search.local_search),
   "regularized_evolution": _with_goal(regularized_evolution.regularized_evolution),
-  "bo": _bo,
-  "nasbot": _nasbot,
-  "rand": functools.partial(_nasbot, acquisition="random"),
+  "bo": _with_parts(bo, _BO_PARTS),
+  "nasbot": _with_parts(presets.nasbot),
+  "rand": _with_parts(presets.rand),
   "bananas": _bananas,
-  "gp_bo": lambda config, space, task: _preset(presets.gp_bo, _options(config), space, task),
-  "autokeras": _autokeras,
-  "conditional_bo": _conditional_bo,
+  "gp_bo": _with_parts(presets.gp_bo),
+  "autokeras": _with_parts(presets.autokeras),
+  "conditional_bo": _with_parts(presets.conditional_bo),
 }
 
 
@@ -320,7 +290,7 @@ SCHEDULERS: MappingProxyType[str, Callable[..., Strategy]] = MappingProxyType(
 # How a strategy takes a proxy's parts (`config.proxy`) besides the warm-up, which any strategy
 # takes: "model" factories are called with the proxy (prescreened optimiser, feature, prior
 # mean); "moves" strategies run on the prescreened space.
-_PROXY_MODELS = MappingProxyType({"bo": _bo, "bananas": _bananas})
+_PROXY_MODELS = MappingProxyType({"bo": STRATEGIES["bo"], "nasbot": STRATEGIES["nasbot"], "bananas": _bananas})
 _PROXY_MOVES = ("regularized_evolution", "local_search", "ea")
 
 

@@ -165,7 +165,7 @@ def test_each_featurizer_builds_on_the_spaces_that_offer_what_it_reads():
     F.encoding("adj_code")(NB201)
   with pytest.raises(ValueError):
     F.edit()(NB201)  # cells are not networks of the Auto-Keras family
-  with pytest.raises(ValueError, match="solver: 'lp' is unknown"):
+  with pytest.raises(TypeError, match="solver: 'lp' given; expected an OTMANN solver value"):
     F.otmann(solver="lp")
   with pytest.raises(ValueError, match="encoding: 'paths' is unknown"):
     F.encoding("paths")

@@ -1,5 +1,5 @@
-"""OTMANN without an LP (`otmann_bounds`): `solver="bound"` is never above the exact distance and
-`solver="greedy"` (a greedy plan's cost) never below it, on random MLPs, CNNs and cells; both are 0
+"""OTMANN without an LP (`otmann_bounds`): `solver=bound()` is never above the exact distance and
+`solver=greedy()` (a greedy plan's cost) never below it, on random MLPs, CNNs and cells; both are 0
 between a network and itself and exact where the cheapest matches already form a plan."""
 
 import jax
@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from nas_jax import cell_layer_graph
 from nas_jax.arch import cell as cell_lib
 from nas_jax.features import otmann
+from nas_jax.features.otmann_solver import bound, exact, greedy
 from nas_jax.spaces import cells as C
 from nas_jax.spaces.space import layer_graph_space
 
@@ -17,7 +18,7 @@ NU = otmann.KERNEL_NU_STR
 
 
 def _all(a, b):
-  return [otmann.otmann_distances(a, b, nu_str=NU, solver=s) for s in ("exact", "bound", "greedy")]
+  return [otmann.otmann_distances(a, b, nu_str=NU, solver=s) for s in (exact(), bound(), greedy())]
 
 
 def _assert_between(exact, bound, greedy):

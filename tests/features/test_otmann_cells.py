@@ -18,6 +18,7 @@ import nas_jax
 from nas_jax import cell_layer_graph
 from nas_jax.arch import cell as cell_lib
 from nas_jax.arch import graph, labels
+from nas_jax.features.otmann_solver import exact, sinkhorn
 from nas_jax.features import otmann
 from nas_jax.features import otmann_costs as oc
 from nas_jax.spaces import cells as C
@@ -146,10 +147,10 @@ def test_nb201_isomorphic_cells_are_at_distance_zero(nb201_classes):
   members = [nb201_classes[k][:: max(1, len(nb201_classes[k]) // 6)][:6] for k in keys]
   archs = [cell_layer_graph(cell_lib.nb201_cell(ops)) for group in members for ops in group]
   cls = np.repeat(np.arange(len(keys)), [len(g) for g in members])
-  for solver in ("exact", "sinkhorn"):
+  for solver, tol in ((exact(), 1e-12), (sinkhorn(), 1e-2)):
     d_bar = otmann.otmann_distances(archs, nu_str=NU, solver=solver).d_bar
     same = cls[:, None] == cls[None, :]
-    assert np.all(d_bar[:, same] <= (1e-12 if solver == "exact" else 1e-2))
+    assert np.all(d_bar[:, same] <= tol)
     assert np.all(d_bar[:, ~same] > 0.05)
 
 
@@ -207,11 +208,11 @@ def test_sinkhorn_agrees_with_exact():
   the exact value (the rounded plan is feasible), d_bar <= 1e-2 where d = 0."""
   for archs in _random_cells(2, 5):
     archs.append(archs[0])
-    exact = otmann.otmann_distances(archs, nu_str=NU, solver="exact")
-    approx = otmann.otmann_distances(archs, nu_str=NU, solver="sinkhorn")
-    off = exact.d_bar > 0
-    assert np.max(np.abs(approx.d[off] - exact.d[off]) / exact.d[off]) <= 1e-2
-    assert np.all(approx.d_bar >= exact.d_bar - 1e-9) and np.all(approx.d_bar[~off] <= 1e-2)
+    reference = otmann.otmann_distances(archs, nu_str=NU, solver=exact())
+    approx = otmann.otmann_distances(archs, nu_str=NU, solver=sinkhorn())
+    off = reference.d_bar > 0
+    assert np.max(np.abs(approx.d[off] - reference.d[off]) / reference.d[off]) <= 1e-2
+    assert np.all(approx.d_bar >= reference.d_bar - 1e-9) and np.all(approx.d_bar[~off] <= 1e-2)
 
 
 def test_bad_arguments_raise_one_clear_error():

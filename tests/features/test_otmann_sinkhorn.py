@@ -11,6 +11,7 @@ import pytest
 
 import nas_jax
 from nas_jax.features import otmann, otmann_solvers
+from nas_jax.features.otmann_solver import exact, sinkhorn
 from nas_jax.spaces import pools, random_arch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "arch"))
@@ -20,9 +21,7 @@ NU = otmann.KERNEL_NU_STR
 
 
 def _both(archs, b=None, **kwargs):
-  exact = otmann.otmann_distances(archs, b, solver="exact", **kwargs)
-  approx = otmann.otmann_distances(archs, b, solver="sinkhorn", **kwargs)
-  return exact, approx
+  return (otmann.otmann_distances(archs, b, solver=s, **kwargs) for s in (exact(), sinkhorn()))
 
 
 def _check_close(exact, approx, rtol=1e-2):
@@ -73,16 +72,14 @@ def test_padding_never_changes_the_result():
   objs = [random_arch.random_json("mlp", rng, max_layers=8) for _ in range(3)]
   tight = [nas_jax.Architecture.from_json(o) for o in objs]
   loose = [nas_jax.Architecture.from_json(o, pad_to=13) for o in objs]
-  tight, loose = (otmann.otmann_distances(a, solver="sinkhorn", nu_str=NU) for a in (tight, loose))
+  tight, loose = (otmann.otmann_distances(a, solver=sinkhorn(), nu_str=NU) for a in (tight, loose))
   np.testing.assert_allclose(loose.d, tight.d, rtol=1e-6)
 
 
 def test_an_iteration_cap_still_returns_a_feasible_upper_bound():
   archs = pools.initial_pool("mlp")[:4]
   exact = otmann.otmann_distances(archs, nu_str=NU)
-  capped = otmann.otmann_distances(
-    archs, solver="sinkhorn", nu_str=NU, sinkhorn=otmann_solvers.SinkhornConfig(max_iterations=10, epsilon=0.05)
-  )
+  capped = otmann.otmann_distances(archs, solver=sinkhorn(max_iterations=10, epsilon=0.05), nu_str=NU)
   assert np.all(capped.d >= exact.d - 1e-9) and np.all(capped.d_bar <= 1.0)
   assert np.any(capped.d > exact.d * (1 + 1e-3))  # the cap is binding, so the bound is loose
 
@@ -98,3 +95,11 @@ def test_random_cnns_and_pools(seed):
   rng = np.random.default_rng(seed)
   archs = pools.initial_pool("cnn") + [random_arch.random_architecture("cnn", rng) for _ in range(14)]
   _check_close(*_both(archs, nu_str=NU))
+
+
+def test_sinkhorn_settings_are_checked_where_the_value_is_made():
+  with pytest.raises(ValueError, match="need epsilon > 0, 0 < momentum < 2"):
+    sinkhorn(cap=2.0)
+  with pytest.raises(ValueError, match="need epsilon > 0"):
+    sinkhorn(epsilon=0.0)
+  assert repr(sinkhorn(epsilon=0.05)).startswith("sinkhorn(SinkhornConfig(epsilon=0.05,") and repr(exact()) == "exact()"

@@ -90,7 +90,7 @@ def test_maximize_continuous_names_a_start_outside_the_bounds():
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_every_kernel_proposes_valid_points_neither_observed_nor_pending(kernel):
-  strategy = conditional_bo(SPACE, "min", kernel=kernel, n_mutations=10, **FAST)
+  strategy = conditional_bo(SPACE, "min", featurizer=kernel, gradient=kernel != "otmann", n_mutations=10, **FAST)
   state = _observed(strategy)
   pending = SPACE.sample(jax.random.key(7), 2)
   proposed, out = strategy.propose(state, 2, pending)
@@ -106,7 +106,7 @@ def test_every_kernel_proposes_valid_points_neither_observed_nor_pending(kernel)
 def test_gradient_and_mutation_spend_equal_acquisition_evaluations_by_default():
   spent = {}
   for optimizer in OPTIMIZERS:
-    strategy = conditional_bo(SPACE, "min", kernel="arc", optimizer=optimizer, **FAST)
+    strategy = conditional_bo(SPACE, "min", featurizer="arc", gradient=optimizer == "gradient", **FAST)
     proposed, (p,) = strategy.propose(_observed(strategy), 1, [])
     note = strategy.notes(proposed, p)
     assert note["optimizer"] == "per_depth" and note["gradient"] == (optimizer == "gradient")
@@ -117,9 +117,9 @@ def test_gradient_and_mutation_spend_equal_acquisition_evaluations_by_default():
 
 
 def test_proposals_are_deterministic_for_a_key_and_skip_pending_points():
-  # UCB with beta = 0 is the posterior mean, which hallucinating a pending point leaves as it is,
+  # UCB with kappa = 0 is the posterior mean, which hallucinating a pending point leaves as it is,
   # so only the exclusion of pending keys can keep the strategy from proposing p twice.
-  options = dict(FAST, kernel="arc", optimizer="mutation", acquisition="ucb", beta=0.0, n_random=1, n_mutations=0)
+  options = dict(FAST, gradient=False, acquisition="ucb", acquisition_config={"kappa": 0.0}, n_random=1, n_mutations=0)
   first, second = (conditional_bo(SPACE, "min", **options) for _ in range(2))
   pending = SPACE.sample(jax.random.key(7), 1)
   state = _observed(first)
@@ -133,10 +133,10 @@ def test_proposals_are_deterministic_for_a_key_and_skip_pending_points():
 
 
 def test_options_are_checked_by_name():
-  with pytest.raises(ValueError, match="kernel"):
-    conditional_bo(SPACE, "min", kernel="rbf")
+  with pytest.raises(ValueError, match="featurizer: 'rbf' is unknown"):
+    conditional_bo(SPACE, "min", featurizer="rbf")
   with pytest.raises(ValueError, match="ascends the acquisition's gradient"):
-    conditional_bo(SPACE, "min", kernel="otmann", optimizer="gradient")
+    conditional_bo(SPACE, "min", featurizer="otmann", gradient=True)
   with pytest.raises(ValueError, match="n_random"):
     conditional_bo(SPACE, "min", n_random=0)
 

@@ -227,7 +227,7 @@ def test_joint_needs_a_sampler_on_the_fidelity_space():
 def _config(workdir, budget: int):
   c = load_config(os.path.join(ROOT, "configs", "random_synthetic.py"))
   c.strategy = "nasbot"
-  c.strategy_config = ml_collections.ConfigDict(dict(nu_str=(0.1, 0.8), ea_min=8, ea_max=8, n_starts=2, fit_steps=10))
+  c.strategy_config = ml_collections.ConfigDict(contract.CASES["nasbot"].options)
   c.task.fidelities = "1,3,9"
   c.scheduler = "asha"
   c.scheduler_config.model = "joint"
@@ -257,8 +257,12 @@ def test_asha_joint_over_nasbot_through_the_config_resumes_to_the_same_journal(t
 def test_scheduler_config_model_is_checked_in_one_line(tmp_path):
   c = _config(tmp_path / "bad", 4)
   c.scheduler_config.model = "both"
-  with pytest.raises(ValueError, match="config.scheduler_config.model: 'both' is not allowed; choose one of: fidelity"):
-    config_lib.check_search_config(c)
+  config_lib.check_search_config(c)  # the shape is right: the scheduler checks its options
+  with pytest.raises(ValueError, match="scheduler: model='both'; choose one of: fidelity, joint"):
+    config_lib.build_search(c)
+  c.scheduler_config.model, c.scheduler_config.eta = "joint", 1
+  with pytest.raises(ValueError, match="scheduler: eta=1; expected an integer >= 2"):
+    config_lib.build_search(c)
 
 
 def test_the_joint_presets_set_the_model():

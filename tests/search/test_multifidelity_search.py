@@ -107,7 +107,6 @@ def test_any_strategy_samples_for_a_scheduler_through_the_config(tmp_path):
     ("scheduler", "bohb", "config.scheduler: 'bohb' is not allowed; choose one of: sh, hyperband, asha"),
     ("task.fidelities", "9,3", "config.task.fidelities: '9,3' is not allowed"),
     ("task.fidelities", "1,x", "config.task.fidelities: '1,x'; expected numbers"),
-    ("scheduler_config.eta", 1, "config.scheduler_config.eta: 1 is not allowed"),
     ("objectives", "params", "config.scheduler: 'asha' is not allowed; it ranks by the value alone"),
   ],
 )

@@ -5,12 +5,16 @@ import numpy as np
 import pytest
 
 from nas_jax.search.state import Observation, Status
+from nas_jax.acquisition.optimizers import ea
+from nas_jax.features.featurizers import otmann
+from nas_jax.features.pairwise import OtmannPair
 from nas_jax.search.strategies import presets as nasbot_lib
 from nas_jax.surrogates import priors
+from nas_jax.surrogates.point_model import gp
 from nas_jax.spaces.space import layer_graph_space
 from nas_jax.tasks.synthetic import synthetic_task
 
-FAST = dict(n_starts=2, fit_steps=10, ea_min=8, ea_max=8, nu_str=(0.1, 0.8))
+FAST = dict(featurizer=otmann(nu_str=(0.1, 0.8)), surrogate=gp(n_starts=2, fit_steps=10), optimiser=ea(lo=8, hi=8))
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +91,9 @@ def test_warm_refits_fit_in_full_every_k_and_replay_exactly(setup):
   """refit_every=3: the anchor (full fit) moves at 3, 6, ... successes; a search resumed between
   anchors recomputes its anchor from the journal and proposes what the uninterrupted one did."""
   space, task = setup
-  s = nasbot_lib.nasbot(space, task.goal, refit_every=3, warm_steps=5, **FAST)
+  s = nasbot_lib.nasbot(
+    space, task.goal, refit_every=3, **{**FAST, "surrogate": gp(n_starts=2, fit_steps=10, warm_steps=5)}
+  )
   obs = _observe(space, task, space.initial() + space.sample(jax.random.key(7), 6))
   state = s.update(s.init(jax.random.key(8)), obs[:2])
   state, _ = s.propose(state, 1, [])
@@ -110,7 +116,7 @@ def test_warm_refits_fit_in_full_every_k_and_replay_exactly(setup):
 def test_warm_refits_need_a_fitted_gp(setup):
   space, task = setup
   with pytest.raises(ValueError, match="refit_every=4 needs a surrogate with warm refits"):
-    nasbot_lib.nasbot(space, task.goal, refit_every=4, n_hyper_samples=4)
+    nasbot_lib.nasbot(space, task.goal, refit_every=4, surrogate=gp(n_hyper_samples=4))
   with pytest.raises(ValueError, match="refit_every=0"):
     nasbot_lib.nasbot(space, task.goal, refit_every=0)
 
@@ -145,17 +151,47 @@ def test_rand_needs_no_distances(setup):
 
 
 def test_kernel_ablation_boxes_switch_a_term_off():
-  box = priors.nasbot_box(4, "d")
+  box = priors.otmann_kernel(d_bar=False).box(OtmannPair, 4)
   assert float(box.lower.kernel.log_alpha_bar) == float(box.upper.kernel.log_alpha_bar) < -20
-  box = priors.nasbot_box(4, "d_bar")
+  box = priors.otmann_kernel(d=False).box(OtmannPair, 4)
   assert float(box.lower.kernel.log_alpha) == float(box.upper.kernel.log_alpha) < -20
-  with pytest.raises(ValueError, match="kernel: 'both' is unknown"):
-    priors.nasbot_box(4, "both")
+  both = priors.nasbot_box(4)
+  assert float(both.lower.kernel.log_alpha) < float(both.upper.kernel.log_alpha)
+  with pytest.raises(ValueError, match="d=False and d_bar=False leave no term"):
+    priors.otmann_kernel(d=False, d_bar=False)
 
 
 def test_bad_options_are_named(setup):
   space, task = setup
   with pytest.raises(ValueError, match="ea: lo=0; expected an integer >= 1"):
-    nasbot_lib.nasbot(space, task.goal, ea_min=0)
-  with pytest.raises(ValueError, match="kernel: 'both' is unknown"):
-    nasbot_lib.nasbot(space, task.goal, kernel="both")
+    nasbot_lib.nasbot(space, task.goal, optimiser=ea(lo=0))
+  with pytest.raises(TypeError, match="gp: kernel='both'; expected a kernel value"):
+    nasbot_lib.nasbot(space, task.goal, surrogate=gp(kernel="both"))
+
+
+def test_a_config_names_parts_through_the_tables_and_the_preset_makes_the_rest(setup):
+  """`strategy="nasbot"` builds the parts its strategy_config names (the same values as FAST
+  here) and leaves the others (EI, the pool) to the preset: it proposes what the preset does;
+  RAND's acquisition is its own, so a config cannot name one."""
+  import ml_collections
+
+  from nas_jax.wiring.parts import STRATEGIES
+
+  space, task = setup
+  named = dict(
+    featurizer="otmann",
+    featurizer_config=dict(nu_str=(0.1, 0.8)),
+    surrogate="gp",
+    surrogate_config=dict(n_starts=2, fit_steps=10),
+    optimizer="ea",
+    optimizer_config=dict(lo=8, hi=8),
+  )
+  from_config = STRATEGIES["nasbot"](ml_collections.ConfigDict({"strategy_config": named}), space, task)
+  obs = _observe(space, task, space.initial() + space.sample(jax.random.key(3), 3))
+  proposals = []
+  for s in (from_config, nasbot_lib.nasbot(space, task.goal, **FAST)):
+    state, (p,) = s.propose(s.update(s.init(jax.random.key(0)), obs), 1, [])
+    proposals.append((space.canonical_key(p), s.notes(state, p)["origin"]))
+  assert proposals[0] == proposals[1] and proposals[0][1] == "ei"
+  with pytest.raises(ValueError, match="multiple values for keyword argument 'acquisition'"):
+    STRATEGIES["rand"](ml_collections.ConfigDict({"strategy_config": {"acquisition": "ei"}}), space, task)

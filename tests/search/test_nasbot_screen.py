@@ -1,4 +1,4 @@
-"""NASBOT's EA with a screen (`presets.nasbot(screen=k)`): its proposals replay from the journal;
+"""NASBOT's EA with a screen (`presets.nasbot(optimiser=ea(screen=k))`): its proposals replay from the journal;
 the default, `screen=0`, proposes what the EA did before the screen existed, to the bit."""
 
 import hashlib
@@ -7,12 +7,15 @@ import json
 import jax
 import pytest
 
+from nas_jax.acquisition.optimizers import ea
+from nas_jax.features.featurizers import otmann
 from nas_jax.search.state import Observation, Status
 from nas_jax.search.strategies import presets
 from nas_jax.spaces.space import layer_graph_space
+from nas_jax.surrogates.point_model import gp
 from nas_jax.tasks.synthetic import synthetic_task
 
-FAST = dict(n_starts=2, fit_steps=10, ea_min=12, ea_max=12, nu_str=(0.1, 0.8))
+FAST = dict(featurizer=otmann(nu_str=(0.1, 0.8)), surrogate=gp(n_starts=2, fit_steps=10), optimiser=ea(lo=12, hi=12))
 # The first 5 proposals of `_search(screen=0)`, made by the EA before `screen` was added
 # (sha1 of each point's JSON, first 12 hex digits): 2 of the initial pool, then 3 by EI.
 PAPER = ["6011635eac18", "d59557eae12b", "7b34f4c0fe09", "7fa9595ae7c3", "79973c4de194"]
@@ -55,7 +58,7 @@ def test_screen_0_is_the_papers_ea_to_the_bit(setup):
 
 def test_the_screened_ea_replays_from_the_journal(setup):
   space, task = setup
-  more = dict(ea_min=2 * presets.EA_SCREEN, ea_max=2 * presets.EA_SCREEN, screen=presets.EA_SCREEN)  # drops some
+  more = dict(optimiser=ea(lo=2 * presets.EA_SCREEN, hi=2 * presets.EA_SCREEN, screen=presets.EA_SCREEN))  # drops some
   live, state, observations, notes = _search(space, task, 5, **more)
   assert [n.get("screened") for n in notes[2:]] == [presets.EA_SCREEN] * 3  # the EA's, screened
   _, (expected,) = live.propose(state, 1, [])

@@ -295,7 +295,7 @@ _CASES = {
   ),
   # NASBOT's screened EA: the proxy cuts the screen's batches, the GP's prior mean wraps its pairs
   "nasbot": (
-    "bo",
+    "nasbot",
     dict(
       featurizer="otmann",
       surrogate="gp",

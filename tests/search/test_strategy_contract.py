@@ -70,7 +70,20 @@ def _conditional():
   return conditional_space(max_depth=2)
 
 
-_OTMANN = dict(nu_str=(0.1, 0.8), ea_min=8, ea_max=8)  # two distance scales, 8 EA children
+# NASBOT's parts with two distance scales and 8 EA children
+_OTMANN = dict(
+  featurizer="otmann",
+  featurizer_config=dict(nu_str=(0.1, 0.8)),
+  surrogate="gp",
+  surrogate_config=dict(n_starts=2, fit_steps=10),
+  optimizer="ea",
+  optimizer_config=dict(lo=8, hi=8),
+)
+_BAD_OTMANN = (
+  {"featurizer_config": {"solver": NOPE}},
+  {"featurizer_config": {"params": NOPE}},
+  {"optimizer_config": {"selection": NOPE}},
+)
 
 CASES = {
   "random": Case(_nb201, {}, ({"n_init": 4},), steps=5),
@@ -102,28 +115,30 @@ CASES = {
   ),  # 4 random cells, then batches of 2
   "nasbot": Case(
     _mlp,
-    dict(_OTMANN, n_starts=2, fit_steps=10),
+    _OTMANN,
     (
       {"acquisition": NOPE},
-      {"solver": NOPE},
-      {"otmann_params": NOPE},
-      {"kernel": NOPE},
-      {"selection": NOPE},
-      {"p": -1.0},
-      {"ea_min": -5},
+      *_BAD_OTMANN,
+      {"surrogate_config": {"kernel": NOPE}},
+      {"surrogate_config": {"p": -1.0}},
+      {"optimizer_config": {"lo": -5}},
     ),
     steps=5,
     failed=(0, 3),
   ),
   # NASBOT's GP fitted by L-BFGS from the previous optimum plus fresh starts (its `fitter`)
   "nasbot[lbfgs]": Case(
-    _mlp, dict(_OTMANN, fitter="lbfgs", fitter_config=dict(n_starts=2)), ({"fitter": NOPE},), steps=5, failed=(0, 3)
+    _mlp,
+    dict(_OTMANN, surrogate_config=dict(fitter="lbfgs", fitter_config=dict(n_starts=2))),
+    ({"surrogate_config": {"fitter": NOPE}},),
+    steps=5,
+    failed=(0, 3),
   ),
-  "rand": Case(_mlp, _OTMANN, ({"solver": NOPE}, {"otmann_params": NOPE}, {"selection": NOPE}), steps=5, failed=(0, 3)),
+  "rand": Case(_mlp, _OTMANN, _BAD_OTMANN, steps=5, failed=(0, 3)),
   "bananas": Case(
     _nb201,
     dict(hidden=(8, 8), epochs=30, n_members=3, n_init=4, k=2, n_candidates=20, attempts_per_parent=20),
-    ({"preset": NOPE}, {"encoding": NOPE}, {"acquisition": NOPE}, {"candidates": NOPE}),
+    ({"preset": NOPE}, {"encoding": NOPE}, {"acquisition": NOPE}, {"optimizer": NOPE}),
     steps=8,
     failed=(0, 6),
   ),  # 4 random cells, then batches of k = 2
@@ -136,7 +151,7 @@ CASES = {
     _morph,
     dict(max_ops=2, n_children=4),
     (
-      {"kernel": NOPE},
+      {"featurizer": NOPE},
       {"optimizer": NOPE},
       {"target": NOPE},
       {"variant": NOPE},
@@ -149,7 +164,7 @@ CASES = {
   "conditional_bo": Case(
     _conditional,
     dict(n_starts_fit=2, fit_steps=5, n_random=8, n_grad_starts=2, grad_steps=4, n_mutations=10),
-    ({"kernel": NOPE}, {"optimizer": NOPE}, {"acquisition": NOPE}),
+    ({"featurizer": NOPE}, {"optimizer": NOPE}, {"acquisition": NOPE}),
     steps=6,
     failed=(0, 4),
   ),  # 2 successes before the GP

@@ -14,6 +14,7 @@ from nas_jax.arch.host_graph import canonical_key
 from nas_jax.arch.json_io import Limits, from_json, to_json
 from nas_jax.spaces import modifiers as M
 from nas_jax.spaces.pools import chain, initial_pool
+from nas_jax.wiring import names
 from nas_jax.wiring.parts import SPACES
 from nas_jax.spaces.space import Space, layer_graph_space
 
@@ -144,7 +145,7 @@ def test_space_has_the_interface_and_registry_entry():
     "tree",
   )
   assert (space.fidelities, space.base) == ((), None)  # set by spaces.fidelity_space only
-  assert SPACES["layer_graph"] is layer_graph_space
+  assert SPACES["layer_graph"] is names.layer_graph_space  # a config's modifier subset names, then this
 
 
 @pytest.mark.parametrize("kind", ["cnn", "mlp"])
@@ -185,7 +186,7 @@ def test_mutate_retries_until_the_graph_changes():
   "modifiers, limits",
   [
     (["inc_single", "inc_en_masse"], Limits(max_units=8)),  # every increase is clipped back to 8
-    ("unit", Limits(min_units=8, max_units=8)),  # no unit count but 8 is allowed
+    (M.UNIT_MODIFIERS, Limits(min_units=8, max_units=8)),  # no unit count but 8 is allowed
   ],
 )
 def test_mutate_reports_a_point_no_modifier_can_change(modifiers, limits):

@@ -137,7 +137,11 @@ def test_configs_name_the_fitter_and_get_one_clear_line_for_a_wrong_one():
   from nas_jax.wiring import parts
 
   for name, options, message in (
-    ("nasbot", {"fitter": "bfgs"}, r"strategy_config.fitter: 'bfgs' is unknown; choose one of: adam, lbfgs"),
+    (
+      "nasbot",
+      {"surrogate": "gp", "surrogate_config": {"fitter": "bfgs"}},
+      r"strategy_config.surrogate_config.fitter: 'bfgs' is unknown; choose one of: adam, lbfgs",
+    ),
     (
       "bo",
       {"surrogate_config": {"fitter": "lbfgs", "fitter_config": {"steps": 3}}},

@@ -13,6 +13,8 @@ from nas_jax.features import featurizers as F
 from nas_jax.spaces.cells import nb201_space
 from nas_jax.spaces.conditional import conditional_space
 from nas_jax.arch.architecture import next_power_of_two
+from nas_jax.features.pairwise import OtmannPair, VectorPair
+from nas_jax.surrogates import kernels, priors
 from nas_jax.surrogates import point_model as pm
 
 NB201 = nb201_space()
@@ -96,9 +98,12 @@ def test_the_value_model_equals_the_host_prediction():
     (lambda: pm.ensemble(), F.otmann(), "'ensemble' reads vectors; featurizer 'otmann' gives OtmannPair"),
     (lambda: pm.gp_fixed(), F.arc(), "use the fitted 'gp' for OTMANN and arc features"),
     (lambda: pm.gp_fixed(kernel="hamming"), F.poor_man(), "'poor_man' is not binary"),
-    (lambda: pm.gp(kernel="matern52", p=2.0), F.encoding("path"), "gp on 'path' features: .*'p'"),
+    (lambda: pm.gp(p=2.0), F.encoding("path"), "gp on 'path' features: .*'p'"),
+    (lambda: pm.gp(kernel=priors.matern52(), p=2.0), F.encoding("path"), r"\['p'\] are options of the default kernel"),
+    (lambda: pm.gp(kernel=priors.hamming()), F.poor_man(), "'poor_man' is not binary"),
+    (lambda: pm.gp(kernel=priors.exp_squared()), F.otmann(), r"reads VectorPair, DistancePair; .* give OtmannPair"),
     (lambda: pm.gp(n_starts=0), F.encoding("path"), "n_starts=0"),
-    (lambda: pm.gp(box=object(), kernel="d"), F.otmann(), "box excludes the options \\['kernel'\\]"),
+    (lambda: pm.gp(box=object(), kernel=priors.otmann_kernel()), F.otmann(), "box excludes the options \\['kernel'\\]"),
   ],
 )
 def test_bad_pairings_are_refused_by_name(surrogate, featurizer, match):
@@ -127,3 +132,22 @@ def test_a_fit_on_fewer_padded_slots_predicts_as_the_fit_at_the_capacity():
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
   with pytest.raises(ValueError, match=r"gp: fit_step=-1; expected an int >= 0"):
     pm.gp(fit_step=-1)
+
+
+def test_a_sum_of_kernel_values_fits_in_the_sum_of_their_boxes():
+  """gp(kernel=a + b): the box holds kernels.Sum of the terms' bounds (the noise range the left
+  term's), and the GP fits and predicts on it; a name in place of a value is refused by name."""
+  both = priors.matern52(ard=False) + priors.hamming()
+  box = both.box(VectorPair, 5)
+  single = priors.hamming().box(VectorPair, 5)
+  assert isinstance(box.lower.kernel, kernels.Sum) and isinstance(box.upper.kernel.k2, kernels.Hamming)
+  np.testing.assert_array_equal(box.upper.kernel.k2.log_length_scale, single.upper.kernel.log_length_scale)
+  assert box.lower.kernel.k1.log_length_scale.shape == () and both.binary
+  fitted = _fit(pm.gp(kernel=both, n_starts=2, fit_steps=10)(F.encoding("path")(NB201)))
+  pred, _ = pm.predict(fitted, CELLS[10:])
+  assert np.all(np.isfinite(np.asarray(pred.mean))) and np.all(np.asarray(pred.std) > 0)
+  with pytest.raises(TypeError, match="gp: kernel='matern52'; expected a kernel value"):
+    pm.gp(kernel="matern52")
+  with pytest.raises(ValueError, match="the terms read no common pair type"):
+    priors.otmann_kernel() + priors.arc_kernel()
+  assert priors.otmann_kernel(d_bar=False).box(OtmannPair, 4).lower.kernel.log_alpha_bar < -20

@@ -16,7 +16,6 @@ from nas_jax.acquisition.conditional_search import per_depth
 from nas_jax.acquisition.functions import ei, independent_thompson, ucb, uniform
 from nas_jax.acquisition.optimizers import ea, mutation_search, tree
 from nas_jax.features import featurizers as feat
-from nas_jax.features.otmann import KERNEL_NU_STR
 from nas_jax.search.strategies.bo import bo
 from nas_jax.search.strategies.initial import pool, random_design
 from nas_jax.search.strategy import Strategy
@@ -44,63 +43,44 @@ def nasbot(
   space: Any,
   goal: str = "max",
   *,
+  featurizer: Any = None,
+  surrogate: Any = None,
   acquisition: Any = None,
-  nu_str=KERNEL_NU_STR,
-  solver: str = "exact",
-  otmann_params: str = "paper",
-  kernel: str = "combined",
-  p: float = 1.0,
-  p_bar: float = 2.0,
-  n_hyper_samples: int = 0,
-  n_starts: int = 16,
-  fit_steps: int = 200,
-  fitter: Any = None,
-  ea_scale: float = 25.0,
-  ea_min: int = 50,
-  ea_max: int = 500,
-  selection: str = "paper",
-  screen: int = 0,
-  chunk_size: int = 256,
-  refit_every: int = 1,
-  warm_steps: int = 20,
+  optimiser: Any = None,
+  initial: Any = None,
   objective: Any = None,
+  **options,
 ) -> Strategy:
-  """NASBOT: the initial pool, then EI (hallucinated pending networks) from a GP with the OTMANN
-  kernel of eq. (7), maximised by the EA with n_EA = clip(ea_scale sqrt(t), ea_min, ea_max).
-  kernel "d"/"d_bar" and p, p_bar are the App. C.4 ablations; acquisition=uniform() is RAND.
-  refit_every > 1 fits the GP in full every that many evaluations and refits it from there with
-  warm_steps steps in between (`bo`'s warm refits); refit_every=7, warm_steps=0 is the authors'
-  code's schedule, which keeps the hyper-parameters between full fits (not in the paper).
-  fitter=gp_lbfgs.lbfgs(...) fits the GP by L-BFGS instead of n_starts x fit_steps Adam steps.
-  screen = k: the EA evolves on EI over OTMANN's lower bounds and scores its k best by EI itself
-  (`optimizers.ea`; our change, which searched NB201 worse); screen=0, the default, is the paper's EA,
-  every candidate scored exactly."""
+  """NASBOT (Sec. 4; App. B): the initial pool, then EI (hallucinated pending networks) of a GP
+  with the OTMANN kernel of eq. (7), maximised by the EA with n_EA = clip(25 sqrt(t), 50, 500).
+
+  Each part replaces NASBOT's: featurizer `otmann()` (e.g. otmann(solver=sinkhorn())); surrogate
+  `gp()` (gp(kernel=otmann_kernel(d_bar=False)), d=False and its p, p_bar are the App. C.4
+  ablations; gp(fitter=lbfgs(...)) an L-BFGS fit); acquisition `ei()` (uniform() is RAND, `rand`);
+  optimiser `ea()` (ea(screen=k): our EA on lower bounds, `optimizers.ea`); initial `pool()`
+  (random_design(n=10): random cells first).
+  options: `bo`'s (refit_every = k > 1: the full GP fit every k evaluations and warm refits
+  between; k = 7 with gp(warm_steps=0) is the authors' code's schedule, not the paper's)."""
   acquisition = acquisition or ei()
+  if not acquisition.needs_model:
+    options["refit_every"] = 1  # no model, nothing to refit
   return bo(
     space,
     goal,
-    featurizer=feat.otmann(nu_str=nu_str, solver=solver, params=otmann_params, chunk_size=chunk_size),
-    surrogate=gp(
-      kernel=kernel,
-      p=p,
-      p_bar=p_bar,
-      n_hyper_samples=n_hyper_samples,
-      n_starts=n_starts,
-      fit_steps=fit_steps,
-      fitter=fitter,
-      warm_steps=warm_steps,
-    ),
+    featurizer=featurizer or feat.otmann(),
+    surrogate=surrogate or gp(),
     acquisition=acquisition,
-    optimiser=ea(scale=ea_scale, lo=ea_min, hi=ea_max, selection=selection, screen=screen),
-    initial=pool(),
+    optimiser=optimiser or ea(),
+    initial=initial or pool(),
     objective=objective,
-    refit_every=refit_every if acquisition.needs_model else 1,
+    **options,
   )
 
 
-def rand(space: Any, goal: str = "max", **options) -> Strategy:
-  """RAND (NASBOT Sec. 5; App. C.1): NASBOT's EA over uniform random acquisition values; `nasbot`'s options."""
-  return nasbot(space, goal, acquisition=uniform(), **options)
+def rand(space: Any, goal: str = "max", **parts) -> Strategy:
+  """RAND (NASBOT Sec. 5; App. C.1): NASBOT's EA over uniform random acquisition values; `nasbot`'s
+  parts and options but the acquisition."""
+  return nasbot(space, goal, acquisition=uniform(), **parts)
 
 
 def bananas(
@@ -129,8 +109,10 @@ def bananas(
   """BANANAS: n_init random cells, then batches of k chosen by one acquisition of an ensemble on
   the cells' encoding, fitted to error_offset - score (the val error in % for accuracies in %).
   `preset` fills what is None (encoding, acquisition, ddof: `BANANAS_PRESETS`); the optimiser
-  mutates the n_parents best cells unless another is given (random_search: the ablation); a given
-  featurizer replaces the encoding's (e.g. the encoding with a proxy's feature appended)."""
+  mutates the n_parents best cells unless another is given; a given featurizer replaces the
+  encoding's (e.g. the encoding with a proxy's feature appended). The ablations with the preset's
+  values are parts: EI is ei(sigma_scale=BANANAS_PRESETS[preset]["ei_sigma_scale"]), random
+  candidates random_search(n_candidates=BANANAS_PRESETS[preset]["n_random_candidates"])."""
   if preset not in BANANAS_PRESETS:
     raise ValueError(f"bananas: preset={preset!r}; allowed: {', '.join(BANANAS_PRESETS)}")
   check_counts("bananas: ", {"n_init": (n_init, 1), "k": (k, 1)})

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from types import MappingProxyType
 from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
@@ -37,6 +38,7 @@ from nas_jax.spaces.fidelity_space import FIDELITY_KIND, FidelityPoint
 __all__ = [
   "MODELS",
   "PROMOTE",
+  "OPTIONS",
   "SchedulerState",
   "sh_brackets",
   "hyperband_brackets",
@@ -47,6 +49,8 @@ __all__ = [
 
 MODELS = ("fidelity", "joint")  # what the sampler sees: the model fidelity, or every fidelity
 PROMOTE = ("value", "model")  # what ranks a rung: its observed values, or the joint model's predictions
+#: Every option of a scheduler (`successive_halving`'s **options) with its default; the constructors check them.
+OPTIONS = MappingProxyType({"eta": 3, "min_points": 10, "model": "fidelity", "promote": "value"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,11 +129,10 @@ class _Scheduler(NamedTuple):
 
 def _scheduler(brackets_of: Callable, sampler, space, goal, fidelities, options: dict) -> Strategy:
   """The scheduler whose synchronous brackets are brackets_of(rungs, eta) (none: ASHA)."""
-  defaults = dict(eta=3, min_points=10, model="fidelity", promote="value")
-  unknown = sorted(set(options) - set(defaults))
+  unknown = sorted(set(options) - set(OPTIONS))
   if unknown:
-    raise ValueError(f"scheduler: options {unknown} are unknown; allowed: {', '.join(defaults)}")
-  o = {**defaults, **options}
+    raise ValueError(f"scheduler: options {unknown} are unknown; allowed: {', '.join(OPTIONS)}")
+  o = {**OPTIONS, **options}
   fidelities = tuple(float(f) for f in fidelities)
   _check(o["eta"], o["min_points"], fidelities, o["model"], o["promote"], sampler)
   brackets = brackets_of(len(fidelities), o["eta"])
