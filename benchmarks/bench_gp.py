@@ -21,13 +21,16 @@ rest at random; each prefix is padded to a power of two for Adam (the same fit, 
 as on the config's `fit_step`: docs/surrogates.md) and to the config's `fit_step` for L-BFGS.
 Both fits are scored on the power-of-two padding. At each size and
 for --seeds keys it fits by the paper's code's fit (Adam, 16 starts x 200 steps, gp_fit.fit_map,
-configs/nasbot_nb201.py) and by the fitter of configs/nasbot_nb201.py:lbfgs (L-BFGS on the
+configs/nasbot_nb201.py:fit16) and by the fitter of configs/nasbot_nb201.py:lbfgs (L-BFGS on the
 closed-form gradient of gp_lml), from the same starts: seconds, final log-likelihoods, the ratio
 of the times, the least gain in log-likelihood, how many Adam starts end below the
 log-likelihood they started from, and the load. It asserts no loss over 0.01. It
 also scores the config's schedule: the L-BFGS fit on the first m0 = n - n % refit_every cells,
 kept until n, against the Adam fit at n (the default sizes are 6, 6 and 6 evaluations past a
-full fit, the most the schedule allows at refit_every = 7).
+full fit, the most the schedule allows at refit_every = 7). Beside them, the default fit of
+configs/nasbot_nb201.py (4 Adam starts, one from the previous full fit's optimum, `bo`'s
+chain_fits) against :fit16's 16 random starts, both on the config's `fit_step` padding, the chain
+run up to the fit below n: seconds and log-likelihoods (`chained_nb201`).
 
   taskset -c 0,1 python benchmarks/bench_gp.py --nb201 [--nb201_sizes=62,125,146] [--seeds=3]
     [--path=../shared/data/nasbench201]
@@ -174,6 +177,58 @@ def _adam_starts_below(fit: gp_fit.FitResult, key, box, pair, y, mask) -> int:
   return int(jnp.sum(fit.lml < at_start))
 
 
+def chained_nb201(d, d_bar, valid, box, sizes: list, seeds: int) -> dict:
+  """The default fit of configs/nasbot_nb201.py (n_starts Adam starts, one from the previous full
+  fit's optimum: `bo`'s chain_fits) against its `:fit16` (16 random starts), both as a search runs
+  them (on the observations padded to a multiple of fit_step), at n = each size: the chain of full
+  fits on the first k, 2k, ... cells (k = refit_every) is run up to the one below n, untimed, then
+  the fit on n is timed (compile apart) and scored. Prints and returns the figures."""
+  configs = {arg: config_files.load_config(f"{NASBOT_NB201}{arg}").strategy_config for arg in ("", ":fit16")}
+  new, old = (c.surrogate_config for c in configs.values())
+  every, step = configs[""].refit_every, new.fit_step
+  assert configs[""].chain_fits and not configs[":fit16"].chain_fits, "the default chains its fits, :fit16 not"
+  names = (f"default: {new.n_starts} starts x {new.fit_steps}, chained", f"fit16: {old.n_starts} x {old.fit_steps}")
+  figures = {}
+  for n in sizes:
+    data = _padded_nb201(d, d_bar, valid, n, _fit_slots(n, step))
+    scored = _padded_nb201(d, d_bar, valid, n, next_power_of_two(n, 16))
+    seconds, lml = {name: [] for name in names}, {name: [] for name in names}
+    for seed in range(seeds):
+      prev = None
+      for m in range(every, n, every):  # the chain up to the fit below n (its first link is fresh)
+        link = _padded_nb201(d, d_bar, valid, m, _fit_slots(m, step))
+        key, fresh = jax.random.fold_in(jax.random.key(seed), m), new.n_starts - (prev is not None)
+        fitted = gp_fit.fit_map(key, box, *link, n_starts=fresh, starts=prev, steps=new.fit_steps, project=True)
+        prev = jax.tree.map(lambda x: x[None], fitted.hypers)
+      key = jax.random.fold_in(jax.random.key(seed), n)
+      fits = {
+        names[0]: lambda: gp_fit.fit_map(
+          key, box, *data, n_starts=new.n_starts - 1, starts=prev, steps=new.fit_steps, project=True
+        ),
+        names[1]: lambda: gp_fit.fit_map(key, box, *data, n_starts=old.n_starts, steps=old.fit_steps, project=True),
+      }
+      for name, fit in fits.items():
+        jax.block_until_ready(fit())  # the first call compiles
+        t0 = time.perf_counter()
+        result = jax.block_until_ready(fit())
+        seconds[name].append(time.perf_counter() - t0)
+        lml[name].append(float(gp.log_marginal_likelihood(result.hypers, *scored, project=True)))
+    load = os.getloadavg()
+    for name in names:
+      med = statistics.median(seconds[name])
+      print(
+        f"n = {n:3d} (fitted on {len(data[1])}) {name}: median {med:.2f} s, log-likelihood per seed"
+        f" {np.round(lml[name], 3).tolist()}"
+      )
+      figures[f"n={n}, {name}, median (s)"] = round(med, 3)
+      figures[f"n={n}, {name}, log-likelihoods"] = [round(v, 4) for v in lml[name]]
+    ratio = statistics.median(seconds[names[1]]) / statistics.median(seconds[names[0]])
+    print(f"n = {n:3d} fit16 / default = {ratio:.1f}x; load average {load}")
+    figures[f"n={n}, fit16 / default"] = f"{ratio:.1f}x"
+    figures[f"n={n}, chained fit, load average"] = [round(v, 2) for v in load]
+  return figures
+
+
 def compare_nb201(path: str, sizes: list, seeds: int) -> None:
   """The paper's Adam fit against NASBOT's L-BFGS fit on NB201 histories; prints and records."""
   box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR)))
@@ -250,7 +305,8 @@ def compare_nb201(path: str, sizes: list, seeds: int) -> None:
     figures[f"n={n} (C={c}), Adam starts ending below their start (of 16), per seed"] = below
     figures[f"n={n} (C={c}), load average"] = [round(v, 2) for v in load]
     least[n] = float(gain.min())
-  title = f"NASBOT GP fit on NB201 cells, Adam vs L-BFGS, n = {sizes}"
+  figures.update(chained_nb201(d, d_bar, valid, box, sizes, seeds))
+  title = f"NASBOT GP fit on NB201 cells, Adam vs L-BFGS, and the default's chained fit, n = {sizes}"
   record.write("bench_gp_nb201", title, figures, note=FIT_NOTE, direction="lower")
   assert min(least.values()) >= -0.01, least
 

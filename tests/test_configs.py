@@ -230,26 +230,57 @@ def test_a_search_under_a_parameter_budget_evaluates_nothing_above_it(tmp_path, 
   assert summary["pareto_front"] and {m["trial_id"] for m in summary["pareto_front"]} <= {o.trial_id for o in done}
 
 
-@pytest.mark.slow  # two NB201 smoke searches with the L-BFGS fit (~20 s)
-def test_the_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(tmp_path):
-  """NASBOT's L-BFGS fit (`:lbfgs`), in full every 7 evaluations and kept in between, is a function of the
-  journal: a search stopped after 12 evaluations (between two full fits) and resumed proposes
-  the cells, with the same acquisition values, that an uninterrupted one does."""
+@pytest.mark.slow  # three NB201 smoke searches a case (~20-40 s at load 1)
+@pytest.mark.parametrize(
+  "arg, budget, cut_at, variant_on, proposed_by_it, first",
+  [
+    # The default's chained fit (4 starts, one from the previous full fit's optimum, every 7): cut
+    # past the chained fit on 14, the resumed search refits the chain 7 -> 14; the GP proposes
+    # from the chained fits after 14.
+    pytest.param(":smoke", 22, 16, lambda s: s.chain_fits, lambda info: info.get("origin") == "ei", 14, id="chained"),
+    # The L-BFGS fit, in full every 7 evaluations and kept in between: cut between two full fits.
+    pytest.param(
+      ":smoke+lbfgs",
+      15,
+      12,
+      lambda s: s.surrogate_config.fitter == "lbfgs",
+      lambda info: info.get("origin") == "ei",
+      0,
+      id="lbfgs",
+    ),
+    pytest.param(
+      ":smoke+screen",
+      15,
+      14,
+      lambda s: s.optimizer_config.screen == 4,
+      lambda info: info.get("screened", 0) > 0,
+      0,
+      id="screened_ea",
+    ),
+  ],
+)
+def test_an_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(
+  tmp_path, arg, budget, cut_at, variant_on, proposed_by_it, first
+):
+  """NASBOT (the default's chained fits, the L-BFGS fit `:lbfgs`, the screened EA `:screen`) is a
+  function of the journal: a search stopped after `cut_at` evaluations and resumed proposes the
+  cells, with the same acquisition values, that an uninterrupted one does."""
   path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
-  whole, cut = (config_files.load_config(f"{path}:smoke+lbfgs") for _ in range(2))
+  whole, cut = (config_files.load_config(f"{path}{arg}") for _ in range(2))
   whole.workdir, cut.workdir = str(tmp_path / "whole"), str(tmp_path / "cut")
   _skip_without_data(whole)
-  assert whole.strategy_config.surrogate_config.fitter == "lbfgs" and whole.strategy_config.refit_every == 7
+  assert variant_on(whole.strategy_config) and whole.strategy_config.refit_every == 7 < cut_at < budget
+  whole.budget = budget
   done = config_lib.search_from_config(whole, progress=False)
-  cut.budget = 12
+  cut.budget = cut_at
   config_lib.search_from_config(cut, progress=False)
-  cut.budget = whole.budget
+  cut.budget = budget
   resumed = config_lib.search_from_config(cut, progress=False)
   strip = lambda obs: [
     (o.trial_id, o.arch_json["arch_str"], o.value, o.info["strategy"].get("acquisition")) for o in obs
   ]
   assert strip(resumed) == strip(done)
-  assert sum(o.info["strategy"].get("origin") == "ei" for o in done) >= 3  # the GP proposed some
+  assert sum(proposed_by_it(o.info["strategy"]) for o in done[first:]) >= 3  # the GP, or the screened EA, proposed some
 
 
 def test_nasbot_nb201_screens_the_ea_only_when_asked():
@@ -263,26 +294,6 @@ def test_nasbot_nb201_screens_the_ea_only_when_asked():
     EA_SCREEN,
     4,
   )
-
-
-@pytest.mark.slow  # three NB201 smoke searches (~30 s at load 1)
-def test_nasbot_nb201_screened_ea_resumes_to_the_same_search(tmp_path):
-  """The screened EA (`:screen`) is a function of the journal: a search stopped after 14 evaluations
-  and resumed proposes the cells, with the same acquisition values, of an uninterrupted one."""
-  path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
-  whole, cut = (config_files.load_config(f"{path}:smoke+screen") for _ in range(2))
-  whole.workdir, cut.workdir = str(tmp_path / "whole"), str(tmp_path / "cut")
-  _skip_without_data(whole)
-  done = config_lib.search_from_config(whole, progress=False)
-  cut.budget = 14
-  config_lib.search_from_config(cut, progress=False)
-  cut.budget = whole.budget
-  resumed = config_lib.search_from_config(cut, progress=False)
-  strip = lambda obs: [
-    (o.trial_id, o.arch_json["arch_str"], o.value, o.info["strategy"].get("acquisition")) for o in obs
-  ]
-  assert strip(resumed) == strip(done)
-  assert sum(o.info["strategy"].get("screened", 0) > 0 for o in done) >= 3  # the screened EA proposed some
 
 
 def test_nasbot_nb201_takes_one_refit_schedule():
@@ -302,3 +313,18 @@ def test_nasbot_nb201_takes_one_refit_schedule():
   }
   fast = config_files.load_config(f"{path}:lbfgs").strategy_config
   assert (fast.refit_every, fast.surrogate_config.warm_steps, fast.surrogate_config.fitter) == (7, 0, "lbfgs")
+
+
+def test_nasbot_nb201_chains_four_starts_by_default_and_fit16_is_the_previous_default():
+  """The default fits from 4 starts, one from the previous full fit's optimum, every 7 evaluations;
+  `:fit16` is the previous default: 16 random starts, no chain."""
+  path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
+  default = config_files.load_config(path).strategy_config
+  assert (default.chain_fits, default.refit_every, default.surrogate_config.n_starts) == (True, 7, 4)
+  old = config_files.load_config(f"{path}:fit16").strategy_config
+  assert (old.chain_fits, old.refit_every, old.surrogate_config.n_starts, old.surrogate_config.fit_steps) == (
+    False,
+    7,
+    16,
+    200,
+  )

@@ -56,3 +56,19 @@ def test_queries_to_optimum_counts_to_the_first_best_validation_by_hand(tmp_path
   assert regret.queries_to_optimum(runs[1:] + [[1.0, 2.0, 3.0]], t)["median"] == float("inf")  # most never reach it
   with pytest.raises(ValueError, match="value_runs"):
     regret.queries_to_optimum([], t)
+
+
+def test_paired_difference_by_hand():
+  """new - old = [-0.1, 0.2, 0.0, 0.3]: mean 0.1, squared deviations 0.1 in all, so the sample std
+  is sqrt(0.1 / 3) and the s.e. sqrt(0.1 / 3) / 2 = 0.0913: the mean exceeds one s.e., so the new
+  runs fail the rule; 0.05 lower they pass."""
+  old = np.array([0.5, 0.1, 0.3, 0.0])
+  new = old + np.array([-0.1, 0.2, 0.0, 0.3])
+  p = regret.paired_difference(old, new)
+  assert (p["n"], p["wins"], p["losses"], p["ties"], p["passes"]) == (4, 1, 2, 1, False)
+  np.testing.assert_allclose([p["mean"], p["se"]], [0.1, np.sqrt(0.1 / 3) / 2], rtol=1e-12)
+  assert regret.paired_difference(old, new - 0.05)["passes"]  # mean 0.05 <= s.e. 0.0913
+  one = regret.paired_difference([0.2], [0.2])  # one seed: no spread, an equal value passes
+  assert (one["se"], one["ties"], one["passes"]) == (0.0, 1, True)
+  with pytest.raises(ValueError, match=r"paired_difference: old \(2,\) and new \(3,\)"):
+    regret.paired_difference([0.1, 0.2], [0.1, 0.2, 0.3])

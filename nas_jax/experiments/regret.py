@@ -11,7 +11,7 @@ import numpy as np
 
 from nas_jax.tasks.tabular import Nb201Table
 
-__all__ = ["regret_curve", "best_valid_test", "queries_to_optimum", "regret_summary"]
+__all__ = ["regret_curve", "best_valid_test", "queries_to_optimum", "regret_summary", "paired_difference"]
 
 
 def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:
@@ -80,3 +80,24 @@ def regret_summary(test_runs: Any, table: Nb201Table) -> dict:
     return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
 
   return {"n": len(final), "regret": stat(table.best_test - final), "regret_bv": stat(best_valid_test(table) - final)}
+
+
+def paired_difference(old: Any, new: Any) -> dict:
+  """The paired difference new - old of per-seed values where lower is better (regrets), and the
+  rule of issue #65: new is no worse than old by more than one standard error of the difference.
+
+  Args:
+    old, new: [n] values, one per seed, in the same seed order.
+
+  Returns:
+    {"n", "mean", "se": the standard error of the mean difference (0 for one seed), "passes":
+    mean <= se, "wins", "losses", "ties": seeds where new is lower, higher, equal}.
+  """
+  old, new = np.asarray(old, float), np.asarray(new, float)
+  if old.shape != new.shape or old.ndim != 1 or not old.size:
+    raise ValueError(f"paired_difference: old {old.shape} and new {new.shape}; expected [n] values, n >= 1 seeds")
+  diff = new - old
+  mean = float(diff.mean())
+  se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
+  counts = {"wins": int((diff < 0).sum()), "losses": int((diff > 0).sum()), "ties": int((diff == 0).sum())}
+  return {"n": int(diff.size), "mean": mean, "se": se, "passes": bool(mean <= se), **counts}

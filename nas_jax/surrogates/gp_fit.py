@@ -18,6 +18,7 @@ __all__ = [
   "Box",
   "FitResult",
   "check_counts",
+  "check_starts",
   "fit_map",
   "optimise",
   "sample_box",
@@ -148,6 +149,17 @@ def check_counts(where: str, **counts: tuple[Any, int]) -> None:
       raise ValueError(f"{where}: {name}={value!r}; expected an int >= {least}")
 
 
+def check_starts(where: str, starts: Any, box: Box) -> None:
+  """ValueError `{where}: starts ...` unless starts is None or gp.Hypers of the box's tree with
+  leaves [k, ...], one k >= 1 (k starts)."""
+  if starts is None:
+    return
+  lead = {jnp.shape(x)[:1] for x in jax.tree.leaves(starts)}
+  same = str(jax.tree.structure(starts)) == str(jax.tree.structure(box.lower))
+  if not same or len(lead) != 1 or lead in ({()}, {(0,)}):
+    raise ValueError(f"{where}: starts must be gp.Hypers of the box's tree, leaves [k, ...] with one k >= 1")
+
+
 def validate_fit_args(where: str, box: Any, pair: Any, y, mask, **counts: tuple[Any, int]) -> None:
   """Plain-Python checks shared by the fits: box is a Box, the counts (as in check_counts) and
   the data (gp.validate_data). Raises TypeError or ValueError naming `where`."""
@@ -158,9 +170,12 @@ def validate_fit_args(where: str, box: Any, pair: Any, y, mask, **counts: tuple[
 
 
 @functools.partial(jax.jit, static_argnames=("n_starts", "steps", "lr", "project", "batch_size"))
-def _fit_map(key, box, pair, y, mask, *, n_starts, steps, lr, project, batch_size):
+def _fit_map(key, box, pair, y, mask, starts, *, n_starts, steps, lr, project, batch_size):
+  fresh = sample_box(key, box, n_starts)
+  if starts is not None:
+    fresh = jax.tree.map(lambda a, b: jnp.concatenate([a.astype(b.dtype), b]), starts, fresh)
   finals, lml = optimise(
-    sample_box(key, box, n_starts),
+    fresh,
     box,
     pair,
     y,
@@ -182,35 +197,42 @@ def fit_map(
   mask,
   *,
   n_starts: int = 16,
+  starts: gp.Hypers | None = None,
   steps: int = 200,
   lr: float = 0.05,
   project: bool = False,
   batch_size: int | None = None,
 ) -> FitResult:
-  """Maximum-likelihood hyper-parameters from n_starts random starts in the box.
+  """Maximum-likelihood hyper-parameters from given starts and n_starts random ones in the box.
 
   Args:
-    key: PRNG key for the starts; box: Box (its tree fixes the kernel's structure).
+    key: PRNG key for the fresh starts; box: Box (its tree fixes the kernel's structure).
     pair: Pairwise (C, C); y: [C] float; mask: [C] bool.
-    n_starts, steps, lr: starts, Adam steps and learning rate; project: as in gp.condition.
+    n_starts: fresh starts, uniform in the box (0 is allowed when `starts` are given).
+    starts: gp.Hypers with leaves [k, ...] in the box (e.g. an earlier fit's optimum), or None.
+    steps, lr: Adam steps and learning rate; project: as in gp.condition.
     batch_size: as in `optimise` (None: all starts in one vmap).
 
   Returns:
-    FitResult. A start that ends at NaN loses; ok is False only if every start failed.
+    FitResult over the k + n_starts starts (given ones first). A start that ends at NaN loses;
+    ok is False only if every start failed.
 
   Raises:
     ValueError, TypeError: on invalid arguments, before anything is traced.
   """
   batch = {} if batch_size is None else {"batch_size": (batch_size, 1)}
-  validate_fit_args("fit_map", box, pair, y, mask, n_starts=(n_starts, 1), steps=(steps, 1), **batch)
+  least = 0 if starts is not None else 1
+  validate_fit_args("fit_map", box, pair, y, mask, n_starts=(n_starts, least), steps=(steps, 1), **batch)
   if not lr > 0:
     raise ValueError(f"fit_map: lr={lr!r}; expected a positive float")
+  check_starts("fit_map", starts, box)
   return _fit_map(
     key,
     box,
     pair,
     y,
     mask,
+    starts,
     n_starts=n_starts,
     steps=steps,
     lr=float(lr),

@@ -14,7 +14,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from nas_jax.surrogates import gp, gp_lml
-from nas_jax.surrogates.gp_fit import Box, FitResult, check_counts, sample_box, validate_fit_args
+from nas_jax.surrogates.gp_fit import Box, FitResult, check_counts, check_starts, sample_box, validate_fit_args
 
 __all__ = ["Lbfgs", "fit_lbfgs", "lbfgs"]
 
@@ -171,11 +171,7 @@ def fit_lbfgs(
   """
   validate_fit_args("fit_lbfgs", box, pair, y, mask, n_starts=(n_starts, 0 if starts is not None else 1))
   lbfgs(max(n_starts, 1), max_iter=max_iter, gtol=gtol, ftol=ftol, memory_size=memory_size)  # checks the options
-  if starts is not None:
-    lead = {jnp.shape(x)[:1] for x in jax.tree.leaves(starts)}
-    same = str(jax.tree.structure(starts)) == str(jax.tree.structure(box.lower))
-    if not same or len(lead) != 1 or () in lead:
-      raise ValueError("fit_lbfgs: starts must be gp.Hypers of the box's tree, leaves [k, ...] with one k")
+  check_starts("fit_lbfgs", starts, box)
   options = dict(max_iter=max_iter, gtol=float(gtol), ftol=float(ftol), memory_size=memory_size)
   return _fit_lbfgs(
     key, box, pair, jnp.asarray(y), jnp.asarray(mask), starts, n_starts=n_starts, project=project, **options

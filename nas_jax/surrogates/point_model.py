@@ -18,6 +18,7 @@ fits its hyper-parameters on the observations padded to a multiple of k instead.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, NamedTuple, Sequence
 
 import flax.struct
@@ -260,6 +261,7 @@ def fit(
   n_ok: int,
   *,
   warm: Fitted | None = None,
+  start: Fitted | None = None,
 ) -> Fitted:
   """Fits the model on train[:n_ok] with `scores` [n_ok] and hallucinates train[n_ok:].
 
@@ -267,10 +269,13 @@ def fit(
   With `warm` (an earlier fit of this model), the surrogate's `refit` starts from its
   hyper-parameters instead of a full fit (GPs with fitted hyper-parameters only). With
   `model.fit_step` and no pending point, the full fit runs on the observations padded to a
-  multiple of fit_step, and the surrogate's `condition` puts them on the train capacity.
+  multiple of fit_step, and the surrogate's `condition` puts them on the train capacity. With
+  `start` (an earlier fit), the full fit starts once from its hyper-parameters (`fit_from`).
   """
   if warm is not None and model.surrogate.refit is None:
     raise ValueError(f"fit: warm given, but surrogate {model.name!r} has no warm refit (a GP with fitted hypers has)")
+  if start is not None and (warm is not None or model.surrogate.fit_from is None):
+    raise ValueError(f"fit: start given with warm, or to surrogate {model.name!r} without fit_from; give one of them")
   n = len(train)
   c = next_power_of_two(n, model.min_train)
   pair, _ = model.featurizer.pairs(cache, train, [])
@@ -287,11 +292,15 @@ def fit(
   slots = np.arange(c)
   ok, pending = jnp.asarray(slots < n_ok), jnp.asarray((slots >= n_ok) & (slots < n))
   tight = min(c, -(-n_ok // model.fit_step) * model.fit_step) if model.fit_step else c
+  if start is None:
+    full = functools.partial(model.surrogate.fit, key)
+  else:
+    full = functools.partial(model.surrogate.fit_from, key, start.state)
   if warm is None and n == n_ok and tight < c:  # the fit on fewer slots, conditioned on all c
-    small = model.surrogate.fit(key, _inputs(model, pair, tight, tight), jnp.asarray(y[:tight]), ok[:tight])
+    small = full(_inputs(model, pair, tight, tight), jnp.asarray(y[:tight]), ok[:tight])
     state = model.surrogate.condition(small, inputs, jnp.asarray(y), ok)
   elif warm is None:
-    state = model.surrogate.fit(key, inputs, jnp.asarray(y), ok)
+    state = full(inputs, jnp.asarray(y), ok)
   else:
     state = model.surrogate.refit(key, warm.state, inputs, jnp.asarray(y), ok)
   state_p = state

@@ -50,7 +50,7 @@ def _line(coef: jax.Array, z: jax.Array) -> jax.Array:
 
 def shifted(surrogate: Surrogate) -> Surrogate:
   """`surrogate` (over Pairwise inputs) read through ProxyPair inputs, with the fitted line as
-  its prior mean (the module docstring); condition and refit keep or refit the line likewise."""
+  its prior mean (the module docstring); condition, refit and fit_from keep or refit the line likewise."""
 
   def fit(key, inputs: ProxyPair, y, mask):
     coef = fit_line(inputs.z, y, mask)
@@ -79,7 +79,14 @@ def shifted(surrogate: Surrogate) -> Surrogate:
       coef = fit_line(inputs.z, y, mask)
       return PriorState(surrogate.refit(key, state.base, inputs.pair, y - _line(coef, inputs.z), mask), coef)
 
-  return Surrogate(fit, predict, condition, refit)
+  fit_from = None
+  if surrogate.fit_from is not None:
+
+    def fit_from(key, state: PriorState, inputs: ProxyPair, y, mask):
+      coef = fit_line(inputs.z, y, mask)
+      return PriorState(surrogate.fit_from(key, state.base, inputs.pair, y - _line(coef, inputs.z), mask), coef)
+
+  return Surrogate(fit, predict, condition, refit, fit_from)
 
 
 def prior_mean(part: Callable[[Featurizer], PointModel], proxy: Any) -> Callable[[Featurizer], PointModel]:

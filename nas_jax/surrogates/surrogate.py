@@ -53,12 +53,15 @@ class Surrogate(NamedTuple):
     surrogate has no cheaper way than `fit`.
   refit(key, state, inputs, y, mask) -> state: a short fit on new data that starts from the
     hyper-parameters of `state` (a warm start); None if the surrogate has none.
+  fit_from(key, state, inputs, y, mask) -> state: `fit`, but one of its starts is the
+    hyper-parameters of `state` (an earlier fit) and one fewer is random; None if it has none.
   """
 
   fit: Callable[..., Any]
   predict: Callable[[Any, Any], Predictive]
   condition: Callable[..., Any] | None = None
   refit: Callable[..., Any] | None = None
+  fit_from: Callable[..., Any] | None = None
 
 
 @flax.struct.dataclass
@@ -155,7 +158,7 @@ def gp_surrogate(
 
   def fit(key, inputs, y, mask):
     gp.validate_data(inputs, y, mask, where="gp_surrogate.fit")
-    return checked(_fit(key, box, inputs, jnp.asarray(y), jnp.asarray(mask), config=config), "gp_surrogate.fit")
+    return checked(_fit(key, box, inputs, jnp.asarray(y), jnp.asarray(mask), None, config=config), "gp_surrogate.fit")
 
   def predict(state, inputs):
     return predict_state(state, inputs, n_samples=n_samples, squeeze=squeeze)
@@ -165,6 +168,12 @@ def gp_surrogate(
     gp.validate_data(inputs, y if y.ndim == 1 else y[0], mask, where="gp_surrogate.condition")
     return checked(_condition(state, inputs, y, jnp.asarray(mask), project=project), "gp_surrogate.condition")
 
+  def fit_from(key, state, inputs, y, mask):
+    gp.validate_data(inputs, y, mask, where="gp_surrogate.fit_from")
+    start = jax.tree.map(lambda x: x[:1], state.posterior.hypers)
+    new_state = _fit(key, box, inputs, jnp.asarray(y), jnp.asarray(mask), start, config=config)
+    return checked(new_state, "gp_surrogate.fit_from")
+
   def refit(key, state, inputs, y, mask):
     gp.validate_data(inputs, y, mask, where="gp_surrogate.refit")
     if warm is None:
@@ -173,7 +182,7 @@ def gp_surrogate(
     new_state = _refit(key, box, state.posterior.hypers, inputs, jnp.asarray(y), jnp.asarray(mask), config=warm)
     return checked(new_state, "gp_surrogate.refit")
 
-  return Surrogate(fit, predict, condition, refit if squeeze else None)
+  return Surrogate(fit, predict, condition, refit if squeeze else None, fit_from if squeeze else None)
 
 
 # Module-level jitted cores with static options: surrogates built with equal options share
@@ -220,15 +229,18 @@ def _refit(key, box, hypers, pair, y, mask, *, config: _FitConfig) -> GPState:
 
 
 @functools.partial(jax.jit, static_argnames=("config",))
-def _fit(key, box, pair, y, mask, *, config: _FitConfig) -> GPState:
+def _fit(key, box, pair, y, mask, start, *, config: _FitConfig) -> GPState:
+  """The full fit; `start` (hypers [1, ...] or None) takes the place of one random start."""
   k_fit, k_state = jax.random.split(key)
   c = config
+  fresh = 0 if start is None else 1
   if c.lbfgs is not None:
-    best = gp_lbfgs.fit_lbfgs(k_fit, box, pair, y, mask, project=c.project, **c.lbfgs._asdict())[0].hypers
+    options = c.lbfgs._replace(n_starts=c.lbfgs.n_starts - fresh)._asdict()
+    best = gp_lbfgs.fit_lbfgs(k_fit, box, pair, y, mask, starts=start, project=c.project, **options)[0].hypers
     hypers = jax.tree.map(lambda x: x[None], best)
   elif c.n_hyper_samples == 0:
-    options = dict(n_starts=c.n_starts, steps=c.steps, lr=c.lr, batch_size=c.batch_size)
-    best = gp_fit.fit_map(k_fit, box, pair, y, mask, project=c.project, **options).hypers
+    options = dict(n_starts=c.n_starts - fresh, steps=c.steps, lr=c.lr, batch_size=c.batch_size)
+    best = gp_fit.fit_map(k_fit, box, pair, y, mask, starts=start, project=c.project, **options).hypers
     hypers = jax.tree.map(lambda x: x[None], best)
   else:
     options = dict(n_samples=c.n_hyper_samples, n_chains=c.n_chains, burn_in=c.burn_in)

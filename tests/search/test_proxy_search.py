@@ -209,6 +209,23 @@ def test_the_gp_prior_mean_shifts_predictions_by_the_line_and_fits_the_residuals
   assert np.allclose(pred.mean, 0.5 + 1.0 + 2.0 * zc) and np.allclose(pred.std, 1.0)
 
 
+def test_the_gp_prior_mean_passes_a_chained_fit_the_residuals():
+  """`fit_from` (bo's chain_fits) starts the base GP from its earlier state, on y minus the line."""
+  got = {}
+
+  def base_fit_from(key, state, pair, y, mask):
+    got["state"], got["y"] = state, y
+    return jnp.ones(())
+
+  s = shifted(Surrogate(lambda *a: jnp.zeros(()), lambda state, pair: None, fit_from=base_fit_from))
+  x = jnp.zeros((4, 2))
+  earlier = s.fit(KEY, ProxyPair(VectorPair(x, x), jnp.zeros(4)), jnp.ones(4), jnp.ones(4, bool))
+  y, z = jnp.array([1.0, 3.0, 2.0, 0.0]), jnp.array([0.0, 1.0, 0.5, 0.2])
+  state = s.fit_from(KEY, earlier, ProxyPair(VectorPair(x, x), z), y, jnp.array([True, True, True, False]))
+  assert np.allclose(state.coef, [1.0, 2.0]) and np.allclose(got["y"][:3], 0.0) and got["state"] is earlier.base
+  assert shifted(Surrogate(lambda *a: None, lambda state, pair: None)).fit_from is None
+
+
 def test_a_table_source_scores_its_cells_and_names_a_missing_one(proxy_csv, tmp_path):
   proxy = proxy_table(proxy_csv, "hash", SPACE, seconds_per_score=0.1)
   cells_ = SPACE.sample(KEY, 4)

@@ -140,3 +140,20 @@ def test_fit_arguments_are_checked_before_tracing(gp_data):
     gp_fit.fit_map(jax.random.key(0), (box.lower, box.upper), pair, y, mask)
   with pytest.raises(ValueError, match="n_samples=6 is not a multiple of n_chains=4"):
     gp_fit.sample_hypers(jax.random.key(0), box, pair, y, mask, n_samples=6)
+
+
+def test_given_starts_run_first_and_the_fresh_ones_are_the_same_draws(gp_data):
+  """fit_map(starts=s, n_starts=n): lml[0] is Adam from s alone; lml[1:] are the n random starts of
+  fit_map(n_starts=n) from the same key."""
+  pair, y, mask, box = gp_data
+  key, given = jax.random.key(3), gp_fit.sample_box(jax.random.key(9), box, 1)
+  with_start = gp_fit.fit_map(key, box, pair, y, mask, n_starts=2, starts=given, steps=20)
+  fresh = gp_fit.fit_map(key, box, pair, y, mask, n_starts=2, steps=20)
+  _, alone = gp_fit.optimise(given, box, pair, y, mask, steps=20)
+  np.testing.assert_allclose(with_start.lml, np.concatenate([alone, fresh.lml]), rtol=1e-10)
+  only = gp_fit.fit_map(key, box, pair, y, mask, n_starts=0, starts=given, steps=20)  # no fresh start
+  np.testing.assert_allclose(only.lml, alone, rtol=1e-10)
+  with pytest.raises(ValueError, match="fit_map: starts must be gp.Hypers of the box's tree"):
+    gp_fit.fit_map(key, box, pair, y, mask, starts=box.lower)  # no leading axis of starts
+  with pytest.raises(ValueError, match="fit_map: n_starts=0"):
+    gp_fit.fit_map(key, box, pair, y, mask, n_starts=0)

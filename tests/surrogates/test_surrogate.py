@@ -146,3 +146,19 @@ def test_gp_surrogate_checks_its_options(kwargs, error, message):
     gp_surrogate(BOX, **kwargs)
   with pytest.raises(TypeError, match="box is a tuple"):
     gp_surrogate((BOX.lower, BOX.upper))
+
+
+def test_fit_from_replaces_one_random_start_by_the_earlier_fit(data, map_model):
+  """fit_from(state) with n_starts = 1 is Adam from state's hyper-parameters alone; with more
+  starts it ends no lower than that."""
+  x, y, mask, _ = data
+  _, state = map_model
+  pair, more = pairwise.vector_pair(x), np.arange(C) < 14
+  y2 = np.where(more, np.sin(x).sum(1), 0.0)
+  start = jax.tree.map(lambda h: h[:1], state.posterior.hypers)
+  _, alone = gp_fit.optimise(start, BOX, pair, jnp.asarray(y2), jnp.asarray(more), steps=30)
+  one = gp_surrogate(BOX, n_starts=1, steps=30).fit_from(jax.random.key(1), state, pair, y2, more)
+  np.testing.assert_allclose(one.lml, alone, rtol=1e-8)
+  four = gp_surrogate(BOX, n_starts=4, steps=30).fit_from(jax.random.key(1), state, pair, y2, more)
+  assert float(four.lml[0]) >= float(alone[0]) - 1e-6
+  assert gp_surrogate(BOX, n_hyper_samples=4, n_chains=2).fit_from is None  # sampled hypers: no start

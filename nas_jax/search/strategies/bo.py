@@ -22,7 +22,10 @@ Warm refits (`refit_every` = k > 1, GPs with fitted hyper-parameters): with m su
 observations, the full multi-start fit is made on the first m0 of them, m0 = m rounded down to a
 multiple of k (m0 = m while m < k), with a key of m0 alone; each proposal then refits from its
 hyper-parameters with the surrogate's `warm_steps`. The anchor is kept in the state and, after a
-resume, recomputed from the journal, so replay stays exact; k = 1 is the full fit every time.
+resume, recomputed from the journal, so replay stays exact; k = 1 is the full fit every time. With
+`chain_fits`, each full fit on m0 >= 2k observations starts once from the hyper-parameters of the
+one on the first m0 - k (`point_model.fit`'s `start`) and n_starts - 1 times at random, so fewer
+starts keep what earlier fits found; after a resume the chain is refitted from its first link.
 
 On a constrained space the optimiser is wrapped by `feasible_first`. On a fidelity space
 (`spaces.fidelity_space`, points (network, fidelity)) the featurizer is built on the base space and
@@ -91,6 +94,7 @@ class _Engine(NamedTuple):
   score: Any
   batch: int
   refit_every: int
+  chain_fits: bool
   parts: dict
 
 
@@ -106,6 +110,7 @@ def bo(
   objective: Objective | None = None,
   batch: int = 1,
   refit_every: int = 1,
+  chain_fits: bool = False,
 ) -> Strategy:
   """BO over `space` from parts; every part is checked against the others here, before any evaluation.
 
@@ -121,6 +126,7 @@ def bo(
     objective: what is modelled (`objectives.single()` by default, `parego(...)`, `ehvi(...)`).
     batch: points per optimisation.
     refit_every: warm GP refits between full fits (the module docstring); 1: the full fit always.
+    chain_fits: each full fit (refit_every > 1) starts once from the previous one's optimum.
   """
   if goal not in GOALS:
     raise ValueError(f"bo: goal={goal!r}; allowed: {', '.join(GOALS)}")
@@ -138,11 +144,7 @@ def bo(
   model = surrogate(feats)
   if not acquisition.needs_model:
     model = None
-  if refit_every > 1 and (model is None or model.surrogate.refit is None):
-    raise ValueError(
-      f"bo: refit_every={refit_every} needs a surrogate with warm refits (gp with fitted, not sampled,"
-      " hyper-parameters); use 1"
-    )
+  _check_refits(model, refit_every, chain_fits)
   objective.check(space, model, optimiser)
   if optimiser.needs_values and (
     model is None or model.vectors or feats.encode_values is None or not acquisition.closed_form
@@ -156,7 +158,9 @@ def bo(
   joint = acquisition.joint and model is not None and not model.vectors
   score = objective.scorer(space, acquisition, joint)
   parts = {"optimizer": optimiser.name, **({"featurizer": feats.name, "surrogate": model.name} if model else {})}
-  engine = _Engine(space, goal, model, acquisition, optimiser, initial, objective, score, batch, refit_every, parts)
+  engine = _Engine(
+    space, goal, model, acquisition, optimiser, initial, objective, score, batch, refit_every, chain_fits, parts
+  )
   return Strategy(
     init=functools.partial(_init, engine),
     propose=functools.partial(_propose, engine),
@@ -165,6 +169,22 @@ def bo(
     predict=functools.partial(_predict, engine),
     restart=functools.partial(_restart, engine),
   )
+
+
+def _check_refits(model: point_model.PointModel | None, refit_every: int, chain_fits: Any) -> None:
+  """ValueError unless the model has what refit_every > 1 and chain_fits need."""
+  if refit_every > 1 and (model is None or model.surrogate.refit is None):
+    raise ValueError(
+      f"bo: refit_every={refit_every} needs a surrogate with warm refits (gp with fitted, not sampled,"
+      " hyper-parameters); use 1"
+    )
+  if not isinstance(chain_fits, bool):
+    raise ValueError(f"bo: chain_fits={chain_fits!r}; expected True or False")
+  if chain_fits and (refit_every == 1 or model.surrogate.fit_from is None):
+    raise ValueError(
+      f"bo: chain_fits=True chains the full fits of refit_every={refit_every} > 1 and needs a gp with fitted,"
+      " not sampled, hyper-parameters; set refit_every > 1 or chain_fits=False"
+    )
 
 
 def _init(e: _Engine, key: jax.Array) -> BOState:
@@ -205,15 +225,26 @@ def _predict(e: _Engine, state: BOState, points: list):
 
 
 def _anchor(e: _Engine, state: BOState, ok: np.ndarray) -> tuple:
-  """(m0, the full fit on the first m0 successes) for warm refits: the state's, or made now."""
-  m0 = len(ok) if len(ok) < e.refit_every else len(ok) - len(ok) % e.refit_every
+  """(m0, the full fit on the first m0 successes) for warm refits: the state's, or made now.
+
+  With chain_fits, the fit on m0 >= 2k starts from the one on m0 - k: the state's if it is that
+  one, else the chain is refitted down to the state's anchor or to its first link (m0 = k)."""
+  k = e.refit_every
+  m0 = len(ok) if len(ok) < k else len(ok) - len(ok) % k
   if state.anchor and state.anchor[0] == m0:
     return state.anchor
-  key = jax.random.fold_in(jax.random.fold_in(state.key, _ANCHOR_STREAM), m0)
-  points = [state.history.points[i] for i in ok[:m0]]
-  # What the refits model (ParEGO: a scalarisation, with weights of the anchor's own key).
-  targets, _, _ = e.objective.targets(state.history, ok[:m0], key)
-  return m0, point_model.fit(e.model, key, state.cache, points, targets, m0)
+  links = [m0]
+  while e.chain_fits and links[-1] >= 2 * k and not (state.anchor and state.anchor[0] == links[-1] - k):
+    links.append(links[-1] - k)
+  anchor = state.anchor if e.chain_fits and links[-1] >= 2 * k else ()
+  for m in reversed(links):
+    key = jax.random.fold_in(jax.random.fold_in(state.key, _ANCHOR_STREAM), m)
+    points = [state.history.points[i] for i in ok[:m]]
+    # What the refits model (ParEGO: a scalarisation, with weights of the anchor's own key).
+    targets, _, _ = e.objective.targets(state.history, ok[:m], key)
+    start = anchor[1] if anchor else None
+    anchor = (m, point_model.fit(e.model, key, state.cache, points, targets, m, start=start))
+  return anchor
 
 
 def _fit(e: _Engine, keys: tuple, state: BOState, taken: list) -> tuple:
