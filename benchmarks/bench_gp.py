@@ -178,16 +178,16 @@ def _adam_starts_below(fit: gp_fit.FitResult, key, box, pair, y, mask) -> int:
 
 
 def chained_nb201(d, d_bar, valid, box, sizes: list, seeds: int) -> dict:
-  """The default fit of configs/nasbot_nb201.py (n_starts Adam starts, one from the previous full
-  fit's optimum: `bo`'s chain_fits) against its `:fit16` (16 random starts), both as a search runs
+  """The chained fit of configs/nasbot_nb201.py:chain (n_starts Adam starts, one from the previous
+  full fit's optimum: `bo`'s chain_fits) against its default (16 random starts), both as a search runs
   them (on the observations padded to a multiple of fit_step), at n = each size: the chain of full
   fits on the first k, 2k, ... cells (k = refit_every) is run up to the one below n, untimed, then
   the fit on n is timed (compile apart) and scored. Prints and returns the figures."""
-  configs = {arg: config_files.load_config(f"{NASBOT_NB201}{arg}").strategy_config for arg in ("", ":fit16")}
+  configs = {arg: config_files.load_config(f"{NASBOT_NB201}{arg}").strategy_config for arg in (":chain", "")}
   new, old = (c.surrogate_config for c in configs.values())
-  every, step = configs[""].refit_every, new.fit_step
-  assert configs[""].chain_fits and not configs[":fit16"].chain_fits, "the default chains its fits, :fit16 not"
-  names = (f"default: {new.n_starts} starts x {new.fit_steps}, chained", f"fit16: {old.n_starts} x {old.fit_steps}")
+  every, step = configs[":chain"].refit_every, new.fit_step
+  assert configs[":chain"].chain_fits and not configs[""].chain_fits, ":chain chains its fits, the default not"
+  names = (f"chain: {new.n_starts} starts x {new.fit_steps}, chained", f"default: {old.n_starts} x {old.fit_steps}")
   figures = {}
   for n in sizes:
     data = _padded_nb201(d, d_bar, valid, n, _fit_slots(n, step))
@@ -223,8 +223,8 @@ def chained_nb201(d, d_bar, valid, box, sizes: list, seeds: int) -> dict:
       figures[f"n={n}, {name}, median (s)"] = round(med, 3)
       figures[f"n={n}, {name}, log-likelihoods"] = [round(v, 4) for v in lml[name]]
     ratio = statistics.median(seconds[names[1]]) / statistics.median(seconds[names[0]])
-    print(f"n = {n:3d} fit16 / default = {ratio:.1f}x; load average {load}")
-    figures[f"n={n}, fit16 / default"] = f"{ratio:.1f}x"
+    print(f"n = {n:3d} default / chain = {ratio:.1f}x; load average {load}")
+    figures[f"n={n}, default / chain"] = f"{ratio:.1f}x"
     figures[f"n={n}, chained fit, load average"] = [round(v, 2) for v in load]
   return figures
 
@@ -306,7 +306,7 @@ def compare_nb201(path: str, sizes: list, seeds: int) -> None:
     figures[f"n={n} (C={c}), load average"] = [round(v, 2) for v in load]
     least[n] = float(gain.min())
   figures.update(chained_nb201(d, d_bar, valid, box, sizes, seeds))
-  title = f"NASBOT GP fit on NB201 cells, Adam vs L-BFGS, and the default's chained fit, n = {sizes}"
+  title = f"NASBOT GP fit on NB201 cells, Adam vs L-BFGS, and :chain's chained fit, n = {sizes}"
   record.write("bench_gp_nb201", title, figures, note=FIT_NOTE, direction="lower")
   assert min(least.values()) >= -0.01, least
 

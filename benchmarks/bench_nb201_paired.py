@@ -26,6 +26,7 @@ import _env  # noqa: E402, F401
 import glob  # noqa: E402
 import re  # noqa: E402
 
+import jax  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import app, flags  # noqa: E402
 
@@ -89,6 +90,7 @@ def _smoke_tables(scratch: str) -> tuple[list, list]:
 
 def main(argv):
   del argv
+  jax.config.update("jax_enable_x64", True)  # the smoke's searches as launch/search.py runs them
   if FLAGS.smoke:
     record.require(os.path.join(FLAGS.data, tabular.NB201_FILE), "the NB201 table")
     scratch = record.smoke(FLAGS, budget=15, name="random_nb201", new_name="re_nb201", datasets=["cifar10"])

@@ -234,10 +234,12 @@ def test_a_search_under_a_parameter_budget_evaluates_nothing_above_it(tmp_path, 
 @pytest.mark.parametrize(
   "arg, budget, cut_at, variant_on, proposed_by_it, first",
   [
-    # The default's chained fit (4 starts, one from the previous full fit's optimum, every 7): cut
+    # The chained fit (`:chain`: 4 starts, one from the previous full fit's optimum, every 7): cut
     # past the chained fit on 14, the resumed search refits the chain 7 -> 14; the GP proposes
     # from the chained fits after 14.
-    pytest.param(":smoke", 22, 16, lambda s: s.chain_fits, lambda info: info.get("origin") == "ei", 14, id="chained"),
+    pytest.param(
+      ":smoke+chain", 22, 16, lambda s: s.chain_fits, lambda info: info.get("origin") == "ei", 14, id="chained"
+    ),
     # The L-BFGS fit, in full every 7 evaluations and kept in between: cut between two full fits.
     pytest.param(
       ":smoke+lbfgs",
@@ -262,7 +264,7 @@ def test_a_search_under_a_parameter_budget_evaluates_nothing_above_it(tmp_path, 
 def test_an_nb201_nasbot_search_cut_short_resumes_to_the_same_journal(
   tmp_path, arg, budget, cut_at, variant_on, proposed_by_it, first
 ):
-  """NASBOT (the default's chained fits, the L-BFGS fit `:lbfgs`, the screened EA `:screen`) is a
+  """NASBOT (the chained fits `:chain`, the L-BFGS fit `:lbfgs`, the screened EA `:screen`) is a
   function of the journal: a search stopped after `cut_at` evaluations and resumed proposes the
   cells, with the same acquisition values, that an uninterrupted one does."""
   path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
@@ -315,13 +317,13 @@ def test_nasbot_nb201_takes_one_refit_schedule():
   assert (fast.refit_every, fast.surrogate_config.warm_steps, fast.surrogate_config.fitter) == (7, 0, "lbfgs")
 
 
-def test_nasbot_nb201_chains_four_starts_by_default_and_fit16_is_the_previous_default():
-  """The default fits from 4 starts, one from the previous full fit's optimum, every 7 evaluations;
-  `:fit16` is the previous default: 16 random starts, no chain."""
+def test_nasbot_nb201_chains_four_starts_only_when_asked():
+  """`:chain` fits from 4 starts, one from the previous full fit's optimum, every 7 evaluations;
+  the default fits from 16 random starts, no chain."""
   path = os.path.join(ROOT, "configs", "nasbot_nb201.py")
-  default = config_files.load_config(path).strategy_config
-  assert (default.chain_fits, default.refit_every, default.surrogate_config.n_starts) == (True, 7, 4)
-  old = config_files.load_config(f"{path}:fit16").strategy_config
+  chain = config_files.load_config(f"{path}:chain").strategy_config
+  assert (chain.chain_fits, chain.refit_every, chain.surrogate_config.n_starts) == (True, 7, 4)
+  old = config_files.load_config(path).strategy_config
   assert (old.chain_fits, old.refit_every, old.surrogate_config.n_starts, old.surrogate_config.fit_steps) == (
     False,
     7,
