@@ -42,22 +42,23 @@ class Kind:
 
   @property
   def example_shape(self) -> str:
-    """One example's shape in words, for messages: "(D,)" or "(H, W, C)"."""
+    """The shape of one example in words, "(D,)" or "(H, W, C)", as messages name it."""
     return "(D,)" if self.input_rank == 1 else "(H, W, C)"
 
   @property
   def batch_shape(self) -> str:
-    """A batch's shape in words, for messages: "[B, D]" or "[B, H, W, C]"."""
+    """The shape of a batch in words, "[B, D]" or "[B, H, W, C]", as messages name it."""
     return "[B, D]" if self.input_rank == 1 else "[B, H, W, C]"
 
 
-CNN = Kind("cnn", input_rank=3, network=True, padded=True)
-MLP = Kind("mlp", input_rank=1, network=True, padded=True)
-AUTOKERAS = Kind("autokeras", input_rank=3, network=True, main_chain=True)
-NB201 = Kind("nb201", input_rank=3, path_cutoff=30)
-NB101 = Kind("nb101", input_rank=3, path_cutoff=40)
-# The layer graphs of cells (`cell_graphs`), compared by OTMANN; no model builds them.
+CNN = Kind("cnn", input_rank=3, network=True, padded=True)  #: NASBOT's CNNs (images)
+MLP = Kind("mlp", input_rank=1, network=True, padded=True)  #: NASBOT's MLPs (flat features)
+AUTOKERAS = Kind("autokeras", input_rank=3, network=True, main_chain=True)  #: Auto-Keras' chains of blocks
+NB201 = Kind("nb201", input_rank=3, path_cutoff=30)  #: NAS-Bench-201 cells
+NB101 = Kind("nb101", input_rank=3, path_cutoff=40)  #: NAS-Bench-101 cells
+#: The layer graphs of NB201 cells (`cell_graphs`), compared by OTMANN; no model builds them.
 NB201_LAYERS = Kind("nb201_layers", input_rank=3)
+#: The layer graphs of NB101 cells (`cell_graphs`), compared by OTMANN; no model builds them.
 NB101_LAYERS = Kind("nb101_layers", input_rank=3)
 #: Every kind, in `labels.KINDS` order.
 ALL = (CNN, MLP, NB201, NB101, AUTOKERAS, NB201_LAYERS, NB101_LAYERS)

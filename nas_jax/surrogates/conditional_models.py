@@ -112,6 +112,7 @@ def _per_pattern(model: _Model) -> _Model:
         )
     return mean
 
+  separate.__doc__ = f"{(model.__doc__ or '').splitlines()[0]} Fitted on each pattern's points apart."
   return separate
 
 

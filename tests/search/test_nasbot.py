@@ -177,15 +177,9 @@ def test_a_config_names_parts_through_the_tables_and_the_preset_makes_the_rest(s
 
   from nas_jax.wiring.parts import STRATEGIES
 
+  from tests.search.test_strategy_contract import _OTMANN as named
+
   space, task = setup
-  named = dict(
-    featurizer="otmann",
-    featurizer_config=dict(nu_str=(0.1, 0.8)),
-    surrogate="gp",
-    surrogate_config=dict(n_starts=2, fit_steps=10),
-    optimizer="ea",
-    optimizer_config=dict(lo=8, hi=8),
-  )
   from_config = STRATEGIES["nasbot"](ml_collections.ConfigDict({"strategy_config": named}), space, task)
   obs = _observe(space, task, space.initial() + space.sample(jax.random.key(3), 3))
   proposals = []
