@@ -104,8 +104,8 @@ OPTIMISERS: MappingProxyType[str, Callable] = MappingProxyType(
     "per_depth": per_depth,
   }
 )
-#: GP hyper-parameter fits by config name (`fitter`, options in `fitter_config`) of NASBOT's
-#: strategy_config or a bo GP's surrogate_config: "adam" is the GP's own multi-start Adam fit.
+#: GP hyper-parameter fits by config name (`fitter`, options in `fitter_config`) of a GP's
+#: surrogate_config (`bo` and the presets alike): "adam" is the GP's own multi-start Adam fit.
 FITTERS: MappingProxyType[str, Callable] = MappingProxyType({"adam": lambda: None, "lbfgs": gp_lbfgs.lbfgs})
 _ACQUISITION_OPTIONS = ("kappa", "xi", "sigma_scale")  # what acquisition_config may set, for any acquisition
 
