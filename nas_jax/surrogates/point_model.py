@@ -118,8 +118,8 @@ def _fixed_gp(kernel: Any) -> Surrogate:
 SurrogatePart = Callable[[Featurizer], PointModel]
 
 
-def _check_hamming(featurizer: Featurizer, kernel: str | None) -> None:
-  if kernel == "hamming" and not featurizer.binary:
+def _check_hamming(featurizer: Featurizer, hamming: bool) -> None:
+  if hamming and not featurizer.binary:
     raise ValueError(
       f"surrogate kernel='hamming' counts mismatches of 0/1 features; {featurizer.name!r} is not binary"
       " (the path, trunc_path, path_iso and adj_onehot encodings are)"
@@ -127,7 +127,7 @@ def _check_hamming(featurizer: Featurizer, kernel: str | None) -> None:
 
 
 def _fixed_kernel(featurizer: Featurizer, kernel: str | None, variance: float, length_scale: float):
-  _check_hamming(featurizer, kernel)
+  _check_hamming(featurizer, kernel == "hamming")
   if featurizer.pair_type is VectorPair and (kernel == "hamming" or (kernel is None and featurizer.binary)):
     return kernels.Hamming.create(variance, length_scale)
   if kernel in (None, "matern12") and featurizer.pair_type in (VectorPair, DistancePair):
@@ -194,9 +194,7 @@ def gp(
     n_starts=n_starts, steps=fit_steps, n_hyper_samples=samples, n_chains=n_chains or (4 if samples else 1)
   )
   surrogate_of = lambda b, project: gp_surrogate(b, project=project, warm_steps=warm_steps, fitter=fitter, **options)
-  surrogate_of(
-    priors.exp_squared().box(VectorPair, 1), False
-  )  # checks the fit's options now, before any space is known
+  surrogate_of(priors.exp_squared().box(VectorPair, 1), False)  # checks the fit's options now, before any space
 
   def build(featurizer: Featurizer) -> PointModel:
     b = box
@@ -205,7 +203,7 @@ def gp(
         k = kernel or priors.default_kernel(featurizer.pair_type, **shape)
       except TypeError as e:  # an option this featurizer's kernel does not take
         raise ValueError(f"gp on {featurizer.name!r} features: {e}") from None
-      _check_hamming(featurizer, "hamming" if k.binary else None)
+      _check_hamming(featurizer, k.binary)
       b = k.box(featurizer.pair_type, featurizer.dim)
     surrogate = surrogate_of(b, featurizer.pair_type is OtmannPair)
     return PointModel("gp", featurizer, surrogate, False, 16, 8, target_offset, fit_step)

@@ -24,6 +24,7 @@ __all__ = [
   "GP_KERNELS",
   "CONDITIONAL_MODELS",
   "MODIFIER_SETS",
+  "lookup",
   "solver_of",
   "otmann_featurizer",
   "with_solver",
@@ -74,14 +75,19 @@ CONDITIONAL_MODELS: MappingProxyType[str, Callable] = MappingProxyType(
 )
 
 
+def lookup(table: Any, name: Any, where: str) -> Any:
+  """`table[name]`; a ValueError naming `where`, the value and the names allowed."""
+  if not isinstance(name, str) or name not in table:
+    raise ValueError(f"{where}: {name!r} is unknown; choose one of: {', '.join(table)}")
+  return table[name]
+
+
 def solver_of(name: Any, where: str = "solver") -> otmann_solver.Solver:
   """The solver a config names; a solver value passes through. ValueError naming `where`, the
   name and the known ones."""
   if isinstance(name, otmann_solver.Solver):
     return name
-  if not isinstance(name, str) or name not in OTMANN_SOLVERS:
-    raise ValueError(f"{where}: {name!r} is unknown; choose one of: {', '.join(OTMANN_SOLVERS)}")
-  return OTMANN_SOLVERS[name]()
+  return lookup(OTMANN_SOLVERS, name, where)()
 
 
 def with_solver(options: dict, where: str) -> dict:
@@ -103,12 +109,11 @@ def gp(*, kernel: Any = None, **options) -> Any:
   if kernel is None:
     return point_model.gp(**options)
   where = "strategy_config.surrogate_config.kernel"
-  if not isinstance(kernel, str) or kernel not in GP_KERNELS:
-    raise ValueError(f"{where}: {kernel!r} is unknown; choose one of: {', '.join(GP_KERNELS)}")
+  make = lookup(GP_KERNELS, kernel, where)
   shape = {k: options.pop(k) for k in _KERNEL_OPTIONS if options.get(k) is not None}
   options = {k: v for k, v in options.items() if k not in _KERNEL_OPTIONS}
   try:
-    value = GP_KERNELS[kernel](**shape)
+    value = make(**shape)
   except TypeError as e:  # an option this kernel does not take
     raise ValueError(f"{where} {kernel!r}: {e}") from None
   return point_model.gp(kernel=value, **options)
@@ -127,7 +132,5 @@ def layer_graph_space(kind: str, *, modifiers: Any = None, **options) -> Any:
   (`space.modifiers`: "all", "unit", "structure") turned into the subset; ValueError naming an
   unknown one. Names of single modifiers and mappings pass on as they are."""
   if isinstance(modifiers, str):
-    if modifiers not in MODIFIER_SETS:
-      raise ValueError(f"modifiers: {modifiers!r} is unknown; choose one of: {', '.join(MODIFIER_SETS)}")
-    modifiers = MODIFIER_SETS[modifiers]
+    modifiers = lookup(MODIFIER_SETS, modifiers, "modifiers")
   return space_lib.layer_graph_space(kind, modifiers=modifiers, **options)

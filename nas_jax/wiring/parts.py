@@ -112,10 +112,9 @@ _ACQUISITION_OPTIONS = ("kappa", "xi", "sigma_scale")  # what acquisition_config
 
 def build(table: dict, name: Any, where: str, options: Any = None) -> Any:
   """`table[name](**options)`; a ValueError naming `where`, the value and what is allowed."""
-  if not isinstance(name, str) or name not in table:
-    raise ValueError(f"{where}: {name!r} is unknown; choose one of: {', '.join(table)}")
+  make = names.lookup(table, name, where)
   try:
-    return table[name](**_dict(options))
+    return make(**_dict(options))
   except TypeError as e:  # an option the constructor does not take
     raise ValueError(f"{where} {name!r}: {e}") from None
 
