@@ -67,8 +67,8 @@ def side(runs: list, table, budget: int) -> dict:
   regrets = np.array([table.best_test - test[-1] for _, test in curves])
   queries = regret.queries_to_optimum([best for best, _ in curves], table)
   fit = float(np.median([compare.model_seconds(obs[:budget])[0] for obs in runs]))
-  se = float(regrets.std(ddof=1) / np.sqrt(regrets.size)) if regrets.size > 1 else 0.0
-  return {"regrets": regrets, "mean": float(regrets.mean()), "se": se, "queries": queries, "fit_s": fit}
+  mean, se = regret.mean_se(regrets)
+  return {"regrets": regrets, "mean": mean, "se": se, "queries": queries, "fit_s": fit}
 
 
 def _queries(q: dict) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 
 from nas_jax.tasks.tabular import Nb201Table
 
-__all__ = ["regret_curve", "best_valid_test", "queries_to_optimum", "regret_summary", "paired_difference"]
+__all__ = ["regret_curve", "best_valid_test", "queries_to_optimum", "mean_se", "regret_summary", "paired_difference"]
 
 
 def regret_curve(values: Any, test_values: Any, best_test: float) -> np.ndarray:
@@ -60,6 +60,12 @@ def queries_to_optimum(value_runs: Any, table: Nb201Table) -> dict:
   return {"median": float(np.median(needed)), "reached": int(np.isfinite(needed).sum()), "n": len(needed)}
 
 
+def mean_se(x: Any) -> tuple[float, float]:
+  """(mean, standard error of the mean) of [n] values; the s.e. of one value is 0."""
+  x = np.asarray(x, float)
+  return float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else 0.0
+
+
 def regret_summary(test_runs: Any, table: Nb201Table) -> dict:
   """Mean and standard error over runs of both regrets at the budget.
 
@@ -75,16 +81,16 @@ def regret_summary(test_runs: Any, table: Nb201Table) -> dict:
   final = np.array([np.asarray(r, float)[-1] for r in test_runs])
   if final.ndim != 1 or len(final) == 0 or not np.all(np.isfinite(final)):
     raise ValueError(f"test_runs: {len(final)} runs with a final test accuracy each expected, got {final}")
-
-  def stat(x):
-    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
-
-  return {"n": len(final), "regret": stat(table.best_test - final), "regret_bv": stat(best_valid_test(table) - final)}
+  return {
+    "n": len(final),
+    "regret": mean_se(table.best_test - final),
+    "regret_bv": mean_se(best_valid_test(table) - final),
+  }
 
 
 def paired_difference(old: Any, new: Any) -> dict:
   """The paired difference new - old of per-seed values where lower is better (regrets), and the
-  rule of issue #65: new is no worse than old by more than one standard error of the difference.
+  acceptance rule: new is no worse than old by more than one standard error of the difference.
 
   Args:
     old, new: [n] values, one per seed, in the same seed order.
@@ -97,7 +103,6 @@ def paired_difference(old: Any, new: Any) -> dict:
   if old.shape != new.shape or old.ndim != 1 or not old.size:
     raise ValueError(f"paired_difference: old {old.shape} and new {new.shape}; expected [n] values, n >= 1 seeds")
   diff = new - old
-  mean = float(diff.mean())
-  se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
+  mean, se = mean_se(diff)
   counts = {"wins": int((diff < 0).sum()), "losses": int((diff > 0).sum()), "ties": int((diff == 0).sum())}
   return {"n": int(diff.size), "mean": mean, "se": se, "passes": bool(mean <= se), **counts}
