@@ -14,7 +14,6 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 __all__ = [
   "width_distance",
@@ -108,6 +107,10 @@ def skip_edit_distances(cost: np.ndarray, n_a: np.ndarray, n_b: np.ndarray) -> n
   smaller set into the larger (every pair of up to 5 skips a side, and e.g. 3 into 8) are solved
   together by trying every matching, array-wide; the others one by one by scipy's assignment.
   """
+  # scipy.optimize is imported at the first call, not by every launch script at start (a third of a
+  # second).
+  from scipy.optimize import linear_sum_assignment  # pylint: disable=g-import-not-at-top
+
   out = np.abs(n_a - n_b).astype(np.float64)
   both = (n_a > 0) & (n_b > 0)
   base = max(cost.shape[1:]) + 1

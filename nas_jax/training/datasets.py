@@ -12,7 +12,6 @@ import zipfile
 from typing import NamedTuple
 
 import numpy as np
-from sklearn import datasets as sk_datasets
 
 __all__ = ["Dataset", "TASKS", "input_spec", "digits", "diabetes", "load_table", "load_images", "get_dataset"]
 
@@ -102,7 +101,7 @@ def digits(kind: str = "cnn", *, seed: int = 0) -> Dataset:
   """
   if kind not in ("cnn", "mlp", "autokeras"):
     raise ValueError(f"digits: kind {kind!r} is unknown; allowed: cnn, mlp, autokeras")
-  raw = sk_datasets.load_digits()
+  raw = _sklearn_datasets().load_digits()
   data = _split(raw.data, raw.target, task="classification", num_classes=10, seed=_check_seed(seed), name="digits")
   if kind == "mlp":
     return data
@@ -112,8 +111,16 @@ def digits(kind: str = "cnn", *, seed: int = 0) -> Dataset:
 
 def diabetes(*, seed: int = 0) -> Dataset:
   """scikit-learn's diabetes regression set: 442 patients, 10 features, standardised target."""
-  raw = sk_datasets.load_diabetes()
+  raw = _sklearn_datasets().load_diabetes()
   return _split(raw.data, raw.target, task="regression", num_classes=0, seed=_check_seed(seed), name="diabetes")
+
+
+def _sklearn_datasets():
+  """scikit-learn's datasets module, imported when a set is loaded: it brings scipy.stats (half a
+  second), which every launch script and spawned worker would otherwise pay at start."""
+  from sklearn import datasets  # pylint: disable=g-import-not-at-top
+
+  return datasets
 
 
 def _read_csv(path: str) -> dict[str, np.ndarray]:

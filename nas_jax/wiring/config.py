@@ -23,7 +23,6 @@ from nas_jax.search.strategies import schedulers
 from nas_jax.search.strategy import Strategy
 from nas_jax.search.task import Task
 from nas_jax.spaces.fidelity_space import fidelity_space
-from nas_jax.viz import plots
 from nas_jax.spaces.constrained import METRICS, check_limits, constrained, violation
 from nas_jax.tasks.cost_task import with_costs
 from nas_jax.wiring.checks import check_search_config, limits_of, objectives_of
@@ -141,6 +140,10 @@ def _check_resume(workdir: str, settings: dict) -> None:
 
 def _progress_png(task: Task, done: list[Observation]) -> dict[str, bytes]:
   """{PROGRESS: the PNG of the values and best so far}, which the loop writes in the locked workdir."""
+  # matplotlib is imported here, at the first evaluation, not when a launch script or a spawned
+  # worker starts (a third of a second each).
+  from nas_jax.viz import plots  # pylint: disable=g-import-not-at-top
+
   png = io.BytesIO()
   plots.plot_progress([o.value for o in done], task.goal, png, title=task.name)
   return {PROGRESS: png.getvalue()}
