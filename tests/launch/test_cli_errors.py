@@ -16,7 +16,7 @@ SMOKE = "--config=configs/ea_synthetic.py:smoke"
 
 
 def _cli(*args):
-  env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": ""}
+  env = dict(os.environ)  # the test process's compilation cache too (conftest.py): a run compiles once
   env.pop("NAS_JAX_VERBOSE", None)
   return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 

@@ -178,6 +178,7 @@ def test_process_rejects_bad_arguments():
     ProcessExecutor(-1)
 
 
+@pytest.mark.slow  # a minute of Ray starting its workers; .ci/run runs it after the default suite
 def test_ray_executor_same_semantics(ray_alone):
   ray = pytest.importorskip("ray")
   here = os.path.dirname(os.path.abspath(__file__))

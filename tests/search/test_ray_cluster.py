@@ -151,6 +151,7 @@ def _errors(stderr: str) -> list[str]:
   return [line for line in stderr.splitlines() if line.startswith("search.py: error:")]
 
 
+@pytest.mark.slow  # Ray's start and a search on it: half a minute; .ci/run runs it
 @needs_ray
 def test_a_search_runs_on_a_ray_head_given_by_address(tmp_path, cluster):
   cluster.start_node(num_cpus=2)
