@@ -52,7 +52,12 @@ def _eigh_or_nan(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _host_eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-  """numpy's eigh of a [..., C, C] (symmetric), the batch split over the cores."""
+  """numpy's eigh of a [..., C, C] (symmetric), the batch split over the cores.
+
+  `pure_callback` may hand over a jax Array: it becomes numpy first, since indexing a jax Array
+  here would run an XLA program from inside the one that called back, which deadlocks when the
+  process has one core (the caller holds the only executor)."""
+  a = np.asarray(a)
   flat = a.reshape((-1,) + a.shape[-2:])
   parts = on_cores(lambda idx: _eigh_or_nan(flat[idx]), len(flat))
   w, v = (np.concatenate(x) for x in zip(*parts))

@@ -11,6 +11,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import cho_solve
 
+from nas_jax.arch import host_threads
 from nas_jax.features import pairwise
 from nas_jax.surrogates import gp, gp_fit, gp_lml, kernels
 
@@ -159,6 +160,20 @@ def test_the_host_eigh_of_a_non_finite_matrix_is_nan():
   np.testing.assert_array_equal(np.abs(v[[0, 2]]), np.broadcast_to(np.eye(c), (2, c, c)))
   w, v = gp_lml._host_eigh(np.zeros((0, c, c)))  # an empty batch: empty results, no error
   assert w.shape == (0, c) and v.shape == (0, c, c)
+
+
+def test_the_host_eigh_runs_no_jax_program_on_a_jax_array(monkeypatch):
+  """pure_callback may pass jax Arrays. Indexing one would run an XLA program from inside the
+  program that called back: with one core (taskset -c 0) a NASBOT search on NAS-Bench-201 hung at
+  its first full fit on 128 slots. On one core the parts run on the calling thread, where the
+  guard sees the index array that such a program would need moved to the device."""
+  monkeypatch.setattr(host_threads, "CORES", 1)
+  x = np.random.default_rng(0).normal(size=(4, 8, 8))
+  x = jnp.asarray(x @ np.swapaxes(x, 1, 2))
+  with jax.transfer_guard_host_to_device("disallow"):
+    w, v = gp_lml._host_eigh(x)
+  assert isinstance(w, np.ndarray) and isinstance(v, np.ndarray)
+  np.testing.assert_allclose(w, np.linalg.eigh(np.asarray(x))[0], rtol=1e-10)
 
 
 def test_the_adam_fit_is_the_same_with_xlas_eigh(problem, monkeypatch):
