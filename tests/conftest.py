@@ -9,9 +9,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Before jax, and inherited by the launch scripts and workers the tests start: LLVM's lowest
 # optimisation level for the programs XLA compiles. The suite compiles thousands of small programs
 # and runs each briefly, so compiling them is much of its time. XLA's own (HLO) optimisations are
-# unchanged, but the machine code may round differently (fused multiply-adds), so an iterative
-# result can move in its last digits: `xla_as_shipped` undoes it where outputs are compared with
-# ones made at the default level. Set XLA_FLAGS to run the tests compiled otherwise.
+# unchanged, but the machine code may round differently, so an iterative result can move in its
+# last digits: `xla_as_shipped` undoes it where outputs are compared with ones made at the default
+# level. Set XLA_FLAGS to run the tests compiled otherwise.
 SUITE_XLA_FLAGS = "--xla_backend_optimization_level=0"
 os.environ.setdefault("XLA_FLAGS", SUITE_XLA_FLAGS)
 
