@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from nas_jax.arch import conditional_point as cond_point
+from nas_jax.experiments.regret import mean_se
 from nas_jax.features.otmann import KERNEL_NU_STR, otmann_distances
 from nas_jax.features.pairwise import OtmannPair
 from nas_jax.spaces import conditional as cond
@@ -217,9 +218,7 @@ def nmse(y_true, y_pred) -> float:
 
 def _summary(scores: list[float]) -> tuple[float, float, list[float]]:
   """(mean, standard error (0 for one value), scores) of per-split scores."""
-  n = len(scores)
-  stderr = float(np.std(scores, ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-  return float(np.mean(scores)), stderr, list(scores)
+  return (*mean_se(scores), list(scores))
 
 
 def split_indices(
