@@ -6,14 +6,13 @@ import os
 
 # Before jax: OpenBLAS threads fight XLA's pool (a float64 Cholesky ~30x slower otherwise).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# Before jax, and inherited by the launch scripts and workers the tests start: LLVM's lowest
-# optimisation level for the programs XLA compiles. The suite compiles thousands of small programs
-# and runs each briefly, so compiling them is much of its time. XLA's own (HLO) optimisations are
-# unchanged, but the machine code may round differently, so an iterative result can move in its
-# last digits: `xla_as_shipped` undoes it where outputs are compared with ones made at the default
-# level. Set XLA_FLAGS to run the tests compiled otherwise.
-SUITE_XLA_FLAGS = "--xla_backend_optimization_level=0"
-os.environ.setdefault("XLA_FLAGS", SUITE_XLA_FLAGS)
+# Before jax, and inherited by the launch scripts, workers and notebook kernels the tests start:
+# LLVM's lowest optimisation level for the programs XLA compiles. The suite compiles thousands of
+# small programs and runs each briefly, so compiling them is much of its time. XLA's own (HLO)
+# optimisations are unchanged; the machine code may round differently, as another CPU's does, which
+# the checks against stored outputs (the manual's notebooks) tolerate. Set XLA_FLAGS to run the
+# tests compiled otherwise.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 import contextlib  # noqa: E402
 import fcntl  # noqa: E402
@@ -72,14 +71,6 @@ def fuzz_examples(request) -> int:
   """Inputs per `fuzz` test: 10,000 with --runslow (how .ci/run runs them), 200 by default, where
   the 10,000 would cost minutes of hypothesis' input generation per parser."""
   return 10_000 if request.config.getoption("--runslow") else 200
-
-
-@pytest.fixture
-def xla_as_shipped(monkeypatch):
-  """Processes the test starts compile at XLA's default optimisation level, as the user's do, not
-  at the suite's (SUITE_XLA_FLAGS): for outputs compared with copies made that way."""
-  if os.environ.get("XLA_FLAGS") == SUITE_XLA_FLAGS:
-    monkeypatch.delenv("XLA_FLAGS")
 
 
 @pytest.fixture
