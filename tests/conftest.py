@@ -1,6 +1,8 @@
 """Test-wide settings: float64 for GP algebra, a per-process XLA cache, a quick-to-compile XLA
-level, the `slow` marker switch, a compile counter, and a lock that keeps the Ray tests apart when
-pytest-xdist runs tests side by side."""
+level, the `slow` marker switch, a compile counter, a lock that keeps the Ray tests apart when
+pytest-xdist runs tests side by side, and `launch`: a script run as from the command line, answered
+in a fraction of a second where a fresh interpreter spends seconds importing jax
+(tests/script_server.py)."""
 
 import os
 
@@ -16,6 +18,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 import contextlib  # noqa: E402
 import fcntl  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
@@ -45,7 +50,9 @@ import pytest  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-SHARED_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.path.join(ROOT, "..", "shared", "data")
+SCRIPT_SERVER = os.path.join(ROOT, "tests", "script_server.py")
 
 
 def pytest_addoption(parser):
@@ -102,3 +109,49 @@ def ray_alone():
   with open(os.path.join(tempfile.gettempdir(), "nas_jax_tests_ray.lock"), "w") as lock:
     fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
     yield
+
+
+class ScriptServer:
+  """One script_server.py process; `run` forks a child of it per call, one call at a time."""
+
+  def __init__(self, scratch):
+    self._scratch = scratch
+    self._calls = 0
+    self._process = subprocess.Popen(
+      [sys.executable, SCRIPT_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+
+  def run(self, *args, env=None, timeout=300) -> subprocess.CompletedProcess:
+    """`python *args` in the repository root, with `env` (default: this process's environment
+    without NAS_JAX_VERBOSE); raises subprocess.TimeoutExpired after `timeout` seconds."""
+    if env is None:
+      env = {k: v for k, v in os.environ.items() if k != "NAS_JAX_VERBOSE"}
+    self._calls += 1
+    out, err = (os.path.join(self._scratch, f"{self._calls}.{name}") for name in ("out", "err"))
+    request = {"argv": list(map(str, args)), "cwd": ROOT, "env": env, "stdout": out, "stderr": err, "timeout": timeout}
+    try:
+      self._process.stdin.write(json.dumps(request) + "\n")
+      self._process.stdin.flush()
+      answer = self._process.stdout.readline()
+    except BrokenPipeError:
+      answer = ""
+    if not answer:
+      raise RuntimeError(f"tests/script_server.py exited with code {self._process.wait()}; its stderr says why")
+    answer = json.loads(answer)
+    if answer["timed_out"]:
+      raise subprocess.TimeoutExpired(list(args), timeout)
+    with open(out) as o, open(err) as e:
+      return subprocess.CompletedProcess(list(args), answer["returncode"], o.read(), e.read())
+
+  def close(self):
+    self._process.stdin.close()
+    self._process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def launch(tmp_path_factory):
+  """`launch("launch/search.py", "--config=...")`: a CompletedProcess with text stdout and stderr,
+  as `subprocess.run([sys.executable, ...], cwd=ROOT, capture_output=True, text=True)` gives."""
+  server = ScriptServer(str(tmp_path_factory.mktemp("launch")))
+  yield server.run
+  server.close()

@@ -6,19 +6,10 @@ import fcntl
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMOKE = "--config=configs/ea_synthetic.py:smoke"
-
-
-def _cli(*args):
-  env = dict(os.environ)  # the test process's compilation cache too (conftest.py): a run compiles once
-  env.pop("NAS_JAX_VERBOSE", None)
-  return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
 
 def _one_line(p, script, pattern):
@@ -100,7 +91,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("args, pattern", CASES, ids=[" ".join(a[:1] + a[2:3]) for a, _ in CASES])
-def test_a_mistake_is_one_line_and_exit_2(tmp_path, args, pattern):
+def test_a_mistake_is_one_line_and_exit_2(launch, tmp_path, args, pattern):
   (tmp_path / "file").write_text("")
   (tmp_path / "one.json").write_text(
     json.dumps(
@@ -113,33 +104,33 @@ def test_a_mistake_is_one_line_and_exit_2(tmp_path, args, pattern):
     .replace("=ONE", f"={tmp_path / 'one.json'}")
     for a in args
   ]
-  _one_line(_cli(*args), os.path.basename(args[0]), pattern)
+  _one_line(launch(*args), os.path.basename(args[0]), pattern)
 
 
-def test_verbose_keeps_the_traceback(tmp_path):
-  p = _cli("launch/search.py", SMOKE, "--config.strategy=foo", f"--config.workdir={tmp_path}", "--verbose")
+def test_verbose_keeps_the_traceback(launch, tmp_path):
+  p = launch("launch/search.py", SMOKE, "--config.strategy=foo", f"--config.workdir={tmp_path}", "--verbose")
   assert p.returncode != 0 and "Traceback" in p.stderr and "config.strategy: 'foo'" in p.stderr
 
 
-def test_a_refused_search_leaves_the_workdir_as_it_was(tmp_path):
-  ok = _cli("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--noprogress")
+def test_a_refused_search_leaves_the_workdir_as_it_was(launch, tmp_path):
+  ok = launch("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--noprogress")
   assert ok.returncode == 0, ok.stderr
   before = {f.name: f.read_bytes() for f in tmp_path.iterdir() if f.is_file()}
   assert json.loads(before["config.json"])["task"]["function"] == "f1"
 
-  other = _cli("launch/search.py", "--config=configs/ea_synthetic.py:smoke+f2", f"--config.workdir={tmp_path}")
+  other = launch("launch/search.py", "--config=configs/ea_synthetic.py:smoke+f2", f"--config.workdir={tmp_path}")
   _one_line(other, "search.py", r"holds a search with another config \(.*task\.function='f1' there, 'f2' here")
 
   fd = os.open(tmp_path, os.O_RDONLY)  # a live search holds the workdir
   fcntl.flock(fd, fcntl.LOCK_EX)
   try:
-    busy = _cli("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--config.budget=8")
+    busy = launch("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--config.budget=8")
   finally:
     os.close(fd)
   _one_line(busy, "search.py", r"another search is running in it")
   assert {f.name: f.read_bytes() for f in tmp_path.iterdir() if f.is_file()} == before
 
-  more = _cli("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--config.budget=8", "--noprogress")
+  more = launch("launch/search.py", SMOKE, f"--config.workdir={tmp_path}", "--config.budget=8", "--noprogress")
   assert more.returncode == 0 and "after 8 evaluations" in more.stdout, more.stderr
 
 
@@ -155,8 +146,8 @@ def test_a_refused_search_leaves_the_workdir_as_it_was(tmp_path):
   ],
   ids=["syntax", "import", "name"],
 )
-def test_a_config_file_that_fails_to_import_gives_its_file_and_line(tmp_path, source, says):
+def test_a_config_file_that_fails_to_import_gives_its_file_and_line(launch, tmp_path, source, says):
   config = tmp_path / "broken.py"
   config.write_text(source)
-  p = _cli("launch/search.py", f"--config={config}", f"--config.workdir={tmp_path / 'w'}")
+  p = launch("launch/search.py", f"--config={config}", f"--config.workdir={tmp_path / 'w'}")
   _one_line(p, "search.py", re.escape(str(config)) + says)

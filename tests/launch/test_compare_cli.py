@@ -32,14 +32,8 @@ def test_compare_cli_writes_table_curves_and_results(tmp_path):
   assert (out / compare.CURVES).exists()
 
 
-def test_compare_cli_requires_its_flags(tmp_path):
-  p = subprocess.run(
-    [sys.executable, "launch/compare.py", "--configs=configs/ea_synthetic.py"],
-    cwd=ROOT,
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
+def test_compare_cli_requires_its_flags(launch):
+  p = launch("launch/compare.py", "--configs=configs/ea_synthetic.py")
   assert p.returncode != 0 and "--out" in p.stderr
 
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -12,17 +11,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "arch"))
 from networks import FIG1A, FIG1B, FIG3_LEFT  # noqa: E402
 
 
-def _run(*args):
-  return subprocess.run(
-    [sys.executable, "launch/distance.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-  )
-
-
-def test_cli_writes_distances_heatmap_embedding_and_drawings(tmp_path):
+def test_cli_writes_distances_heatmap_embedding_and_drawings(launch, tmp_path):
   archs = tmp_path / "A.json"
   archs.write_text(json.dumps([FIG1A, FIG1B, FIG3_LEFT]))
   out, heat, tsne = tmp_path / "D.json", tmp_path / "h.png", tmp_path / "t.png"
-  p = _run(
+  p = launch(
+    "launch/distance.py",
     f"--archs={archs}",
     "--nu_str=0.5",
     f"--out={out}",
@@ -41,11 +35,12 @@ def test_cli_writes_distances_heatmap_embedding_and_drawings(tmp_path):
   assert sorted(os.listdir(tmp_path / "drawings")) == ["arch0.png", "arch1.png"]
 
 
-def test_cli_rectangular_several_nus_and_sinkhorn(tmp_path):
+def test_cli_rectangular_several_nus_and_sinkhorn(launch, tmp_path):
   (tmp_path / "A.json").write_text(json.dumps([FIG1A]))
   (tmp_path / "B.json").write_text(json.dumps([FIG1B, FIG1A]))
   out = tmp_path / "D.json"
-  p = _run(
+  p = launch(
+    "launch/distance.py",
     f"--archs={tmp_path / 'A.json'}",
     f"--archs_b={tmp_path / 'B.json'}",
     "--nu_str=0.1,0.8",
@@ -59,18 +54,18 @@ def test_cli_rectangular_several_nus_and_sinkhorn(tmp_path):
   assert d[0][0][1] == pytest.approx(0.0, abs=1.0)
 
 
-def test_cli_names_the_bad_architecture_without_a_traceback(tmp_path):
+def test_cli_names_the_bad_architecture_without_a_traceback(launch, tmp_path):
   bad = json.loads(json.dumps(FIG1B))
   bad["layers"][2]["units"] = 0
   (tmp_path / "A.json").write_text(json.dumps([FIG1A, bad]))
-  p = _run(f"--archs={tmp_path / 'A.json'}", f"--out={tmp_path / 'D.json'}")
+  p = launch("launch/distance.py", f"--archs={tmp_path / 'A.json'}", f"--out={tmp_path / 'D.json'}")
   assert p.returncode != 0 and "Traceback" not in p.stderr
   assert "A.json[1]: layers[2].units: 0 is not allowed" in p.stderr
   assert not (tmp_path / "D.json").exists()
 
 
-def test_cli_rejects_a_file_that_is_not_a_list(tmp_path):
+def test_cli_rejects_a_file_that_is_not_a_list(launch, tmp_path):
   (tmp_path / "A.json").write_text(json.dumps(FIG1A))
-  p = _run(f"--archs={tmp_path / 'A.json'}", f"--out={tmp_path / 'D.json'}")
+  p = launch("launch/distance.py", f"--archs={tmp_path / 'A.json'}", f"--out={tmp_path / 'D.json'}")
   assert p.returncode != 0 and "Traceback" not in p.stderr
   assert "A.json: expected a non-empty JSON list of architectures" in p.stderr

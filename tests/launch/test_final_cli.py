@@ -38,10 +38,10 @@ def _final(workdir, *flags):
 
 
 @pytest.fixture(scope="module")
-def mlp_search(tmp_path_factory):
+def mlp_search(launch, tmp_path_factory):
   """A finished smoke search: two MLPs on diabetes, one epoch each."""
   workdir = tmp_path_factory.mktemp("search") / "mlp"
-  p = _run(
+  p = launch(
     "launch/search.py", "--config=configs/random_mlp_diabetes.py:smoke", f"--config.workdir={workdir}", "--noprogress"
   )
   assert p.returncode == 0, p.stderr[-3000:]
@@ -53,10 +53,10 @@ def _entries(workdir):
     return json.load(f)
 
 
-def test_the_top_networks_are_trained_tested_saved_and_tabled(mlp_search, tmp_path):
+def test_the_top_networks_are_trained_tested_saved_and_tabled(launch, mlp_search, tmp_path):
   workdir = tmp_path / "w"
   shutil.copytree(mlp_search, workdir)
-  p = _run(*_final(workdir, "--top_k=2", "--epochs=2"))
+  p = launch(*_final(workdir, "--top_k=2", "--epochs=2"))
   assert p.returncode == 0, p.stderr[-3000:]
   entries = _entries(workdir)
   assert len(entries) == 2 and all(list(e) == list(final_training.FIELDS) for e in entries)
@@ -145,9 +145,9 @@ def _nb201_search(workdir, table):
       json.dump(obj, f)
 
 
-def test_a_tabular_search_says_there_is_nothing_to_train_and_prints_the_tables_figures(tmp_path):
+def test_a_tabular_search_says_there_is_nothing_to_train_and_prints_the_tables_figures(launch, tmp_path):
   _nb201_search(tmp_path / "nb201", tmp_path / "table.csv")
-  p = _run(*_final(tmp_path / "nb201", "--top_k=2"))
+  p = launch(*_final(tmp_path / "nb201", "--top_k=2"))
   assert p.returncode == 0, p.stderr[-3000:]
   lines = p.stdout.splitlines()
   assert re.match(
@@ -160,7 +160,7 @@ def test_a_tabular_search_says_there_is_nothing_to_train_and_prints_the_tables_f
   assert len(lines) == 4 and not os.path.exists(tmp_path / "nb201" / "final")
 
 
-def test_a_synthetic_search_has_nothing_to_train(tmp_path):
+def test_a_synthetic_search_has_nothing_to_train(launch, tmp_path):
   workdir = tmp_path / "syn"
   os.makedirs(workdir)
   config = config_files.load_config(os.path.join(ROOT, "configs/random_synthetic.py:smoke"))
@@ -169,7 +169,7 @@ def test_a_synthetic_search_has_nothing_to_train(tmp_path):
   space = layer_graph_space("cnn")
   obs = Observation(0, space.to_json(space.initial(1)[0]), 0.5, Status.OK, "", 0.1, "inline")
   journal.append(workdir / loop.JOURNAL, obs)
-  p = _run(*_final(workdir, "--top_k=2"))
+  p = launch(*_final(workdir, "--top_k=2"))
   assert p.returncode == 0, p.stderr[-3000:]
   lines = p.stdout.splitlines()
   assert len(lines) == 1 and not os.path.exists(workdir / "final")
@@ -197,10 +197,10 @@ def _failed_search(workdir):
     (("--workdir=FAILED", "--epochs=0"), r"epochs: 0; expected an integer >= 1"),
   ],
 )
-def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, pattern):
+def test_bad_input_is_one_line_and_exit_2(launch, tmp_path, flags, pattern):
   _failed_search(tmp_path / "failed")
   flags = [f.replace("NONE", str(tmp_path / "none")).replace("FAILED", str(tmp_path / "failed")) for f in flags]
-  p = _run("launch/final.py", *flags)
+  p = launch("launch/final.py", *flags)
   lines = [line for line in p.stderr.splitlines() if line.strip()]
   assert p.returncode == 2 and len(lines) == 1, p.stderr
   assert lines[0].startswith("final.py: error: ") and re.search(pattern, lines[0]), lines[0]

@@ -1,8 +1,6 @@
 """launch/kernel_matrix.py on a journal of autokeras networks: MSE, shuffled baseline, heatmap."""
 
 import os
-import subprocess
-import sys
 
 import jax
 import numpy as np
@@ -11,10 +9,8 @@ from nas_jax.search import journal, loop
 from nas_jax.search.state import Observation, Status
 from nas_jax.spaces.morph_space import morph_space
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def test_cli_pools_workdirs_and_reports_the_mse(tmp_path):
+def test_cli_pools_workdirs_and_reports_the_mse(launch, tmp_path):
   space = morph_space(width=8)
   points = space.sample(jax.random.key(0), 12)
   rng = np.random.default_rng(0)
@@ -34,21 +30,9 @@ def test_cli_pools_workdirs_and_reports_the_mse(tmp_path):
         ),
       )
   plot = tmp_path / "k.png"
-  p = subprocess.run(
-    [sys.executable, "launch/kernel_matrix.py", f"--workdirs={tmp_path / 'a'},{tmp_path / 'b'}", f"--plot={plot}"],
-    cwd=ROOT,
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
+  p = launch("launch/kernel_matrix.py", f"--workdirs={tmp_path / 'a'},{tmp_path / 'b'}", f"--plot={plot}")
   assert p.returncode == 0, p.stderr[-3000:]
   assert "networks; MSE(normal scores of K, of P) = 0." in p.stdout and "shuffled" in p.stdout
   assert plot.stat().st_size > 0
-  bad = subprocess.run(
-    [sys.executable, "launch/kernel_matrix.py", f"--workdirs={tmp_path / 'missing'}"],
-    cwd=ROOT,
-    capture_output=True,
-    text=True,
-    timeout=300,
-  )
+  bad = launch("launch/kernel_matrix.py", f"--workdirs={tmp_path / 'missing'}")
   assert bad.returncode != 0 and "has no journal.jsonl" in bad.stderr

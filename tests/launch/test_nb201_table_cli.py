@@ -2,27 +2,19 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import SHARED_DATA
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(SHARED_DATA, "nasbench201")
 
 
-def _run(*flags, timeout=600):
-  return subprocess.run(
-    [sys.executable, "launch/nb201_table.py", *flags], cwd=ROOT, capture_output=True, text=True, timeout=timeout
-  )
-
-
-def test_table_has_both_regrets_per_dataset_and_method(tmp_path):
+def test_table_has_both_regrets_per_dataset_and_method(launch, tmp_path):
   if not os.path.isdir(DATA):
     pytest.skip(f"NAS-Bench-201 tables not found at {DATA}")
-  p = _run(
+  p = launch(
+    "launch/nb201_table.py",
     f"--out={tmp_path}",
     f"--data={DATA}",
     "--datasets=cifar10,imagenet16",
@@ -45,9 +37,9 @@ def test_table_has_both_regrets_per_dataset_and_method(tmp_path):
   # A row's run is the run launch/search.py makes of its config (in float64: in float32 the
   # random cells drawn differ, and a GP's algebra would too).
   alone = tmp_path / "alone"
-  search = [sys.executable, "launch/search.py", "--config=configs/random_nb201.py", f"--config.workdir={alone}"]
+  search = ["launch/search.py", "--config=configs/random_nb201.py", f"--config.workdir={alone}"]
   search += ["--config.seed=1", "--config.budget=5", f"--config.task.path={DATA}", "--noprogress"]
-  p = subprocess.run(search, cwd=ROOT, capture_output=True, text=True, timeout=300)
+  p = launch(*search)
   assert p.returncode == 0, p.stderr[-3000:]
   cells = lambda path: [json.loads(line)["arch_json"] for line in path.read_text().splitlines()]
   in_table = tmp_path / "cifar10" / "random_nb201" / "random_nb201" / "seed1" / "journal.jsonl"
@@ -62,6 +54,6 @@ def test_table_has_both_regrets_per_dataset_and_method(tmp_path):
     (["--data=/nonexistent"], "--data: '/nonexistent' has no nb201_200epochs.csv.gz"),
   ],
 )
-def test_bad_flags_are_one_line(tmp_path, flags, message):
-  p = _run(f"--out={tmp_path}", *flags, timeout=120)
+def test_bad_flags_are_one_line(launch, tmp_path, flags, message):
+  p = launch("launch/nb201_table.py", f"--out={tmp_path}", *flags)
   assert p.returncode == 2 and p.stderr.strip().splitlines()[-1].startswith(f"nb201_table.py: error: {message}")

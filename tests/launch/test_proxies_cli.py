@@ -22,16 +22,14 @@ CELLS = [
 SMALL = ["--channels=2", "--cells_per_stage=1", "--batch_size=2"]
 
 
-def _run(*args):
-  return subprocess.run(
-    [sys.executable, "launch/proxies.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
-  )
+def _run(launch, *args):
+  return launch("launch/proxies.py", *args)
 
 
-def test_cli_scores_the_listed_cells_into_the_csv(tmp_path):
+def test_cli_scores_the_listed_cells_into_the_csv(launch, tmp_path):
   (tmp_path / "cells.txt").write_text("\n".join(CELLS) + "\n")
   out = tmp_path / "scores.csv"
-  p = _run("--space=nb201", "--dataset=imagenet16", f"--cells={tmp_path / 'cells.txt'}", f"--out={out}", *SMALL)
+  p = _run(launch, "--space=nb201", "--dataset=imagenet16", f"--cells={tmp_path / 'cells.txt'}", f"--out={out}", *SMALL)
   assert p.returncode == 0, p.stderr[-3000:]
   assert "3 cells scored" in p.stdout and "(1 compile(s))" in p.stdout
   with open(out) as f:
@@ -46,7 +44,7 @@ def test_cli_scores_the_listed_cells_into_the_csv(tmp_path):
 
 
 @pytest.mark.slow  # six proxies' programs to compile: about two minutes on 2 cores
-def test_cli_scores_data_dependent_proxies_on_the_given_batch(tmp_path):
+def test_cli_scores_data_dependent_proxies_on_the_given_batch(launch, tmp_path):
   # A seeded synthetic batch (no dataset here): every data proxy scores each cell, finite, and the
   # all-`none` cell, whose output ignores its input, has no Jacobian to correlate.
   rng = np.random.default_rng(0)
@@ -55,6 +53,7 @@ def test_cli_scores_data_dependent_proxies_on_the_given_batch(tmp_path):
   out = tmp_path / "scores.csv"
   names = "grad_norm,snip,grasp,fisher,jacob_cov"
   p = _run(
+    launch,
     "--space=nb201",
     "--dataset=imagenet16",
     f"--cells={tmp_path / 'cells.txt'}",
@@ -71,7 +70,7 @@ def test_cli_scores_data_dependent_proxies_on_the_given_batch(tmp_path):
   assert float(rows[0]["grad_norm"]) > 0 and float(rows[0]["snip"]) > 0
 
 
-def test_cli_bad_input_is_one_line(tmp_path):
+def test_cli_bad_input_is_one_line(launch, tmp_path):
   out = str(tmp_path / "s.csv")
   (tmp_path / "cells.txt").write_text(CELLS[0] + "\n|conv~0|\n")
   for args, text in [
@@ -83,7 +82,7 @@ def test_cli_bad_input_is_one_line(tmp_path):
     ([f"--cells={tmp_path / 'cells.txt'}"], "line 2: arch_str"),
     (["--batch_size=4", "--width=3"], "--width=3: must divide --batch_size=4"),
   ]:
-    p = _run(f"--out={out}", *args)
+    p = _run(launch, f"--out={out}", *args)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and text in p.stderr, (args, p.stderr)
 
 
@@ -98,11 +97,11 @@ def _bad_inputs(tmp_path):
   [
     "no folder",
     "not utf-8",
-    pytest.param("a folder", marks=pytest.mark.slow),  # one run of the script each: ~4 s unloaded
-    pytest.param("a cell twice", marks=pytest.mark.slow),
+    "a folder",
+    "a cell twice",
   ],
 )
-def test_out_and_cells_are_checked_before_any_scoring(tmp_path, case):
+def test_out_and_cells_are_checked_before_any_scoring(launch, tmp_path, case):
   # The default proxies and all 15,625 cells unless --cells says otherwise: scoring first would
   # take half an hour, so a quick one-line exit shows that the check came first.
   good = _bad_inputs(tmp_path)
@@ -115,13 +114,13 @@ def test_out_and_cells_are_checked_before_any_scoring(tmp_path, case):
     "a folder": ([f"--out={tmp_path}"], f"--out={tmp_path}: is a folder; expected the path of the CSV file to write"),
     "a cell twice": ([good, f"--cells={tmp_path / 'twice.txt'}"], f"twice.txt, line 3: cell {CELLS[0]} repeats line 1"),
   }[case]
-  p = _run(*args)
+  p = _run(launch, *args)
   assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and text in p.stderr, p.stderr
   assert not p.stdout and not list(tmp_path.glob("**/*.partial"))
 
 
 @pytest.mark.slow  # three runs of the script: under a minute on 2 cores
-def test_a_scorer_killed_mid_run_resumes_to_the_table_of_an_uninterrupted_run(tmp_path):
+def test_a_scorer_killed_mid_run_resumes_to_the_table_of_an_uninterrupted_run(launch, tmp_path):
   # The first 2,000 cells in code order, one cell a chunk while the run is killed (an append and
   # an fsync each), then the rerun scores the rest in the default chunks: the table equals one
   # written in a single run, byte for byte.
@@ -129,7 +128,7 @@ def test_a_scorer_killed_mid_run_resumes_to_the_table_of_an_uninterrupted_run(tm
   (tmp_path / "cells.txt").write_text("".join(nb201_arch_str(nb201_cell(ops)) + "\n" for ops in codes))
   common = [f"--cells={tmp_path / 'cells.txt'}", "--proxies=params,flops", "--channels=2", "--cells_per_stage=1"]
   whole = tmp_path / "whole.csv"
-  assert _run(*common, f"--out={whole}").returncode == 0
+  assert _run(launch, *common, f"--out={whole}").returncode == 0
   out, partial = tmp_path / "s.csv", tmp_path / "s.csv.partial"
   p = subprocess.Popen(
     [sys.executable, "launch/proxies.py", *common, f"--out={out}", "--batch_size=1", "--chunk_batches=1"],
@@ -146,7 +145,7 @@ def test_a_scorer_killed_mid_run_resumes_to_the_table_of_an_uninterrupted_run(tm
   assert p.returncode == -signal.SIGKILL and not out.exists(), "the run finished before it was killed"
   kept = partial.read_bytes().count(b"\n") - 2  # complete rows after the settings and the header
   assert 10 <= kept < 2000
-  again = _run(*common, f"--out={out}")
+  again = _run(launch, *common, f"--out={out}")
   assert again.returncode == 0, again.stderr[-3000:]
   assert f"{2000 - kept} cells scored" in again.stdout and f"{kept} kept from {partial}" in again.stdout
   assert out.read_bytes() == whole.read_bytes() and not partial.exists()

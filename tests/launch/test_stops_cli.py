@@ -118,7 +118,7 @@ DEEP_ROW = b'{"schema": 1, "info": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
 
 
 @pytest.mark.parametrize("script", ["search.py", "report.py"])
-def test_a_journal_row_nested_100000_deep_is_one_line_naming_file_and_line(tmp_path, script):
+def test_a_journal_row_nested_100000_deep_is_one_line_naming_file_and_line(launch, tmp_path, script):
   # Issue 67: a 36-line RecursionError traceback in both scripts.
   workdir = tmp_path / "W"
   workdir.mkdir()
@@ -128,9 +128,7 @@ def test_a_journal_row_nested_100000_deep_is_one_line_naming_file_and_line(tmp_p
     args = [f"--workdir={workdir}"]
   else:
     args = [SMOKE, f"--config.workdir={workdir}", "--noprogress"]
-  p = subprocess.run(
-    [sys.executable, f"launch/{script}", *args], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300
-  )
+  p = launch(f"launch/{script}", *args)
   lines = [line for line in p.stderr.splitlines() if line.strip()]
   assert p.returncode == 2 and len(lines) == 1, p.stderr[-3000:]
   assert lines[0].startswith(

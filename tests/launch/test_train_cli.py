@@ -3,8 +3,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -14,22 +12,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONFIG = os.path.join(ROOT, "configs", "train_pool.py")
 
 
-def _train(*flags):
-  return subprocess.run(
-    [sys.executable, "launch/train.py", f"--config={CONFIG}:smoke", *flags],
-    cwd=ROOT,
-    capture_output=True,
-    text=True,
-    timeout=600,
-  )
+def _train(launch, *flags):
+  return launch("launch/train.py", f"--config={CONFIG}:smoke", *flags)
 
 
 def _get_config(arg=""):
   return load_config(f"{CONFIG}:{arg}" if arg else CONFIG)
 
 
-def test_mlp_pool_member_on_diabetes_prints_a_row_and_writes_json(tmp_path):
+def test_mlp_pool_member_on_diabetes_prints_a_row_and_writes_json(launch, tmp_path):
   p = _train(
+    launch,
     "--config.kind=mlp",
     "--config.dataset=diabetes",
     "--config.indices=(0,)",
@@ -45,16 +38,16 @@ def test_mlp_pool_member_on_diabetes_prints_a_row_and_writes_json(tmp_path):
 
 
 @pytest.mark.slow
-def test_smoke_trains_the_smallest_pool_cnn_on_digits(tmp_path):
-  p = _train(f"--config.workdir={tmp_path}")
+def test_smoke_trains_the_smallest_pool_cnn_on_digits(launch, tmp_path):
+  p = _train(launch, f"--config.workdir={tmp_path}")
   assert p.returncode == 0, p.stderr[-3000:]
   (row,) = json.loads((tmp_path / "train_pool.json").read_text())["results"]
   assert row["name"] == "C8" and 1 - row["val_error"] > 0.3  # chance is 0.1
   assert "val acc" in p.stdout and "C8" in p.stdout
 
 
-def test_bad_indices_are_named_before_training():
-  p = _train("--config.indices=(3,12)")
+def test_bad_indices_are_named_before_training(launch):
+  p = _train(launch, "--config.indices=(3,12)")
   assert p.returncode != 0
   assert "config.indices: (3, 12); choose a non-empty subset of 0..9" in p.stderr
 

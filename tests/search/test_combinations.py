@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -99,15 +97,13 @@ def test_bad_kinds_are_named():
     combos.valid_combinations("cells")
 
 
-def _cli(*args):
-  return subprocess.run(
-    [sys.executable, "launch/combinations.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-  )
+def _cli(launch, *args):
+  return launch("launch/combinations.py", *args)
 
 
-def test_cli_writes_table_and_results_and_resumes(tmp_path):
+def test_cli_writes_table_and_results_and_resumes(launch, tmp_path):
   args = ["--spaces=cnn,nb101", "--budget=3", "--optimizers=mutation", f"--out={tmp_path}"]
-  p = _cli(*args)
+  p = _cli(launch, *args)
   assert p.returncode == 0, p.stderr[-3000:]
   rows = json.loads((tmp_path / "results.json").read_text())["rows"]
   cnn = [r for r in rows if r["space"] == "cnn"]
@@ -123,10 +119,10 @@ def test_cli_writes_table_and_results_and_resumes(tmp_path):
   assert f"| cnn | otmann | gp | ei | mutation | {expected:.4g} |" in table
   assert table.count("| nb101 |") == len(nb101)
 
-  again = _cli(*args)  # resumes: the cnn row is done, nb101's have nothing to run
+  again = _cli(launch, *args)  # resumes: the cnn row is done, nb101's have nothing to run
   assert again.returncode == 0, again.stderr[-3000:]
   assert "[cnn" not in again.stdout and json.loads((tmp_path / "results.json").read_text())["rows"] == rows
-  other = _cli("--spaces=cnn", "--budget=4", f"--out={tmp_path}")
+  other = _cli(launch, "--spaces=cnn", "--budget=4", f"--out={tmp_path}")
   assert other.returncode == 2 and "--budget=4" in other.stderr and "budget 3" in other.stderr
 
 
@@ -144,6 +140,6 @@ def test_cli_writes_table_and_results_and_resumes(tmp_path):
     ),
   ],
 )
-def test_cli_bad_flags_give_one_line_and_exit_2(tmp_path, args, flag):
-  p = _cli(*args, f"--out={tmp_path}")
+def test_cli_bad_flags_give_one_line_and_exit_2(launch, tmp_path, args, flag):
+  p = _cli(launch, *args, f"--out={tmp_path}")
   assert p.returncode == 2 and flag in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -265,21 +265,19 @@ def test_a_missing_package_or_a_wrong_source_is_named(tmp_path, monkeypatch):
     nb201_release.open_release(str(tmp_path / "x.pth"))
 
 
-def _cli(*flags):
-  return subprocess.run(
-    [sys.executable, "launch/nb201_data.py", "--noprogress", *flags], cwd=ROOT, capture_output=True, text=True
-  )
+def _cli(launch, *flags):
+  return launch("launch/nb201_data.py", "--noprogress", *flags)
 
 
-def test_the_launch_script_refuses_a_partial_release_and_writes_it_when_allowed(tmp_path):
+def test_the_launch_script_refuses_a_partial_release_and_writes_it_when_allowed(launch, tmp_path):
   source, out = nats_folder(tmp_path, no_file=(3,)), tmp_path / "tables"
-  p = _cli(f"--source={source}", f"--out={out}")
+  p = _cli(launch, f"--source={source}", f"--out={out}")
   assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr[-2000:]
   assert (
     p.stderr.startswith("nb201_data.py: error: source: the release is partial:")
     and "no record for 1 cell (3)" in p.stderr
   )
-  p = _cli(f"--source={source}", f"--out={out}", "--allow_partial")
+  p = _cli(launch, f"--source={source}", f"--out={out}", "--allow_partial")
   assert p.returncode == 0, p.stderr[-2000:]
   assert f"wrote {out / tabular.NB201_FILE}: 3 rows" in p.stdout and "partial release: " in p.stdout
   with pytest.raises(ValueError, match=r"^source: '.*nope' not found; expected the NATS-Bench folder NATS-tss"):
