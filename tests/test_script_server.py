@@ -1,5 +1,6 @@
 """The `launch` fixture answers as a fresh interpreter does: exit codes, output, argv, environment,
-an uncaught exception, a timeout; and the launch scripts' first import runs again in each child."""
+an uncaught exception, exit handlers, a timeout; and the launch scripts' first import runs again in
+each child."""
 
 import os
 import subprocess
@@ -23,13 +24,16 @@ if what == "env":
   sys.path.insert(0, os.path.join(os.getcwd(), "launch"))
   import _env
   print("blas", os.environ["OPENBLAS_NUM_THREADS"], "main", __name__, "path0", sys.path[1] == os.path.dirname(__file__))
+if what == "atexit":
+  import atexit
+  atexit.register(print, "at exit")
 if what == "sleep":
   import time
   time.sleep(60)
 """
 
 
-@pytest.mark.parametrize("what", ["code", "text", "raise", "env", "none"])
+@pytest.mark.parametrize("what", ["code", "text", "raise", "env", "atexit", "none"])
 def test_a_child_answers_as_a_fresh_interpreter(launch, tmp_path, what):
   script = tmp_path / "s.py"
   script.write_text(SCRIPT)
@@ -47,6 +51,8 @@ def test_a_child_answers_as_a_fresh_interpreter(launch, tmp_path, what):
   else:
     assert got.stderr == want.stderr
   assert f"cwd {ROOT} var x" in got.stdout
+  if what == "atexit":
+    assert got.stdout.endswith("at exit\n")
   if what == "env":
     assert "blas 1 main __main__ path0 True" in got.stdout  # _env ran again, in the child's environment
 
