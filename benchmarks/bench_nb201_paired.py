@@ -44,6 +44,7 @@ flags.DEFINE_list("datasets", list(tabular.DATASETS), "Datasets to compare (thos
 flags.DEFINE_integer("budget", 150, "Queries at which the regret is read.", lower_bound=1)
 flags.DEFINE_string("data", "../shared/data/nasbench201", "Folder of the NB201 table.")
 flags.DEFINE_string("record", "bench_nb201_paired", "Record name ('' for none).")
+flags.DEFINE_string("record_note", "", "A line the record keeps about how the runs were made (code, load).")
 flags.DEFINE_boolean("smoke", False, "Two tiny tables (random search, regularised evolution) of two seeds, compared.")
 
 
@@ -130,8 +131,9 @@ def main(argv):
     note = (
       "Test regret after the budget (accuracy points), per seed run in both folders; new - old is the paired"
       " difference, mean ± standard error; the rule (issue #65) passes when that mean is at most one standard"
-      " error. Queries: the median to the table's best validation accuracy (runs that reached it / runs)."
-    )
+      " error. Queries: the median to the table's best validation accuracy (runs that reached it / runs). "
+      + FLAGS.record_note
+    ).strip()
     title = f"NAS-Bench-201 {FLAGS.name}, paired new - old test regret at {FLAGS.budget} queries"
     table = {"title": title, "columns": columns, "rows": rows}
     record.write(FLAGS.record, title, figures, [table], note=note, direction="lower")
