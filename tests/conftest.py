@@ -19,9 +19,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 import contextlib  # noqa: E402
 import fcntl  # noqa: E402
 import json  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
 
@@ -121,7 +121,7 @@ class ScriptServer:
       [sys.executable, SCRIPT_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
     )
 
-  def run(self, *args, env=None, timeout=300) -> subprocess.CompletedProcess:
+  def run(self, *args, env=None, timeout=600) -> subprocess.CompletedProcess:
     """`python *args` in the repository root, with `env` (default: this process's environment
     without NAS_JAX_VERBOSE); raises subprocess.TimeoutExpired after `timeout` seconds."""
     if env is None:

@@ -28,11 +28,6 @@ from nas_jax.wiring import config_files
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _run(*args, timeout=600):
-  env = {k: v for k, v in os.environ.items() if k != "NAS_JAX_VERBOSE"}
-  return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
-
-
 def _final(workdir, *flags):
   return ["launch/final.py", f"--workdir={workdir}", "--noprogress", *flags]
 
@@ -83,12 +78,12 @@ def _lines(path):
 
 
 @pytest.mark.slow
-def test_kill_9_after_a_finished_seed_then_a_rerun_repeats_nothing(mlp_search, tmp_path):
+def test_kill_9_after_a_finished_seed_then_a_rerun_repeats_nothing(launch, mlp_search, tmp_path):
   whole, cut = tmp_path / "whole", tmp_path / "cut"
   shutil.copytree(mlp_search, whole)
   shutil.copytree(mlp_search, cut)
   flags = ("--top_k=2", "--seeds=2", "--epochs=4")
-  assert _run(*_final(whole, *flags)).returncode == 0
+  assert launch(*_final(whole, *flags)).returncode == 0
   path = cut / "final" / loop.JOURNAL
   p = subprocess.Popen(
     [sys.executable, *_final(cut, *flags)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -101,7 +96,7 @@ def test_kill_9_after_a_finished_seed_then_a_rerun_repeats_nothing(mlp_search, t
   p.wait()
   before = journal.replay(path)
   assert 1 <= len(before) < 4
-  again = _run(*_final(cut, *flags))
+  again = launch(*_final(cut, *flags))
   assert again.returncode == 0, again.stderr[-3000:]
   after = journal.replay(path)
   assert after[: len(before)] == before and len(after) == 4  # nothing finished was trained again
@@ -207,13 +202,13 @@ def test_bad_input_is_one_line_and_exit_2(launch, tmp_path, flags, pattern):
 
 
 @pytest.mark.slow
-def test_a_tabular_search_given_images_trains_its_top_cells_on_them(tmp_path):
+def test_a_tabular_search_given_images_trains_its_top_cells_on_them(launch, tmp_path):
   _nb201_search(tmp_path / "nb201", tmp_path / "table.csv")
   rng = np.random.default_rng(0)
   y = rng.integers(0, 3, 400)
   x = rng.normal(size=(400, 8, 8, 3)) + y[:, None, None, None]  # learnable: the class shifts every pixel
   np.savez(tmp_path / "images.npz", x=x.astype(np.float32), y=y)
-  p = _run(*_final(tmp_path / "nb201", "--top_k=1", "--epochs=1", f"--dataset={tmp_path / 'images.npz'}"))
+  p = launch(*_final(tmp_path / "nb201", "--top_k=1", "--epochs=1", f"--dataset={tmp_path / 'images.npz'}"))
   assert p.returncode == 0, p.stderr[-3000:]
   (entry,) = _entries(tmp_path / "nb201")
   assert entry["arch_json"] == {"kind": "nb201", "arch_str": CELLS[0]} and entry["search_value"] == 91.5
@@ -229,11 +224,11 @@ def test_a_tabular_search_given_images_trains_its_top_cells_on_them(tmp_path):
   "config, kind",
   [("configs/autokeras_cnn_digits.py:smoke", "autokeras"), ("configs/random_conditional_digits.py:smoke", "mlp")],
 )
-def test_auto_keras_and_conditional_searches_train_their_winners(tmp_path, config, kind):
+def test_auto_keras_and_conditional_searches_train_their_winners(launch, tmp_path, config, kind):
   workdir = tmp_path / "w"
-  s = _run("launch/search.py", f"--config={config}", f"--config.workdir={workdir}", "--noprogress")
+  s = launch("launch/search.py", f"--config={config}", f"--config.workdir={workdir}", "--noprogress")
   assert s.returncode == 0, s.stderr[-3000:]
-  p = _run(*_final(workdir, "--top_k=1", "--epochs=1"))
+  p = launch(*_final(workdir, "--top_k=1", "--epochs=1"))
   assert p.returncode == 0, p.stderr[-3000:]
   (entry,) = _entries(workdir)
   best = max if kind == "autokeras" else min  # accuracy, or the conditional task's error
