@@ -292,21 +292,28 @@ def test_the_smoke_study_on_two_processes_writes_its_table_curves_and_record(tmp
   assert _stamps(tmp_path / "study") == before  # a rerun of a finished study runs nothing
 
 
-def _runs_a_task(raylet: int) -> bool:
-  """Whether a Ray worker of the node whose raylet is `raylet` runs a task now: a worker is the
-  raylet's child process, named after the task it runs ("ray::_ray_call"; "ray::IDLE" between)."""
+def _freeze_a_running_task(raylet: int) -> int | None:
+  """Stops (SIGSTOP) a Ray worker of the node whose raylet is `raylet` in the middle of a task;
+  its pid (None: no worker ran one). A worker is the raylet's child process, named after the task
+  it runs ("ray::_ray_call"; "ray::IDLE" once its result is stored): one stopped under the task's
+  name has not sent its result. A short trial can end between one look and the next, so the worker
+  is stopped first and then looked at again."""
   psutil = pytest.importorskip("psutil")
   try:
     workers = psutil.Process(raylet).children()
   except psutil.NoSuchProcess:
-    return False
-  names = []
+    return None
   for w in workers:
     try:
-      names.append((w.cmdline() or [""])[0])
+      if not (w.cmdline() or [""])[0].startswith("ray::_ray_call"):
+        continue
+      w.send_signal(signal.SIGSTOP)
+      if (w.cmdline() or [""])[0].startswith("ray::_ray_call"):
+        return w.pid
+      w.send_signal(signal.SIGCONT)
     except psutil.NoSuchProcess:
       continue
-  return any(n.startswith("ray::_ray_call") for n in names)
+  return None
 
 
 @pytest.fixture
@@ -331,11 +338,12 @@ def test_a_ray_study_loses_a_node_mid_study_and_completes_with_nothing_lost_or_r
     _study_command(workdir, *flags), cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
   )
   end, raylet = time.monotonic() + 300, cluster.raylet(node)
-  while not _runs_a_task(raylet):  # the node is killed while it runs a trial
+  while (worker := _freeze_a_running_task(raylet)) is None:  # the node is lost in the middle of a trial
     assert study.poll() is None, study.communicate()[1][-3000:]
     assert time.monotonic() < end, "the second node ran no trial in 300 s"
     time.sleep(0.1)
-  os.kill(raylet, signal.SIGKILL)
+  for pid in worker, raylet:  # the worker too: it is not in the node's process group
+    os.kill(pid, signal.SIGKILL)
   out, err = study.communicate(timeout=600)
   assert study.returncode == 0, err[-3000:]
   assert "rerunning the evaluation" in err, err[-3000:]  # the lost node's trial ran again, on the head
