@@ -293,8 +293,9 @@ def test_padding_aligns_networks_to_slots():
   net, places = padded_cnn.encode(plain, padding, IMAGE, K)
   params, stats = padded_cnn_variables.to_padded(variables, places, padding, IMAGE, K)
   x = jax.random.normal(jax.random.key(4), (3, *IMAGE))
-  got, _ = padded_cnn.apply(params, stats, net, x, "softmax", False, padding)
-  want_out = arch_net.build_model(plain, K).apply(variables, x, train=False)
+  # Both compiled: eagerly, each of their operations compiles on its own.
+  got, _ = jax.jit(padded_cnn.apply, static_argnums=(4, 5, 6))(params, stats, net, x, "softmax", False, padding)
+  want_out = jax.jit(functools.partial(arch_net.build_model(plain, K).apply, train=False))(variables, x)
   np.testing.assert_allclose(got, want_out, atol=1e-5)
 
 

@@ -90,9 +90,10 @@ def test_tapped_acts_pair_with_the_kernels_and_taps_add_to_the_layer_outputs():
 def test_plain_drops_batch_norm_so_examples_no_longer_share_statistics():
   net = _cnn()
   x, _ = _batch((8, 8, 1), 10)
-  alone = jnp.concatenate([net.plain(net.params, x[i : i + 1]) for i in range(2)])
-  np.testing.assert_allclose(net.plain(net.params, x)[:2], alone, rtol=1e-5, atol=1e-5)
-  assert not np.allclose(net.apply(net.params, x)[:2], net.apply(net.params, x[:2]), atol=1e-3)
+  plain, apply = jax.jit(net.plain), jax.jit(net.apply)  # eagerly, each operation compiles alone
+  alone = jnp.concatenate([plain(net.params, x[i : i + 1]) for i in range(2)])
+  np.testing.assert_allclose(plain(net.params, x)[:2], alone, rtol=1e-5, atol=1e-5)
+  assert not np.allclose(apply(net.params, x)[:2], apply(net.params, x[:2]), atol=1e-3)
 
 
 # Default: one measure per way of reading the network (weight gradients, taps, input gradients,
@@ -117,7 +118,9 @@ def test_proxies_are_finite_and_independent_of_the_batch_order(spec, shape, clas
   x, y = _batch(shape, classes)
   perm = np.random.default_rng(2).permutation(B)
   for measure in scored:
-    score, permuted = measure(net, (x, y)), measure(net, (x[perm], y[perm]))
+    # One compiled program per measure for both orders (eagerly, every operation compiles alone).
+    scored_on = jax.jit(lambda x, y: measure(net, (x, y)))
+    score, permuted = float(scored_on(x, y)), float(scored_on(x[perm], y[perm]))
     if spec is FIG16 and measure is measures.naswot:
       assert score == -np.inf  # softplus only: no ReLU codes, K_H = 0
       continue
@@ -131,8 +134,10 @@ def test_vmap_over_initialisations_equals_one_network_at_a_time():
   stacked = jax.tree.map(lambda *a: jnp.stack(a), *(n.params for n in nets))
   batch = _batch((64,), 10)
   for measure in (measures.fisher, measures.naswot):
-    batched = jax.vmap(lambda p: measure(nets[0]._replace(params=p), batch))(stacked)
-    np.testing.assert_allclose(batched, [measure(n, batch) for n in nets], rtol=1e-5, err_msg=measure.__name__)
+    one = lambda p: measure(nets[0]._replace(params=p), batch)
+    batched = jax.vmap(one)(stacked)
+    alone = [jax.jit(one)(n.params) for n in nets]  # compiled: eagerly, each operation compiles alone
+    np.testing.assert_allclose(batched, alone, rtol=1e-5, err_msg=measure.__name__)
 
 
 @pytest.mark.parametrize(
