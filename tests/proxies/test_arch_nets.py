@@ -3,6 +3,7 @@ its views against ArchNet (apply is training-mode ArchNet, taps add to the measu
 drops batch norm), and every proxy finite and invariant to the batch order on them. Batches are
 seeded synthetic Gaussians with digits' shapes (8x8x1 images, 64 features; no dataset is read)."""
 
+import functools
 import os
 import sys
 
@@ -67,8 +68,9 @@ def test_apply_is_archnet_in_training_mode_and_params_are_its_initial_kernels():
   model = arch_net.build_model(arch, 10)
   variables = arch_net.init_variables(model, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
   x, _ = _batch((8, 8, 1), 10)
-  want, _ = model.apply(variables, x, train=True, mutable=["batch_stats"])
-  np.testing.assert_array_equal(net.apply(net.params, x), want)
+  # Both compiled (eagerly, each operation compiles alone), and compiled alike: equal to the bit.
+  want, _ = jax.jit(functools.partial(model.apply, train=True, mutable=["batch_stats"]))(variables, x)
+  np.testing.assert_array_equal(jax.jit(net.apply)(net.params, x), want)
   jax.tree.map(np.testing.assert_array_equal, net.params, variables["params"])
 
 

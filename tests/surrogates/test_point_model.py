@@ -85,10 +85,11 @@ def test_the_value_model_equals_the_host_prediction():
   fitted = pm.fit(model, jax.random.key(2), model.featurizer.init(pts[:6]), pts[:6], np.arange(5.0), 5)
   host, host_p = pm.predict(fitted, pts[5:])
   values = jnp.asarray(np.stack([np.asarray(p.values, np.float64) for p in pts[5:]]))
-  traced, traced_p = pm.value_predictive(pm.value_model(fitted), values)
+  # Traced, as an acquisition optimiser calls it (and compiled once, not an operation at a time).
+  traced, traced_p = jax.jit(lambda v: pm.value_predictive(pm.value_model(fitted), v))(values)
   np.testing.assert_allclose(np.asarray(traced.mean)[0], np.asarray(host.mean), rtol=1e-6, atol=1e-9)
   np.testing.assert_allclose(np.asarray(traced_p.std)[0], np.asarray(host_p.std), rtol=1e-4, atol=1e-6)
-  grad = jax.grad(lambda v: pm.value_predictive(pm.value_model(fitted), v[None])[0].mean.sum())(values[0])
+  grad = jax.jit(jax.grad(lambda v: pm.value_predictive(pm.value_model(fitted), v[None])[0].mean.sum()))(values[0])
   assert np.all(np.isfinite(np.asarray(grad)))
 
 
