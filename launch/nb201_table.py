@@ -50,6 +50,8 @@ NAMES = {
   "nasbot_nb201-every1": "NASBOT, Adam fit at every evaluation",
   "nasbot_nb201-lbfgs": "NASBOT, L-BFGS fit every 7 evaluations",
   "nasbot_nb201-warm": "NASBOT, Adam fit every 10 with warm refits",
+  "nasbot_nb201-chain": "NASBOT, chained fits (4 starts)",
+  "nasbot_nb201-zc_warmup+zc_prescreen+zc_prior": "NASBOT + warm-up + prescreen + prior mean",
   "re_nb201-zc_warmup": "RE + zero-cost warm-up",
   "re_nb201-zc_prescreen": "RE + prescreened children",
   "re_nb201-zc_warmup+zc_prescreen": "RE + warm-up + prescreen",
