@@ -303,12 +303,13 @@ def _freeze_a_running_task(raylet: int) -> int | None:
     workers = psutil.Process(raylet).children()
   except psutil.NoSuchProcess:
     return None
+  running = lambda w: (w.cmdline() or [""])[0].startswith("ray::_ray_call")
   for w in workers:
     try:
-      if not (w.cmdline() or [""])[0].startswith("ray::_ray_call"):
+      if not running(w):
         continue
       w.send_signal(signal.SIGSTOP)
-      if (w.cmdline() or [""])[0].startswith("ray::_ray_call"):
+      if running(w):
         return w.pid
       w.send_signal(signal.SIGCONT)
     except psutil.NoSuchProcess:

@@ -1,7 +1,9 @@
 """The ProxyNet of layer-graph architectures (the paper's figure CNN and MLP, and a small ReLU MLP):
 its views against ArchNet (apply is training-mode ArchNet, taps add to the measured layers, plain
 drops batch norm), and every proxy finite and invariant to the batch order on them. Batches are
-seeded synthetic Gaussians with digits' shapes (8x8x1 images, 64 features; no dataset is read)."""
+seeded synthetic Gaussians with digits' shapes (8x8x1 images, 64 features; no dataset is read).
+Networks and measures are called through jax.jit: called eagerly, each of their operations would
+compile on its own."""
 
 import functools
 import os
@@ -68,7 +70,7 @@ def test_apply_is_archnet_in_training_mode_and_params_are_its_initial_kernels():
   model = arch_net.build_model(arch, 10)
   variables = arch_net.init_variables(model, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
   x, _ = _batch((8, 8, 1), 10)
-  # Both compiled (eagerly, each operation compiles alone), and compiled alike: equal to the bit.
+  # Both compiled alike: equal to the bit.
   want, _ = jax.jit(functools.partial(model.apply, train=True, mutable=["batch_stats"]))(variables, x)
   np.testing.assert_array_equal(jax.jit(net.apply)(net.params, x), want)
   jax.tree.map(np.testing.assert_array_equal, net.params, variables["params"])
@@ -92,7 +94,7 @@ def test_tapped_acts_pair_with_the_kernels_and_taps_add_to_the_layer_outputs():
 def test_plain_drops_batch_norm_so_examples_no_longer_share_statistics():
   net = _cnn()
   x, _ = _batch((8, 8, 1), 10)
-  plain, apply = jax.jit(net.plain), jax.jit(net.apply)  # eagerly, each operation compiles alone
+  plain, apply = jax.jit(net.plain), jax.jit(net.apply)
   alone = jnp.concatenate([plain(net.params, x[i : i + 1]) for i in range(2)])
   np.testing.assert_allclose(plain(net.params, x)[:2], alone, rtol=1e-5, atol=1e-5)
   assert not np.allclose(apply(net.params, x)[:2], apply(net.params, x[:2]), atol=1e-3)
@@ -120,7 +122,7 @@ def test_proxies_are_finite_and_independent_of_the_batch_order(spec, shape, clas
   x, y = _batch(shape, classes)
   perm = np.random.default_rng(2).permutation(B)
   for measure in scored:
-    # One compiled program per measure for both orders (eagerly, every operation compiles alone).
+    # One compiled program per measure, for both orders.
     scored_on = jax.jit(lambda x, y: measure(net, (x, y)))
     score, permuted = float(scored_on(x, y)), float(scored_on(x[perm], y[perm]))
     if spec is FIG16 and measure is measures.naswot:
@@ -138,7 +140,7 @@ def test_vmap_over_initialisations_equals_one_network_at_a_time():
   for measure in (measures.fisher, measures.naswot):
     one = lambda p: measure(nets[0]._replace(params=p), batch)
     batched = jax.vmap(one)(stacked)
-    alone = [jax.jit(one)(n.params) for n in nets]  # compiled: eagerly, each operation compiles alone
+    alone = [jax.jit(one)(n.params) for n in nets]
     np.testing.assert_allclose(batched, alone, rtol=1e-5, err_msg=measure.__name__)
 
 

@@ -183,11 +183,14 @@ def test_the_adam_fit_is_the_same_with_xlas_eigh(problem, monkeypatch):
   pair, yp, mask = _padded(d, d_bar, y, gp_lml._HOST_EIGH_LEAST, seed=3)
   box = gp_fit.Box.create(*kernels.NasbotKernel.bounds(len(NU_STR), beta=(1e-5, 1e-3)))
 
-  def fit():
+  def drop_traces():
     # The fit's jitted programs were traced with the other eigh; only theirs are dropped (all of
     # jax's caches would make every later test in this process compile again).
     gp_fit._fit_map.clear_cache()
     gp_fit.optimise.clear_cache()
+
+  def fit():
+    drop_traces()
     result = gp_fit.fit_map(jax.random.key(4), box, pair, yp, mask, n_starts=4, steps=20, project=True)
     return ravel_pytree(result.hypers)[0], result.lml
 
@@ -196,7 +199,6 @@ def test_the_adam_fit_is_the_same_with_xlas_eigh(problem, monkeypatch):
   monkeypatch.setattr(gp_lml, "_eigh", lambda x: traced.append(x.shape) or tuple(jnp.linalg.eigh(x)))
   xla = fit()
   assert traced, "the second fit was not traced again with XLA's eigh"
-  gp_fit._fit_map.clear_cache()
-  gp_fit.optimise.clear_cache()
+  drop_traces()
   for got, want in zip(host, xla):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
