@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
 SCRIPTS = sorted(glob.glob(os.path.join(BENCHMARKS, "bench_*.py")))
 SKIPPED = 77  # record.SKIPPED; benchmarks/ is no package to import it from before the path is set
-# Smokes that take tens of seconds on 2 cores even at their smallest sizes, run with --runslow
+# Smokes that take from several to tens of seconds on 2 cores even at their smallest sizes, run with --runslow
 # (.ci/run runs them on every change): script -> why it cannot be quicker.
 SLOW = MappingProxyType(
   {
@@ -35,6 +35,7 @@ SLOW = MappingProxyType(
     "bench_bananas": "compiles the 5-member ensemble fit three ways (vmap, loops), then runs two BANANAS trials",
     "bench_conditional": "compiles conditional BO's proposal three ways (arc kernel; gradient, mutation only)",
     "bench_ea_screen": "a NAS-Bench-201 NASBOT search with every EA candidate also scored by exact OTMANN",
+    "bench_gp": "compiles the GP fit three ways (vmapped, in chunks of one start, one start in a loop)",
     "bench_multifidelity_digits": "trains digits CNNs in two searches (NASBOT, ASHA + NASBOT)",
     "bench_nb201_trial": "two NAS-Bench-201 searches: compiles NASBOT's GP and EA, and BANANAS' ensemble",
     "bench_otmann": "compiles the exact and Sinkhorn solvers, and times the per-pair baseline",
@@ -43,6 +44,7 @@ SLOW = MappingProxyType(
     "bench_proxies": "compiles the masked scorers, one specialised network per cell, and each dataset's network",
     "bench_search_trainers": "two whole searches in fresh launch/search.py processes, each training CNNs",
     "bench_study": "its pool of two spawned processes imports jax and loads the NB201 table in each",
+    "bench_train": "trains a CNN in a fresh process that imports jax and compiles its trainer",
   }
 )
 

@@ -112,6 +112,10 @@ def test_the_manuals_copy_has_the_cells_of_the_notebook_and_its_plots(path):
   assert sum(images for _, _, images in render.printed(copy)) >= 1, f"the copy shows no plot; run: {_rerender(path)}"
 
 
+# Running the notebooks is the manual's check, as the strict build of docs/ is: 10-50 s each on 2
+# cores, two minutes of the default suite in all, so they run with --runslow and
+# .ci/run runs them on every change, beside the manual's build.
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_notebook_runs_top_to_bottom(path, kernel_of_this_interpreter):
   book, seconds = _execute(nbformat.read(path, as_version=4), kernel_of_this_interpreter)
@@ -128,6 +132,7 @@ def test_notebook_runs_top_to_bottom(path, kernel_of_this_interpreter):
   )
 
 
+@pytest.mark.slow
 def test_bananas_notebook_says_how_to_go_on_without_the_table(tmp_path, kernel_of_this_interpreter):
   book = nbformat.read(os.path.join(COLABS, "bananas_nb201.ipynb"), as_version=4)
   first = book.cells[0]
