@@ -11,7 +11,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Before jax, and inherited by the launch scripts, workers and notebook kernels the tests start:
 # LLVM's lowest optimisation level for the programs XLA compiles, without its expensive passes. The
 # suite compiles thousands of small programs and runs each briefly, so compiling them is much of its
-# time (the second flag takes ~6% off a compile-bound file's). XLA's own (HLO) optimisations are
+# time (the second flag takes ~6% off compile-bound test files). XLA's own (HLO) optimisations are
 # unchanged; the machine code may round differently, as another CPU's does, which the checks against
 # stored outputs (the manual's notebooks) tolerate. Set XLA_FLAGS to run the tests compiled otherwise.
 os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true")

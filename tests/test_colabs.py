@@ -112,9 +112,9 @@ def test_the_manuals_copy_has_the_cells_of_the_notebook_and_its_plots(path):
   assert sum(images for _, _, images in render.printed(copy)) >= 1, f"the copy shows no plot; run: {_rerender(path)}"
 
 
-# Running the notebooks is the manual's check, as the strict build of docs/ is: 10-50 s each on 2
-# cores, two minutes of the default suite in all, so they run with --runslow and
-# .ci/run runs them on every change, beside the manual's build.
+# Running the notebooks checks the manual, as the strict build of docs/ does: 10-50 s each on 2
+# cores, two minutes of the default suite in all. So they run with --runslow, which .ci/run uses
+# for them on every change.
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
 def test_notebook_runs_top_to_bottom(path, kernel_of_this_interpreter):
