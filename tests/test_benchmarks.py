@@ -27,8 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
 SCRIPTS = sorted(glob.glob(os.path.join(BENCHMARKS, "bench_*.py")))
 SKIPPED = 77  # record.SKIPPED; benchmarks/ is no package to import it from before the path is set
-# Smokes that take from several to tens of seconds on 2 cores even at their smallest sizes, run with --runslow
-# (.ci/run runs them on every change): script -> why it cannot be quicker.
+# Smokes that take from several to tens of seconds on 2 cores even at their smallest sizes, run
+# with --runslow (.ci/run runs them on every change): script -> why it cannot be quicker.
 SLOW = MappingProxyType(
   {
     "bench_autokeras": "(b) trains a parent and eight morphed children on digits, each network its own compile",
