@@ -11,10 +11,12 @@ NAS-Bench-201 when they are compiled anew. Set JAX_COMPILATION_CACHE_DIR to move
 to "" to turn it off, and JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS to keep only programs
 slower to compile than that. Worker processes inherit these settings.
 
-A worker process that a search spawns runs this module first too, as it re-imports the launch
-script before anything of nas_jax runs in it: from here on it dies with its parent (on Linux), so
-a search killed while its workers still import jax leaves none of them behind for the seconds
-those imports take (nas_jax.search.process_executor watches the parent once a worker is up).
+A worker process of a search runs this module first too, as it re-imports the launch script
+before anything of nas_jax runs in it: from here on it dies with its parent (on Linux), so a search
+killed while its workers still import leaves none of them behind for the seconds those imports
+take (nas_jax.search.process_executor watches the search once a worker is up). A worker forked
+by multiprocessing's forkserver has the server as its parent, and the server exits with the
+search.
 
 SIGINT and SIGTERM stop a script from here on with one line and exit code 130, while it still
 imports jax too; `_cli.run` takes them over when the script starts.
@@ -31,11 +33,13 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.expandus
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 
-# A spawned worker (multiprocessing's marker on its command line; its sys.argv is the parent's)
-# asks Linux to kill it with its parent. A watching thread would not do: importing jax holds the
-# interpreter lock for seconds at a time. Linux sends the signal when the thread that started the
-# worker ends: the search loop's, which lasts as long as the search.
-if "--multiprocessing-fork" in sys.orig_argv and sys.platform.startswith("linux"):
+# A worker (multiprocessing's marker on a spawned one's command line, the forkserver's command on a
+# forked one's; its sys.argv is the parent's) asks Linux to kill it with its parent. A watching
+# thread would not do: importing jax holds the interpreter lock for seconds at a time. Linux sends
+# the signal when the thread that started the worker ends: the search loop's, which lasts as long
+# as the search, or the forkserver's only one.
+_WORKER = "--multiprocessing-fork" in sys.orig_argv or any("multiprocessing.forkserver" in a for a in sys.orig_argv)
+if _WORKER and sys.platform.startswith("linux"):
   PR_SET_PDEATHSIG = 1
   ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
   if os.getppid() == 1:  # the search died before this line: init adopted the worker
@@ -53,7 +57,7 @@ def _stopped_while_starting(signum, frame):
 
 # Installed before anything slow is imported. A worker leaves Ctrl-C (sent to the terminal's whole
 # process group) to its parent, as it does once it runs; its parent stops it.
-if "--multiprocessing-fork" in sys.orig_argv:
+if _WORKER:
   signal.signal(signal.SIGINT, signal.SIG_IGN)
 else:
   signal.signal(signal.SIGINT, _stopped_while_starting)

@@ -43,7 +43,7 @@ SLOW = MappingProxyType(
     "bench_propose": "compiles NASBOT's proposal four ways (Adam, L-BFGS, warm refits, in a search)",
     "bench_proxies": "compiles the masked scorers, one specialised network per cell, and each dataset's network",
     "bench_search_trainers": "two whole searches in fresh launch/search.py processes, each training CNNs",
-    "bench_study": "its pool of two spawned processes imports jax and loads the NB201 table in each",
+    "bench_study": "its pool of two worker processes loads the NB201 table in each",
     "bench_train": "trains a CNN in a fresh process that imports jax and compiles its trainer",
   }
 )

@@ -1,4 +1,4 @@
-"""Runs a study (`experiments.study`): every unfinished trial as one call on a spawn process pool
+"""Runs a study (`experiments.study`): every unfinished trial as one call on a process pool
 (`ProcessExecutor`, one process per core by default; with one process, in this process) or as a
 Ray task (`RayExecutor`, with `config.ray_address`), one progress bar over the trials; then its
 results from the journals.

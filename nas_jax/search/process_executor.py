@@ -1,8 +1,14 @@
-"""The process-pool `Executor`: `num_workers` spawned processes, with a time limit per evaluation
+"""The process-pool `Executor`: `num_workers` worker processes, with a time limit per evaluation
 and crash detection. A call past its time limit gets its worker killed and ends as `timed_out`; a
 worker that dies mid-call is replaced and the call reruns (`executors.rerun`), up to `retries`
 times, then ends as failed (`executors.lost_every_time`). Workers die with the search that
 started them.
+
+Workers are forked from multiprocessing's forkserver, a clean process that imported nas_jax (and
+so jax) once before any JAX backend ran, never from the search itself (JAX is not fork-safe once it
+runs): a worker starts in a fraction of a second, where a spawned one spends seconds importing
+jax, at the pool's start and at each worker replaced after a timeout or a crash. Where there is no
+forkserver (Windows), workers are spawned.
 """
 
 from __future__ import annotations
@@ -35,31 +41,47 @@ from nas_jax.search.executors import (
 __all__ = ["ProcessExecutor"]
 
 _READY = b"R"
-_ORPHAN_POLL_S = 0.5
+_PRELOAD = ("nas_jax",)  # what the forkserver imports once for every worker
 _KEPT_FUNCTIONS = 4  # functions a worker keeps for the calls that send them again
 
 
-def _die_with(parent: int) -> None:
-  """Ends this worker within `_ORPHAN_POLL_S` once its parent is gone, even mid-evaluation (a
-  killed search must not leave training workers behind that write files nobody journals)."""
+def _context() -> mp.context.BaseContext:
+  """The forkserver context, preloading `_PRELOAD` (the first pool of a process starts the server);
+  spawn where the platform has no forkserver."""
+  if "forkserver" not in mp.get_all_start_methods():
+    return mp.get_context("spawn")
+  ctx = mp.get_context("forkserver")
+  ctx.set_forkserver_preload(list(_PRELOAD))
+  return ctx
+
+
+def _die_with_parent() -> None:
+  """Ends this worker as soon as the search that started it is gone, even mid-evaluation (a killed
+  search must not leave training workers behind that write files nobody journals): the parent's
+  sentinel, a pipe the search holds open (for a forked worker too, whose parent in the process
+  table is the forkserver), reads end-of-file once the search dies."""
+  sentinel = mp.parent_process().sentinel
 
   def watch() -> None:
-    while os.getppid() == parent:
-      time.sleep(_ORPHAN_POLL_S)
+    mpc.wait([sentinel])
     os._exit(1)
 
   threading.Thread(target=watch, daemon=True, name="nas_jax-orphan-watch").start()
 
 
-def _process_main(conn: mpc.Connection, x64: bool, parent: int) -> None:
+def _process_main(conn: mpc.Connection, x64: bool, environ: dict) -> None:
   """A worker process: say `_READY`, then receive a pickled (pickled fn, args) and reply with a
   pickled (ok, payload, seconds), until an empty message or a closed pipe; it exits when its parent
-  dies. It keeps the last `_KEPT_FUNCTIONS` functions it unpickled, by their bytes, so a function
-  sent again (one that pickles the same) is the same object: what a stateful one holds (a train
-  task's trainer memory) lasts as long as the worker."""
+  dies. It runs in the search's environment as it was when the worker was made (a forked worker
+  would otherwise have the forkserver's, from when the server started). It keeps the last
+  `_KEPT_FUNCTIONS` functions it unpickled, by their bytes, so a function sent again (one that
+  pickles the same) is the same object: what a stateful one holds (a train task's trainer memory)
+  lasts as long as the worker."""
   kept: collections.OrderedDict[bytes, Callable] = collections.OrderedDict()
   signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-  _die_with(parent)
+  _die_with_parent()
+  os.environ.clear()
+  os.environ.update(environ)
   worker_setup(x64)
   try:
     conn.send_bytes(_READY)
@@ -99,7 +121,7 @@ class _Slot:
   def __init__(self, ctx, index: int, x64: bool):
     self.conn, child = ctx.Pipe(duplex=True)
     self.process = ctx.Process(
-      target=_process_main, args=(child, x64, os.getpid()), daemon=True, name=f"nas_jax-worker-{index}"
+      target=_process_main, args=(child, x64, dict(os.environ)), daemon=True, name=f"nas_jax-worker-{index}"
     )
     self.process.start()
     child.close()
@@ -121,7 +143,8 @@ class _Slot:
 
 
 class ProcessExecutor:
-  """`num_workers` spawned processes (never forked: JAX is not fork-safe).
+  """`num_workers` processes forked from a forkserver that preloaded nas_jax (spawned where there
+  is none); never forked from the search, as JAX is not fork-safe.
 
   A call past `timeout_s` (counted from dispatch, or from when a fresh worker finished booting)
   gets its process killed and replaced, and ends as `timed_out`. A worker that dies mid-call (a
@@ -136,7 +159,7 @@ class ProcessExecutor:
     self.num_workers = num_workers
     self.timeout_s = timeout_s
     self.retries = retries
-    self._ctx = mp.get_context("spawn")
+    self._ctx = _context()
     self._x64 = x64_enabled()
     self._slots = [_Slot(self._ctx, i, self._x64) for i in range(num_workers)]
     self._queue: collections.deque[tuple[int, bytes, int]] = collections.deque()  # (ticket, payload, attempt)
@@ -202,7 +225,7 @@ class ProcessExecutor:
         else:  # it died importing: most often a script that starts a search unguarded
           error = (
             f"worker {slot.name} {how} while starting, before any evaluation (its stderr says why). A"
-            " spawned worker imports the script that started the search: start the search under"
+            " worker imports the script that started the search: start the search under"
             ' `if __name__ == "__main__":`, and keep the task importable'
           )
         out.append((ticket, Outcome(error=error, seconds=elapsed, worker=slot.name)))

@@ -267,7 +267,7 @@ def _study_command(workdir, *flags):
   ]
 
 
-@pytest.mark.slow  # two spawned processes import jax and load the table: about half a minute
+@pytest.mark.slow  # two worker processes each load the table: about half a minute
 @needs_data
 def test_the_smoke_study_on_two_processes_writes_its_table_curves_and_record(tmp_path):
   env = {**os.environ, "NAS_JAX_RECORDS": str(tmp_path / "records")}

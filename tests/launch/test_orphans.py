@@ -16,18 +16,40 @@ from nas_jax.search import journal, loop
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _children(pid: int) -> set:
-  out = set()
+def _stat(pid: int) -> list:
+  with open(f"/proc/{pid}/stat") as f:
+    return f.read().rsplit(")", 1)[1].split()
+
+
+def _descendants(pid: int) -> set:
+  """The live processes under `pid`: its children, theirs, and so on."""
+  parents = {}
   for entry in os.listdir("/proc"):
     if entry.isdigit():
       try:
-        with open(f"/proc/{entry}/stat") as f:
-          fields = f.read().rsplit(")", 1)[1].split()
+        fields = _stat(int(entry))
       except OSError:
         continue
-      if int(fields[1]) == pid and fields[0] != "Z":
-        out.add(int(entry))
+      if fields[0] != "Z":
+        parents[int(entry)] = int(fields[1])
+  out, frontier = set(), {pid}
+  while frontier:
+    frontier = {p for p, parent in parents.items() if parent in frontier} - out
+    out |= frontier
   return out
+
+
+def _is_worker(pid: int, search: int) -> bool:
+  """A spawned worker (multiprocessing's marker on its command line) or one forked by the search's
+  forkserver (the server's command line, one level further down than the server itself)."""
+  try:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+      argv = f.read().split(b"\0")
+    parent = int(_stat(pid)[1])
+  except OSError:
+    return False
+  forked = parent != search and any(b"multiprocessing.forkserver" in a for a in argv)
+  return b"--multiprocessing-fork" in argv or forked
 
 
 def _alive(pids: set) -> set:
@@ -63,19 +85,21 @@ def _search(tmp_path) -> subprocess.Popen:
 
 
 def _workers(main: subprocess.Popen) -> set:
+  """Once the search's two workers exist: every process under it (the workers, and the
+  forkserver and resource tracker they came with)."""
   deadline, workers = time.time() + 120, set()
-  while time.time() < deadline and len(workers) < 2:  # the two workers (and a resource tracker)
+  while time.time() < deadline and len(workers) < 2:
     time.sleep(0.1)
-    workers = _children(main.pid)
+    workers = {p for p in _descendants(main.pid) if _is_worker(p, main.pid)}
   assert len(workers) >= 2, "the search did not start its workers"
-  return workers
+  return _descendants(main.pid)
 
 
 def _gone_within(workers: set, seconds: float) -> None:
   deadline = time.time() + seconds
   while _alive(workers) and time.time() < deadline:
     time.sleep(0.1)
-  assert not _alive(workers), f"workers {_alive(workers)} outlived the search by over {seconds} s"
+  assert not _alive(workers), f"processes {_alive(workers)} outlived the search by over {seconds} s"
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table from /proc (Linux)")

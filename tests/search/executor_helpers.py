@@ -32,6 +32,10 @@ def x64_enabled():
   return bool(jax.config.jax_enable_x64)
 
 
+def environ(name):
+  return os.environ.get(name)
+
+
 class Counter:
   """Counts its calls from `start`: a function with state, as a train task's evaluate has."""
 

@@ -171,6 +171,18 @@ def test_process_workers_copy_x64_from_the_caller():
     assert wait_all(ex, 1)[t].result is True
 
 
+def test_process_workers_see_the_environment_of_when_they_were_made(monkeypatch):
+  # The first pool starts the server the workers are forked from, with the environment of then; a
+  # later pool's workers still see the caller's environment of their own time, as spawned ones do.
+  with ProcessExecutor(num_workers=1) as ex:
+    t = ex.submit(h.environ, "NAS_JAX_TEST_VALUE")
+    first = wait_all(ex, 1)[t].result
+  monkeypatch.setenv("NAS_JAX_TEST_VALUE", "set after the first pool")
+  with ProcessExecutor(num_workers=1) as ex:
+    t = ex.submit(h.environ, "NAS_JAX_TEST_VALUE")
+    assert (first, wait_all(ex, 1)[t].result) == (None, "set after the first pool")
+
+
 def test_process_rejects_bad_arguments():
   with pytest.raises(ValueError, match="timeout_s=0"):
     ProcessExecutor(1, timeout_s=0)

@@ -86,7 +86,7 @@ def test_evaluations_lost_in_flight_are_proposed_again_and_nothing_repeats(tmp_p
       assert parent.ok and parent.arch_json == o.arch_json and parent.fidelity < o.fidelity
 
 
-@pytest.mark.slow  # spawns two workers (11 s); the default suite covers the loop inline
+@pytest.mark.slow  # two worker processes (11 s); the default suite covers the loop inline
 def test_worker_processes_evaluate_at_the_proposed_fidelity(tmp_path):
   c = _config(tmp_path / "local", "asha", budget=8)
   c.executor, c.num_workers = "local", 2
