@@ -8,7 +8,7 @@ of 32 (`fit_step`); each full fit is the authors' 16 random starts x 200 Adam st
 '+'-joined:
 - `chain`: each full fit is 4 starts x 200 Adam steps, one of them from the previous full fit's
   optimum (`chain_fits`, our change): 3.4-5.9x cheaper fits, but a worse paired regret on
-  ImageNet16-120 than the default's, so not the default (docs/surrogates.md);
+  ImageNet16-120 than the default's over 20 seeds, so not the default (docs/surrogates.md);
 - `every1`: the full fit at every evaluation (refit_every = 1); `every7` names the default's
   schedule;
 - `warm`: the full fit every 10 evaluations and 20 Adam steps from there in between;
