@@ -1,5 +1,6 @@
 """A search killed with kill -9, SIGTERM or SIGINT leaves no worker process behind: workers watch
-their parent and exit with it (nas_jax.search.process_executor). SIGTERM stops a search as Ctrl-C does:
+the search and exit with it, and so does the forkserver they came from
+(nas_jax.search.process_executor). SIGTERM stops a search as Ctrl-C does:
 one line on stderr, exit code 130, summary.json written from the journal."""
 
 import json
