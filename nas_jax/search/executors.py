@@ -177,7 +177,8 @@ def x64_enabled() -> bool:
 
 def worker_setup(x64: bool) -> None:
   """Copies the caller's x64 setting into a worker (through the environment when JAX is not
-  imported yet, so a Ray worker whose calls never use JAX does not pay for importing it)."""
+  imported yet, so a Ray or spawned worker whose calls never use JAX does not pay for importing
+  it; a forkserver's workers have it imported already)."""
   # Many JAX processes share one accelerator: allocate on demand instead of 75% each.
   os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   jax = sys.modules.get("jax")

@@ -22,8 +22,8 @@ def _stat(pid: int) -> list:
     return f.read().rsplit(")", 1)[1].split()
 
 
-def _descendants(pid: int) -> set:
-  """The live processes under `pid`: its children, theirs, and so on."""
+def _descendants(pid: int) -> dict:
+  """{process: its parent} of the live processes under `pid`: its children, theirs, and so on."""
   parents = {}
   for entry in os.listdir("/proc"):
     if entry.isdigit():
@@ -33,20 +33,19 @@ def _descendants(pid: int) -> set:
         continue
       if fields[0] != "Z":
         parents[int(entry)] = int(fields[1])
-  out, frontier = set(), {pid}
+  out, frontier = {}, {pid}
   while frontier:
-    frontier = {p for p, parent in parents.items() if parent in frontier} - out
-    out |= frontier
+    frontier = {p for p, parent in parents.items() if parent in frontier} - out.keys()
+    out.update((p, parents[p]) for p in frontier)
   return out
 
 
-def _is_worker(pid: int, search: int) -> bool:
+def _is_worker(pid: int, parent: int, search: int) -> bool:
   """A spawned worker (multiprocessing's marker on its command line) or one forked by the search's
   forkserver (the server's command line, one level further down than the server itself)."""
   try:
     with open(f"/proc/{pid}/cmdline", "rb") as f:
       argv = f.read().split(b"\0")
-    parent = int(_stat(pid)[1])
   except OSError:
     return False
   forked = parent != search and any(b"multiprocessing.forkserver" in a for a in argv)
@@ -57,9 +56,8 @@ def _alive(pids: set) -> set:
   alive = set()
   for p in pids:
     try:
-      with open(f"/proc/{p}/stat") as f:
-        if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-          alive.add(p)
+      if _stat(p)[0] != "Z":
+        alive.add(p)
     except OSError:
       pass
   return alive
@@ -91,9 +89,9 @@ def _workers(main: subprocess.Popen) -> set:
   deadline, workers = time.time() + 120, set()
   while time.time() < deadline and len(workers) < 2:
     time.sleep(0.1)
-    workers = {p for p in _descendants(main.pid) if _is_worker(p, main.pid)}
+    workers = {p for p, parent in _descendants(main.pid).items() if _is_worker(p, parent, main.pid)}
   assert len(workers) >= 2, "the search did not start its workers"
-  return _descendants(main.pid)
+  return set(_descendants(main.pid))
 
 
 def _gone_within(workers: set, seconds: float) -> None:
